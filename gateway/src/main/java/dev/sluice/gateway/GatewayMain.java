@@ -1,8 +1,20 @@
 package dev.sluice.gateway;
 
-/** Entry point of the gateway jar (placeholder). */
-public final class GatewayMain {
+import dev.sluice.gateway.cli.ServeCommand;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** {@code java -jar sluice-gateway.jar <command>}. */
+@Command(name = "sluice-gateway", mixinStandardHelpOptions = true, version = "sluice-gateway 0.1.0",
+        description = "Admission-controlling gateway for prefill/decode disaggregated LLM serving.",
+        subcommands = {ServeCommand.class, CommandLine.HelpCommand.class})
+public final class GatewayMain implements Runnable {
     public static void main(String[] args) {
-        System.out.println("sluice-gateway");
+        System.exit(new CommandLine(new GatewayMain()).execute(args));
+    }
+
+    @Override
+    public void run() {
+        new CommandLine(this).usage(System.err);
     }
 }

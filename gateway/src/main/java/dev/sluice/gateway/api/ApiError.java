@@ -1,0 +1,86 @@
+package dev.sluice.gateway.api;
+
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import java.util.Objects;
+
+/**
+ * Every failure the gateway reports: its HTTP status, an OpenAI-style error body
+ * ({@code {"error": {"message", "type", "code"}}}) and the {@code outcome} label of its metrics.
+ * One type, so a status never loses its meaning on the way to the client.
+ */
+public record ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome) {
+
+    public ApiError {
+        Objects.requireNonNull(status, "status");
+        Objects.requireNonNull(type, "type");
+        Objects.requireNonNull(code, "code");
+        Objects.requireNonNull(message, "message");
+        Objects.requireNonNull(outcome, "outcome");
+    }
+
+    public static ApiError invalidRequest(String code, String message) {
+        return new ApiError(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", code, message, Outcome.BAD_REQUEST);
+    }
+
+    public static ApiError notFound(String path) {
+        return new ApiError(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "not_found",
+                "no route for " + path, Outcome.BAD_REQUEST);
+    }
+
+    public static ApiError methodNotAllowed(String method, String path, String allowed) {
+        return new ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed",
+                method + " is not allowed on " + path + " (allowed: " + allowed + ")", Outcome.BAD_REQUEST);
+    }
+
+    public static ApiError bodyTooLarge(long limit) {
+        return new ApiError(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error", "body_too_large",
+                "request body exceeds " + limit + " bytes (http.max_request_body)", Outcome.BAD_REQUEST);
+    }
+
+    public static ApiError noCapacity(String message) {
+        return new ApiError(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "no_capacity", message,
+                Outcome.REJECTED);
+    }
+
+    public static ApiError unreachable(String role, String worker, String cause) {
+        return new ApiError(HttpResponseStatus.BAD_GATEWAY, "server_error", "upstream_unreachable",
+                role + " worker " + worker + " is unreachable: " + cause, Outcome.UPSTREAM_ERROR);
+    }
+
+    public static ApiError malformed(String role, String worker, String cause) {
+        return new ApiError(HttpResponseStatus.BAD_GATEWAY, "server_error", "upstream_malformed_response",
+                role + " worker " + worker + " sent a malformed response: " + cause, Outcome.UPSTREAM_ERROR);
+    }
+
+    public static ApiError timeout(String what) {
+        return new ApiError(HttpResponseStatus.GATEWAY_TIMEOUT, "server_error", "upstream_timeout", what,
+                Outcome.TIMEOUT);
+    }
+
+    /** A worker answered with an error status: keep the status (a 429 stays a 429), explain who said it. */
+    public static ApiError fromWorker(int status, String role, String worker, String workerMessage) {
+        HttpResponseStatus s = HttpResponseStatus.valueOf(status);
+        String type = status == 429 ? "rate_limit_error" : status < 500 ? "invalid_request_error" : "server_error";
+        String code = status == 429 ? "worker_overloaded" : "worker_error";
+        return new ApiError(s, type, code, role + " worker " + worker + " answered " + status
+                + (workerMessage.isEmpty() ? "" : ": " + workerMessage), Outcome.UPSTREAM_ERROR);
+    }
+
+    public static ApiError internal(String message) {
+        return new ApiError(HttpResponseStatus.INTERNAL_SERVER_ERROR, "server_error", "internal_error", message,
+                Outcome.INTERNAL_ERROR);
+    }
+
+    /** The {@code {"error": {...}}} body; in a stream the same object is the last {@code data:} event. */
+    public ObjectNode toJson() {
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        ObjectNode error = root.putObject("error");
+        error.put("message", message);
+        error.put("type", type);
+        error.put("code", code);
+        error.put("status", status.code());
+        return root;
+    }
+}

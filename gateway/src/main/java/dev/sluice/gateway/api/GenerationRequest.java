@@ -1,0 +1,187 @@
+package dev.sluice.gateway.api;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufInputStream;
+import java.io.IOException;
+import java.util.Objects;
+
+/**
+ * A validated generation request: the client's JSON object plus what the gateway needs to know
+ * about it (streamed? logprobs asked? how many items in a batch?). Validation happens before any
+ * worker is chosen, so a bad body costs nothing but its parse.
+ */
+public final class GenerationRequest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private final GenerationRoute route;
+    private final ObjectNode body;
+    private final boolean stream;
+    private final boolean logprobs;
+    private final int batchSize;
+
+    private GenerationRequest(GenerationRoute route, ObjectNode body, boolean stream, boolean logprobs, int batchSize) {
+        this.route = route;
+        this.body = body;
+        this.stream = stream;
+        this.logprobs = logprobs;
+        this.batchSize = batchSize;
+    }
+
+    public static GenerationRequest parse(GenerationRoute route, ByteBuf content) throws ApiException {
+        Objects.requireNonNull(route, "route");
+        if (!content.isReadable()) {
+            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is empty (expected: a JSON object)"));
+        }
+        JsonNode tree;
+        try (ByteBufInputStream in = new ByteBufInputStream(content.duplicate())) {
+            tree = JSON.readTree(in);
+        } catch (JsonProcessingException e) {
+            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is not valid JSON: "
+                    + e.getOriginalMessage()));
+        } catch (IOException e) {
+            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body cannot be read: " + e.getMessage()));
+        }
+        if (tree == null || !tree.isObject()) {
+            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body must be a JSON object, got "
+                    + (tree == null ? "nothing" : tree.getNodeType().name().toLowerCase())));
+        }
+        ObjectNode body = (ObjectNode) tree;
+        int batch = switch (route) {
+            case GENERATE -> generateBatch(body);
+            case CHAT_COMPLETIONS -> chatBatch(body);
+            case COMPLETIONS -> completionsBatch(body);
+        };
+        boolean stream = body.path("stream").asBoolean(false);
+        return new GenerationRequest(route, body, stream, wantsLogprobs(route, body), batch);
+    }
+
+    private static int generateBatch(ObjectNode body) throws ApiException {
+        JsonNode text = body.get("text");
+        JsonNode ids = body.get("input_ids");
+        JsonNode embeds = body.get("input_embeds");
+        if (present(text)) {
+            if (text.isTextual()) {
+                return 0;
+            }
+            if (text.isArray() && !text.isEmpty() && allTextual(text)) {
+                return text.size();
+            }
+            throw bad("text", "a string or a non-empty list of strings");
+        }
+        if (present(ids)) {
+            if (ids.isArray() && !ids.isEmpty() && ids.get(0).isIntegralNumber()) {
+                return 0;
+            }
+            if (ids.isArray() && !ids.isEmpty() && ids.get(0).isArray()) {
+                return ids.size();
+            }
+            throw bad("input_ids", "a list of token ids or a non-empty list of such lists");
+        }
+        if (present(embeds)) {
+            return 0;
+        }
+        throw new ApiException(ApiError.invalidRequest("missing_prompt",
+                "one of text, input_ids or input_embeds is required"));
+    }
+
+    private static int chatBatch(ObjectNode body) throws ApiException {
+        JsonNode messages = body.get("messages");
+        if (!present(messages)) {
+            throw new ApiException(ApiError.invalidRequest("missing_messages", "messages is required"));
+        }
+        if (!messages.isArray() || messages.isEmpty()) {
+            throw bad("messages", "a non-empty list of message objects");
+        }
+        for (JsonNode m : messages) {
+            if (!m.isObject() || !m.path("role").isTextual()) {
+                throw bad("messages", "message objects with a string role");
+            }
+        }
+        return nBatch(body, 0);
+    }
+
+    private static int completionsBatch(ObjectNode body) throws ApiException {
+        JsonNode prompt = body.get("prompt");
+        if (!present(prompt)) {
+            throw new ApiException(ApiError.invalidRequest("missing_prompt", "prompt is required"));
+        }
+        int items;
+        if (prompt.isTextual()) {
+            items = 0;
+        } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
+            items = 0;
+        } else if (prompt.isArray() && !prompt.isEmpty() && (allTextual(prompt) || prompt.get(0).isArray())) {
+            items = prompt.size() == 1 ? 0 : prompt.size();
+        } else {
+            throw bad("prompt", "a string, a list of strings, a list of token ids or a list of such lists");
+        }
+        return nBatch(body, items);
+    }
+
+    /** SGLang's routers expand {@code n > 1} into one bootstrap room per generated choice. */
+    private static int nBatch(ObjectNode body, int items) throws ApiException {
+        JsonNode n = body.get("n");
+        if (!present(n)) {
+            return items;
+        }
+        if (!n.isIntegralNumber() || n.asInt() < 1 || n.asInt() > 128) {
+            throw bad("n", "an integer in [1, 128]");
+        }
+        int k = n.asInt();
+        if (k == 1) {
+            return items;
+        }
+        return Math.max(items, 1) * k;
+    }
+
+    private static boolean wantsLogprobs(GenerationRoute route, ObjectNode body) {
+        JsonNode v = body.get(route == GenerationRoute.GENERATE ? "return_logprob" : "logprobs");
+        if (v == null || v.isNull()) {
+            return false;
+        }
+        return v.isBoolean() ? v.booleanValue() : v.isNumber() && v.asInt() >= 0;
+    }
+
+    private static boolean present(JsonNode n) {
+        return n != null && !n.isNull();
+    }
+
+    private static boolean allTextual(JsonNode array) {
+        for (JsonNode e : array) {
+            if (!e.isTextual()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static ApiException bad(String field, String expected) {
+        return new ApiException(ApiError.invalidRequest("invalid_field", field + " is invalid (expected: " + expected + ")"));
+    }
+
+    public GenerationRoute route() {
+        return route;
+    }
+
+    /** The client's body; the dispatcher rewrites the gateway-owned fields in it. */
+    public ObjectNode body() {
+        return body;
+    }
+
+    public boolean stream() {
+        return stream;
+    }
+
+    public boolean logprobs() {
+        return logprobs;
+    }
+
+    /** Number of items of a batched request, or 0 for a single request. */
+    public int batchSize() {
+        return batchSize;
+    }
+}

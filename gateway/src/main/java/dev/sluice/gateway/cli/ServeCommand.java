@@ -1,0 +1,52 @@
+package dev.sluice.gateway.cli;
+
+import dev.sluice.gateway.config.ConfigException;
+import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.server.GatewayServer;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code serve --config FILE}: runs the gateway until SIGTERM or Ctrl-C. */
+@Command(name = "serve", mixinStandardHelpOptions = true,
+        description = "Run the gateway with the given YAML configuration until SIGTERM/Ctrl-C.")
+public final class ServeCommand implements Callable<Integer> {
+    @Option(names = {"-c", "--config"}, required = true, paramLabel = "FILE",
+            description = "gateway YAML configuration (see config/gateway.yaml)")
+    Path config;
+
+    @Option(names = "--check", description = "validate the configuration, print it, and exit")
+    boolean check;
+
+    @Override
+    public Integer call() throws Exception {
+        GatewayConfig cfg;
+        try {
+            cfg = ConfigLoader.load(config);
+        } catch (ConfigException e) {
+            System.err.println("sluice-gateway: invalid configuration: " + e.getMessage());
+            return 2;
+        }
+        if (check) {
+            System.out.println("configuration OK: " + cfg);
+            return 0;
+        }
+        GatewayServer server = new GatewayServer(cfg);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            server.close();
+            stopped.countDown();
+        }, "sluice-shutdown"));
+        try {
+            server.start();
+        } catch (Exception e) {
+            System.err.println("sluice-gateway: cannot start: " + e);
+            return 1;
+        }
+        stopped.await();
+        return 0;
+    }
+}

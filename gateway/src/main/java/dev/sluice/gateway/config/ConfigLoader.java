@@ -1,0 +1,148 @@
+package dev.sluice.gateway.config;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sluice.gateway.config.GatewayConfig.HealthConfig;
+import dev.sluice.gateway.config.GatewayConfig.HttpConfig;
+import dev.sluice.gateway.config.GatewayConfig.ListenConfig;
+import dev.sluice.gateway.config.GatewayConfig.UpstreamConfig;
+import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
+import dev.sluice.gateway.config.GatewayConfig.WorkersConfig;
+import java.io.IOException;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/** Reads the YAML file, applies defaults, validates, and returns an immutable {@link GatewayConfig}. */
+public final class ConfigLoader {
+    private static final ObjectMapper YAML = new ObjectMapper(new YAMLFactory());
+
+    private ConfigLoader() {
+    }
+
+    public static GatewayConfig load(Path file) {
+        String text;
+        try {
+            text = Files.readString(file);
+        } catch (NoSuchFileException e) {
+            throw new ConfigException(file + ": no such file");
+        } catch (IOException e) {
+            throw new ConfigException(file + ": cannot read (" + e.getMessage() + ")", e);
+        }
+        return parse(text, file.toString());
+    }
+
+    public static GatewayConfig parse(String yaml, String source) {
+        JsonNode tree;
+        try {
+            tree = YAML.readTree(yaml);
+        } catch (JsonProcessingException e) {
+            throw new ConfigException(source + ": not valid YAML (" + e.getOriginalMessage() + ")", e);
+        }
+        if (tree == null || tree.isMissingNode() || tree.isNull()) {
+            throw new ConfigException(source + ": empty configuration (expected: at least workers.prefill and workers.decode)");
+        }
+        ConfigNode root = new ConfigNode(tree, "")
+                .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health"));
+        return new GatewayConfig(listen(root.child("listen")), mode(root.child("disaggregation")),
+                workers(root.child("workers")), timeouts(root.child("timeouts")), http(root.child("http")),
+                upstream(root.child("upstream")), health(root.child("health")));
+    }
+
+    private static ListenConfig listen(ConfigNode n) {
+        n.allowOnly(Set.of("host", "port"));
+        return new ListenConfig(n.child("host").text("0.0.0.0"), n.child("port").intIn(8080, 0, 65535));
+    }
+
+    private static DisaggregationMode mode(ConfigNode n) {
+        String v = n.text("sglang").toLowerCase(Locale.ROOT);
+        if (v.equals("sglang")) {
+            return DisaggregationMode.SGLANG;
+        }
+        throw n.fail(v, "sglang (vllm and none are planned, not yet supported)");
+    }
+
+    private static WorkersConfig workers(ConfigNode n) {
+        if (n.isMissing()) {
+            throw new ConfigException("workers: missing (expected: workers.prefill and workers.decode lists)");
+        }
+        n.allowOnly(Set.of("prefill", "decode"));
+        List<WorkerEndpoint> prefill = endpoints(n.child("prefill"), true);
+        List<WorkerEndpoint> decode = endpoints(n.child("decode"), false);
+        if (prefill.isEmpty()) {
+            throw new ConfigException("workers.prefill: empty (expected: at least one prefill worker)");
+        }
+        if (decode.isEmpty()) {
+            throw new ConfigException("workers.decode: empty (expected: at least one decode worker)");
+        }
+        return new WorkersConfig(prefill, decode);
+    }
+
+    private static List<WorkerEndpoint> endpoints(ConfigNode list, boolean prefill) {
+        List<WorkerEndpoint> out = new ArrayList<>();
+        for (ConfigNode item : list.items()) {
+            item.allowOnly(prefill ? Set.of("url", "bootstrap_port") : Set.of("url"));
+            ConfigNode urlNode = item.child("url");
+            String url = urlNode.requiredText().replaceAll("/+$", "");
+            URI uri;
+            try {
+                uri = new URI(url);
+            } catch (URISyntaxException e) {
+                throw urlNode.fail(url, "an http:// URL");
+            }
+            if (!"http".equals(uri.getScheme()) || uri.getHost() == null) {
+                throw urlNode.fail(url, "an http:// URL with a host");
+            }
+            if (uri.getPath() != null && !uri.getPath().isEmpty()) {
+                throw urlNode.fail(url, "a URL without a path; routes are appended by the gateway");
+            }
+            int port = uri.getPort() == -1 ? 80 : uri.getPort();
+            Integer bootstrap = prefill ? item.child("bootstrap_port").optionalInt(1, 65535) : null;
+            out.add(new WorkerEndpoint(url, uri.getHost(), port, bootstrap));
+        }
+        return out;
+    }
+
+    private static TimeoutsConfig timeouts(ConfigNode n) {
+        n.allowOnly(Set.of("connect", "first_token", "idle_stream", "request", "abort"));
+        Duration min = Duration.ofMillis(1);
+        return new TimeoutsConfig(
+                n.child("connect").durationAtLeast(Duration.ofSeconds(2), min),
+                n.child("first_token").durationAtLeast(Duration.ofSeconds(120), min),
+                n.child("idle_stream").durationAtLeast(Duration.ofSeconds(60), min),
+                n.child("request").durationAtLeast(Duration.ofMinutes(10), min),
+                n.child("abort").durationAtLeast(Duration.ofSeconds(2), min));
+    }
+
+    private static HttpConfig http(ConfigNode n) {
+        n.allowOnly(Set.of("max_request_body", "max_response_body", "event_loop_threads"));
+        return new HttpConfig(
+                n.child("max_request_body").bytesAtLeast(32L << 20, 1024),
+                n.child("max_response_body").bytesAtLeast(64L << 20, 1024),
+                n.child("event_loop_threads").intIn(0, 0, 1024));
+    }
+
+    private static UpstreamConfig upstream(ConfigNode n) {
+        n.allowOnly(Set.of("max_connections_per_worker", "idle_timeout"));
+        return new UpstreamConfig(
+                n.child("max_connections_per_worker").intIn(1024, 1, 1_000_000),
+                n.child("idle_timeout").durationAtLeast(Duration.ofSeconds(4), Duration.ofMillis(100)));
+    }
+
+    private static HealthConfig health(ConfigNode n) {
+        n.allowOnly(Set.of("interval", "timeout", "unhealthy_threshold"));
+        return new HealthConfig(
+                n.child("interval").durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)),
+                n.child("timeout").durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10)),
+                n.child("unhealthy_threshold").intIn(2, 1, 100));
+    }
+}

@@ -1,0 +1,59 @@
+package dev.sluice.gateway.config;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The whole gateway configuration, immutable and validated once by {@link ConfigLoader}.
+ * Every default lives in the loader and is documented in {@code config/gateway.yaml}.
+ */
+public record GatewayConfig(
+        ListenConfig listen,
+        DisaggregationMode disaggregation,
+        WorkersConfig workers,
+        TimeoutsConfig timeouts,
+        HttpConfig http,
+        UpstreamConfig upstream,
+        HealthConfig health) {
+
+    public GatewayConfig {
+        Objects.requireNonNull(listen, "listen");
+        Objects.requireNonNull(disaggregation, "disaggregation");
+        Objects.requireNonNull(workers, "workers");
+        Objects.requireNonNull(timeouts, "timeouts");
+        Objects.requireNonNull(http, "http");
+        Objects.requireNonNull(upstream, "upstream");
+        Objects.requireNonNull(health, "health");
+    }
+
+    /** Where the gateway accepts client traffic. */
+    public record ListenConfig(String host, int port) {
+    }
+
+    /** The prefill and decode workers the gateway pairs requests across. */
+    public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode) {
+        public WorkersConfig {
+            prefill = List.copyOf(prefill);
+            decode = List.copyOf(decode);
+        }
+    }
+
+    /**
+     * One worker's address. {@code bootstrapPort} is only meaningful for prefill workers; null
+     * means "the worker's default", sent to the decode as JSON null, as SGLang's router does.
+     */
+    public record WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
+    }
+
+    /** Request body limits and the client-facing HTTP server. */
+    public record HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads) {
+    }
+
+    /** Connection pooling towards workers: per event loop, per worker. */
+    public record UpstreamConfig(int maxConnectionsPerWorker, java.time.Duration idleTimeout) {
+    }
+
+    /** Active health probing of workers ({@code GET /health}). */
+    public record HealthConfig(java.time.Duration interval, java.time.Duration timeout, int unhealthyThreshold) {
+    }
+}

@@ -1,0 +1,102 @@
+package dev.sluice.gateway.metrics;
+
+import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import io.micrometer.core.instrument.Counter;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Timer;
+import io.micrometer.core.instrument.binder.jvm.JvmGcMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmMemoryMetrics;
+import io.micrometer.core.instrument.binder.jvm.JvmThreadMetrics;
+import io.micrometer.prometheus.PrometheusConfig;
+import io.micrometer.prometheus.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentMap;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
+
+/**
+ * The gateway's meters, all in one place, exposed at {@code GET /metrics} in the Prometheus
+ * text format. Labels are bounded: route, outcome, role, worker (from the config), cause.
+ */
+public final class GatewayMetrics implements AutoCloseable {
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+    private final JvmGcMetrics gc = new JvmGcMetrics();
+    private final AtomicLong clientBufferedHighWater = new AtomicLong();
+
+    public GatewayMetrics() {
+        new JvmMemoryMetrics().bindTo(registry);
+        new JvmThreadMetrics().bindTo(registry);
+        gc.bindTo(registry);
+        Gauge.builder("sluice.client.write.buffer.high.water", clientBufferedHighWater, AtomicLong::get)
+                .baseUnit("bytes")
+                .description("most bytes ever waiting in one client connection's outbound buffer (backpressure bound)")
+                .register(registry);
+    }
+
+    /** Called after each write to a client; keeps the high-water mark of bytes the gateway buffered. */
+    public void clientBuffered(long bytes) {
+        clientBufferedHighWater.accumulateAndGet(bytes, Math::max);
+    }
+
+    public PrometheusMeterRegistry registry() {
+        return registry;
+    }
+
+    /** Worker gauges: up (usable) and requests in flight, per role and worker. */
+    public void bindWorkers(WorkerSet workers) {
+        for (Worker w : workers.all()) {
+            Gauge.builder("sluice.worker.up", w, x -> x.isUsable() ? 1 : 0)
+                    .description("1 when the worker is usable (health probe passing), else 0")
+                    .tags("role", w.role().label(), "worker", w.name()).register(registry);
+            Gauge.builder("sluice.inflight.requests", w, Worker::inflight)
+                    .description("requests dispatched to the worker and not yet ended")
+                    .tags("role", w.role().label(), "worker", w.name()).register(registry);
+        }
+    }
+
+    public void gauge(String name, String description, Supplier<Number> value) {
+        Gauge.builder(name, value).description(description).register(registry);
+    }
+
+    public void requestEnded(String route, Outcome outcome, Duration duration) {
+        counter("sluice.requests", "route", route, "outcome", outcome.label()).increment();
+        Timer.builder("sluice.request.duration").description("time from request received to response ended")
+                .tags("route", route).publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
+                .maximumExpectedValue(Duration.ofMinutes(10)).register(registry).record(duration);
+    }
+
+    public void abortCause(String cause) {
+        counter("sluice.aborts", "cause", cause).increment();
+    }
+
+    public void abortRequestSent(String role, String result) {
+        counter("sluice.abort.requests.sent", "role", role, "result", result).increment();
+    }
+
+    public void upstreamError(String role, String kind) {
+        counter("sluice.upstream.errors", "role", role, "kind", kind).increment();
+    }
+
+    public void kvTransferFailure(String worker) {
+        counter("sluice.kv.transfer.failures", "worker", worker).increment();
+    }
+
+    private Counter counter(String name, String... tags) {
+        String key = name + String.join("|", tags);
+        return counters.computeIfAbsent(key, k -> Counter.builder(name).tags(tags).register(registry));
+    }
+
+    public String scrape() {
+        return registry.scrape();
+    }
+
+    @Override
+    public void close() {
+        gc.close();
+        registry.close();
+    }
+}

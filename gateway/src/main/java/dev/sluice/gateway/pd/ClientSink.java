@@ -1,0 +1,131 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.metrics.GatewayMetrics;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * The client's side of one request: either one full response, or a committed stream of chunks.
+ * An error after the stream started becomes a last {@code data: {"error": ...}} event that is
+ * valid JSON, then {@code data: [DONE]}, as SGLang's own servers end a failed stream.
+ */
+final class ClientSink {
+    private final ChannelHandlerContext ctx;
+    private final String requestId;
+    private final boolean keepAlive;
+    private final GatewayMetrics metrics;
+    private boolean committed;
+    private boolean ended;
+    private int status;
+
+    ClientSink(ChannelHandlerContext ctx, String requestId, boolean keepAlive, GatewayMetrics metrics) {
+        this.ctx = ctx;
+        this.requestId = requestId;
+        this.keepAlive = keepAlive;
+        this.metrics = metrics;
+    }
+
+    boolean committed() {
+        return committed;
+    }
+
+    boolean ended() {
+        return ended;
+    }
+
+    int status() {
+        return status;
+    }
+
+    Channel channel() {
+        return ctx.channel();
+    }
+
+    boolean writable() {
+        return ctx.channel().isWritable();
+    }
+
+    void sendFull(HttpResponseStatus s, CharSequence contentType, ByteBuf body) {
+        if (ended || committed) {
+            body.release();
+            return;
+        }
+        committed = true;
+        ended = true;
+        status = s.code();
+        FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, s, body);
+        res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
+                .set("X-Request-Id", requestId);
+        HttpUtil.setKeepAlive(res, keepAlive);
+        ctx.writeAndFlush(res).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+    }
+
+    void sendError(ApiError error) {
+        if (ended) {
+            return;
+        }
+        if (!committed) {
+            ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
+            sendFull(error.status(), HttpHeaderValues.APPLICATION_JSON, body);
+            return;
+        }
+        String events = "data: " + error.toJson() + "\n\ndata: [DONE]\n\n";
+        write(Unpooled.copiedBuffer(events, StandardCharsets.UTF_8));
+        end();
+    }
+
+    void commitStream(HttpResponseStatus s, String contentType) {
+        committed = true;
+        status = s.code();
+        HttpResponse res = new DefaultHttpResponse(HttpVersion.HTTP_1_1, s);
+        res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
+                .set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED)
+                .set(HttpHeaderNames.CACHE_CONTROL, HttpHeaderValues.NO_CACHE)
+                .set("X-Request-Id", requestId)
+                // tells nginx-style proxies in front of us not to buffer the stream either
+                .set("X-Accel-Buffering", "no");
+        HttpUtil.setKeepAlive(res, keepAlive);
+        ctx.write(res, ctx.voidPromise());
+    }
+
+    /** Writes one chunk and flushes; ownership of {@code data} passes to the channel. */
+    void write(ByteBuf data) {
+        ctx.writeAndFlush(new DefaultHttpContent(data)).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
+        if (out != null) {
+            metrics.clientBuffered(out.totalPendingWriteBytes());
+        }
+    }
+
+    void end() {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        ctx.writeAndFlush(LastHttpContent.EMPTY_LAST_CONTENT).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+    }
+
+    /** The client left: nothing more is written. */
+    void abandon() {
+        ended = true;
+    }
+}

@@ -1,0 +1,266 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.upstream.UpstreamFailure;
+import dev.sluice.gateway.upstream.UpstreamListener;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * The decode half, whose response is the client's. A stream is relayed chunk by chunk as it
+ * arrives (zero-copy, never aggregated), with backpressure: the client response is committed
+ * only at the first chunk, so a failure before the first token still gets an honest status.
+ * A non-streamed response is held (bounded) and checked before it is relayed.
+ */
+final class DecodeHalf implements UpstreamListener {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final long ERROR_BODY_LIMIT = 64 * 1024;
+    private static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
+
+    private final PdExchange ex;
+    private int status;
+    private boolean ok;
+    private boolean streaming;
+    private String contentType = "text/event-stream";
+    private BoundedBody body;
+    private boolean done;
+    // logprob merging: events wait here until the prefill's logprobs are known
+    private SseFramer framer;
+    private LogprobMerger merger;
+    private final List<String> heldEvents = new ArrayList<>();
+    private byte[] heldBody;
+    private boolean endHeld;
+
+    DecodeHalf(PdExchange ex) {
+        this.ex = ex;
+    }
+
+    boolean done() {
+        return done;
+    }
+
+    @Override
+    public void onResponseHead(HttpResponse head) {
+        status = head.status().code();
+        ok = status / 100 == 2;
+        String ct = head.headers().get(HttpHeaderNames.CONTENT_TYPE);
+        if (ct != null) {
+            contentType = ct;
+        }
+        streaming = ok && (contentType.startsWith("text/event-stream") || (ex.request.stream() && ct == null));
+        if (!streaming) {
+            body = new BoundedBody(ok ? ex.pd.maxResponseBodyBytes() : ERROR_BODY_LIMIT);
+        } else if (ex.request.logprobs()) {
+            framer = new SseFramer();
+        }
+    }
+
+    @Override
+    public void onContent(HttpContent content) {
+        boolean last = content instanceof LastHttpContent;
+        try {
+            if (done) {
+                return;
+            }
+            if (!streaming) {
+                body.append(content.content());
+                if (last) {
+                    bufferedFinished();
+                }
+                return;
+            }
+            ByteBuf data = content.content();
+            if (data.isReadable() && !relay(data)) {
+                return;
+            }
+            if (last) {
+                markDone();
+                if (framer != null && merger == null) {
+                    endHeld = true; // the stream ends once the prefill's logprobs arrive
+                } else {
+                    endClient();
+                }
+            }
+        } finally {
+            content.release();
+        }
+    }
+
+    /** Relays one chunk; false if it turned out to be the worker's error and the request failed. */
+    private boolean relay(ByteBuf data) {
+        boolean errorEvent = startsWith(data, ERROR_EVENT) || startsWith(data, ERROR_EVENT_COMPACT);
+        if (errorEvent) {
+            byte[] bytes = new byte[data.readableBytes()];
+            data.getBytes(data.readerIndex(), bytes);
+            String message = WorkerErrorBody.message(bytes);
+            countFailure("stream_error", message);
+            if (!ex.client.committed()) {
+                // nothing sent yet: the client gets a real status instead of a 200 that says "error" inside
+                markDone();
+                ex.fail(ApiError.fromWorker(WorkerErrorBody.statusOfEvent(bytes), "decode", ex.decode.name(), message),
+                        "peer_failed");
+                return false;
+            }
+        }
+        if (!ex.client.committed()) {
+            ex.client.commitStream(HttpResponseStatus.valueOf(status), contentType);
+            ex.firstToken();
+        }
+        if (framer == null) {
+            ex.client.write(data.retain());
+        } else {
+            for (String event : framer.feed(data)) {
+                if (merger == null) {
+                    heldEvents.add(event);
+                } else {
+                    writeMerged(event);
+                }
+            }
+        }
+        ex.chunkRelayed();
+        return true;
+    }
+
+    private void writeMerged(String payload) {
+        String out;
+        try {
+            out = merger.mergeEvent(payload);
+        } catch (IOException e) {
+            out = payload; // not JSON: relay as the worker sent it
+        }
+        ex.client.write(Unpooled.wrappedBuffer(SseFramer.encode(out)));
+    }
+
+    /** Called by the prefill half once its input logprobs are known. */
+    void prefillLogprobsReady(LogprobMerger m) {
+        merger = m;
+        for (String e : heldEvents) {
+            writeMerged(e);
+        }
+        heldEvents.clear();
+        if (heldBody != null) {
+            byte[] b = heldBody;
+            heldBody = null;
+            sendBuffered(b);
+        }
+        if (endHeld) {
+            endHeld = false;
+            endClient();
+        }
+    }
+
+    private void bufferedFinished() {
+        markDone();
+        byte[] bytes = body.toByteArray();
+        if (!ok) {
+            String message = WorkerErrorBody.message(bytes);
+            countFailure("status", message);
+            ex.fail(ApiError.fromWorker(status, "decode", ex.decode.name(), message), "peer_failed");
+            return;
+        }
+        if (body.overflowed()) {
+            countFailure("malformed", "");
+            ex.fail(ApiError.malformed("decode", ex.decode.name(), "response larger than http.max_response_body"),
+                    "peer_failed");
+            return;
+        }
+        if (ex.request.logprobs() && merger == null) {
+            heldBody = bytes;
+            return;
+        }
+        sendBuffered(bytes);
+    }
+
+    private void sendBuffered(byte[] bytes) {
+        byte[] out = bytes;
+        try {
+            JsonNode doc = JSON.readTree(bytes);
+            if (doc == null || !(doc.isObject() || doc.isArray())) {
+                throw new IOException("not a JSON object or list");
+            }
+            if (merger != null) {
+                out = JSON.writeValueAsBytes(merger.merge(doc));
+            }
+        } catch (IOException e) {
+            countFailure("malformed", "");
+            ex.fail(ApiError.malformed("decode", ex.decode.name(), "body is not JSON: " + e.getMessage()), "peer_failed");
+            return;
+        }
+        ex.client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
+                ? HttpHeaderValues.APPLICATION_JSON : contentType, Unpooled.wrappedBuffer(out));
+        ex.clientResponseEnded();
+    }
+
+    private void endClient() {
+        ex.client.end();
+        ex.clientResponseEnded();
+    }
+
+    @Override
+    public void onFailure(UpstreamFailure failure) {
+        if (done) {
+            return;
+        }
+        markDone();
+        if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
+            ex.decode.markUsable(false);
+        } else {
+            ex.sendAbort(ex.decode);
+        }
+        countFailure(failure.label(), "");
+        ApiError error = failure.kind() == UpstreamFailure.Kind.MALFORMED
+                ? ApiError.malformed("decode", ex.decode.name(), failure.detail())
+                : ApiError.unreachable("decode", ex.decode.name(), failure.label() + ": " + failure.detail());
+        ex.fail(error, "peer_failed");
+    }
+
+    private void countFailure(String kind, String message) {
+        ex.pd.metrics().upstreamError("decode", kind);
+        if (WorkerErrorBody.isKvTransferFailure(message)) {
+            ex.pd.metrics().kvTransferFailure(ex.decode.name());
+        }
+    }
+
+    boolean stop() {
+        if (done) {
+            return false;
+        }
+        markDone();
+        boolean sent = ex.decodeCall.sent();
+        ex.decodeCall.cancel();
+        if (sent) {
+            ex.sendAbort(ex.decode);
+        }
+        return true;
+    }
+
+    private void markDone() {
+        done = true;
+        ex.decode.released();
+    }
+
+    private static boolean startsWith(ByteBuf data, byte[] prefix) {
+        if (data.readableBytes() < prefix.length) {
+            return false;
+        }
+        for (int i = 0; i < prefix.length; i++) {
+            if (data.getByte(data.readerIndex() + i) != prefix[i]) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

@@ -1,0 +1,11 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.config.TimeoutsConfig;
+import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.upstream.UpstreamPool;
+
+/** What a prefill/decode exchange needs from the running gateway. */
+public record PdContext(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
+                        TimeoutsConfig timeouts, long maxResponseBodyBytes) {
+}

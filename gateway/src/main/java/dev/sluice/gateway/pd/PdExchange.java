@@ -1,0 +1,284 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamCall;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpVersion;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One client request served by a prefill/decode pair, SGLang style: the same body to both halves
+ * at once, the decode's response to the client. If either half fails, times out, or the client
+ * leaves, both halves are stopped at once: their connections closed and an
+ * {@code /abort_request} sent to every worker that still holds the request. Lives on the
+ * client's event loop; no locks.
+ */
+public final class PdExchange {
+    private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    final PdContext pd;
+    final ChannelHandlerContext ctx;
+    final GenerationRequest request;
+    final ClientSink client;
+    private final String routeLabel;
+    private final long receivedNanos;
+    private final Runnable onClientDone;
+    final String rid;
+
+    Worker prefill;
+    Worker decode;
+    BootstrapAssignment assignment;
+    UpstreamCall prefillCall;
+    UpstreamCall decodeCall;
+    PrefillHalf prefillHalf;
+    DecodeHalf decodeHalf;
+
+    private long dispatchedNanos;
+    private long firstTokenNanos;
+    private long lastChunkNanos;
+    private ScheduledFuture<?> timer;
+    private boolean clientDoneSignalled;
+    private boolean ended;
+    private Outcome outcome = Outcome.OK;
+    private String detail = "";
+
+    public PdExchange(PdContext pd, ChannelHandlerContext ctx, GenerationRequest request, boolean keepAlive,
+                      long receivedNanos, Runnable onClientDone) {
+        this.pd = pd;
+        this.ctx = ctx;
+        this.request = request;
+        this.rid = RequestIds.next();
+        this.client = new ClientSink(ctx, rid, keepAlive, pd.metrics());
+        this.routeLabel = request.route().label();
+        this.receivedNanos = receivedNanos;
+        this.onClientDone = onClientDone;
+    }
+
+    public String rid() {
+        return rid;
+    }
+
+    /** Chooses the pair, rewrites the body, sends both halves. */
+    public void start() {
+        Optional<Worker> p = pd.workers().selectPrefill();
+        Optional<Worker> d = pd.workers().selectDecode();
+        if (p.isEmpty() || d.isEmpty()) {
+            fail(ApiError.noCapacity("no usable " + (p.isEmpty() ? "prefill" : "decode") + " worker"), null);
+            return;
+        }
+        prefill = p.get();
+        decode = d.get();
+        prefill.acquired();
+        decode.acquired();
+        assignment = SglangBootstrap.assign(request, prefill, rid);
+        byte[] bytes;
+        try {
+            bytes = JSON.writeValueAsBytes(request.body());
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            fail(ApiError.internal("cannot serialise the request: " + e.getMessage()), null);
+            return;
+        }
+        ByteBuf body = ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+        EventLoop loop = ctx.channel().eventLoop();
+        prefillHalf = new PrefillHalf(this);
+        decodeHalf = new DecodeHalf(this);
+        prefillCall = new UpstreamCall(pd.pool(), prefill, prefillHalf);
+        decodeCall = new UpstreamCall(pd.pool(), decode, decodeHalf);
+        dispatchedNanos = System.nanoTime();
+        armTimer();
+        prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill));
+        decodeCall.start(loop, workerRequest(body, decode));
+    }
+
+    private FullHttpRequest workerRequest(ByteBuf body, Worker worker) {
+        FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
+                request.route().path(), body);
+        req.headers().set(HttpHeaderNames.HOST, worker.name())
+                .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
+                .set(HttpHeaderNames.ACCEPT, request.stream() ? "text/event-stream" : "application/json")
+                .set("X-Request-Id", rid);
+        return req;
+    }
+
+    // ---- events from the halves and the client ----
+
+    /** The first token reached the gateway (first decode chunk, or the prefill half finished). */
+    void firstToken() {
+        if (firstTokenNanos == 0) {
+            firstTokenNanos = System.nanoTime();
+        }
+        lastChunkNanos = System.nanoTime();
+    }
+
+    boolean pastFirstToken() {
+        return firstTokenNanos != 0;
+    }
+
+    void chunkRelayed() {
+        lastChunkNanos = System.nanoTime();
+        if (!client.writable()) {
+            // the client cannot take more: stop reading the decode until it drains
+            decodeCall.pauseReading();
+        }
+    }
+
+    public void clientWritabilityChanged(boolean writable) {
+        if (writable && decodeCall != null) {
+            decodeCall.resumeReading();
+        }
+    }
+
+    /** The client's connection closed: stop everything it started. */
+    public void clientGone() {
+        if (ended) {
+            return;
+        }
+        client.abandon();
+        if (!halvesDone()) {
+            stopHalves("client_disconnect");
+            outcome = Outcome.CLIENT_DISCONNECT;
+            detail = "client disconnected";
+        }
+        signalClientDone();
+        maybeEnd();
+    }
+
+    /** The client response is complete (decode relayed to its end). */
+    void clientResponseEnded() {
+        signalClientDone();
+        maybeEnd();
+    }
+
+    void halfEnded() {
+        if (client.ended()) {
+            maybeEnd();
+        }
+    }
+
+    /**
+     * Fails the request: both halves stopped, the client told (a full error response, or a last
+     * error event in a started stream). {@code abortCause} labels the abort metric.
+     */
+    void fail(ApiError error, String abortCause) {
+        if (ended) {
+            return;
+        }
+        if (outcome == Outcome.OK) {
+            outcome = error.outcome();
+            detail = error.code() + ": " + error.message();
+        }
+        if (abortCause != null) {
+            stopHalves(abortCause);
+        }
+        if (!client.ended()) {
+            client.sendError(error);
+        }
+        signalClientDone();
+        maybeEnd();
+    }
+
+    private void stopHalves(String cause) {
+        boolean any = false;
+        if (prefillHalf != null) {
+            any |= prefillHalf.stop();
+        }
+        if (decodeHalf != null) {
+            any |= decodeHalf.stop();
+        }
+        if (any) {
+            pd.metrics().abortCause(cause);
+        }
+    }
+
+    /** Abort the half's request on its worker, if the worker may still hold it. */
+    void sendAbort(Worker worker) {
+        pd.aborts().abort(ctx.channel().eventLoop(), worker, assignment.itemRids());
+    }
+
+    private boolean halvesDone() {
+        return (prefillHalf == null || prefillHalf.done()) && (decodeHalf == null || decodeHalf.done());
+    }
+
+    private void signalClientDone() {
+        if (!clientDoneSignalled) {
+            clientDoneSignalled = true;
+            onClientDone.run();
+        }
+    }
+
+    private void maybeEnd() {
+        if (ended || !client.ended() || !halvesDone()) {
+            return;
+        }
+        ended = true;
+        if (timer != null) {
+            timer.cancel(false);
+        }
+        long now = System.nanoTime();
+        pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - receivedNanos));
+        log.info("request rid={} route={} prefill={} decode={} stream={} batch={} status={} outcome={} ttft_ms={} "
+                        + "duration_ms={}{}", rid, routeLabel, name(prefill), name(decode), request.stream(),
+                request.batchSize(), client.status(), outcome.label(),
+                firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(firstTokenNanos - dispatchedNanos),
+                TimeUnit.NANOSECONDS.toMillis(now - receivedNanos), detail.isEmpty() ? "" : " detail=\"" + detail + "\"");
+    }
+
+    private static String name(Worker w) {
+        return w == null ? "-" : w.name();
+    }
+
+    // ---- deadlines: first token, stream idle, whole request ----
+
+    private void armTimer() {
+        long next = nextDeadline();
+        long delay = Math.max(1, next - System.nanoTime());
+        timer = ctx.channel().eventLoop().schedule(this::checkDeadlines, delay, TimeUnit.NANOSECONDS);
+    }
+
+    private long nextDeadline() {
+        var t = pd.timeouts();
+        long whole = receivedNanos + t.request().toNanos();
+        long phase = firstTokenNanos == 0
+                ? dispatchedNanos + t.firstToken().toNanos()
+                : request.stream() && !client.ended() ? lastChunkNanos + t.idleStream().toNanos() : whole;
+        return Math.min(whole, phase);
+    }
+
+    private void checkDeadlines() {
+        if (ended) {
+            return;
+        }
+        long now = System.nanoTime();
+        var t = pd.timeouts();
+        if (now - receivedNanos >= t.request().toNanos()) {
+            fail(ApiError.timeout("request exceeded timeouts.request=" + t.request().toMillis() + " ms"), "timeout");
+        } else if (firstTokenNanos == 0 && now - dispatchedNanos >= t.firstToken().toNanos()) {
+            fail(ApiError.timeout("no first token within timeouts.first_token=" + t.firstToken().toMillis() + " ms"),
+                    "timeout");
+        } else if (firstTokenNanos != 0 && request.stream() && !client.ended()
+                && now - lastChunkNanos >= t.idleStream().toNanos()) {
+            fail(ApiError.timeout("decode stream idle longer than timeouts.idle_stream=" + t.idleStream().toMillis()
+                    + " ms"), "stall");
+        }
+        if (!ended) {
+            armTimer();
+        }
+    }
+}

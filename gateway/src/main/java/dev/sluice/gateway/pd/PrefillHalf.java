@@ -1,0 +1,131 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.upstream.UpstreamFailure;
+import dev.sluice.gateway.upstream.UpstreamListener;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.LastHttpContent;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The prefill half: its response is read and discarded, except for the input logprobs when the
+ * client asked for them, and except that its failure (before the first token) fails the request
+ * and aborts the decode at once instead of leaving it to wait for KV that will never come.
+ */
+final class PrefillHalf implements UpstreamListener {
+    private static final Logger log = LoggerFactory.getLogger(PrefillHalf.class);
+    private static final long INSPECT_LIMIT = 64 * 1024;
+
+    private final PdExchange ex;
+    private final BoundedBody body;
+    private int status;
+    private boolean done;
+
+    PrefillHalf(PdExchange ex) {
+        this.ex = ex;
+        this.body = new BoundedBody(ex.request.logprobs() ? ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
+    }
+
+    boolean done() {
+        return done;
+    }
+
+    @Override
+    public void onResponseHead(HttpResponse head) {
+        status = head.status().code();
+    }
+
+    @Override
+    public void onContent(HttpContent content) {
+        boolean last = content instanceof LastHttpContent;
+        if (!done) {
+            body.append(content.content());
+        }
+        content.release();
+        if (last && !done) {
+            finished();
+        }
+    }
+
+    private void finished() {
+        markDone();
+        byte[] bytes = body.toByteArray();
+        String text = new String(bytes, StandardCharsets.UTF_8);
+        if (status / 100 != 2) {
+            failed(ApiError.fromWorker(status, "prefill", ex.prefill.name(), WorkerErrorBody.message(bytes)), "status");
+        } else if (text.contains("data: {\"error\"") || text.contains("data:{\"error\"")) {
+            int s = WorkerErrorBody.statusOfEvent(text.substring(text.indexOf("data:")).getBytes(StandardCharsets.UTF_8));
+            failed(ApiError.fromWorker(s, "prefill", ex.prefill.name(), WorkerErrorBody.message(bytes)), "stream_error");
+        } else if (ex.request.logprobs()) {
+            try {
+                if (body.overflowed()) {
+                    throw new IOException("body larger than http.max_response_body");
+                }
+                ex.decodeHalf.prefillLogprobsReady(LogprobMerger.fromPrefill(bytes));
+            } catch (IOException e) {
+                failed(ApiError.malformed("prefill", ex.prefill.name(), e.getMessage()), "malformed");
+            }
+        }
+        if (!ex.request.stream()) {
+            // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
+            ex.firstToken();
+        }
+        ex.halfEnded();
+    }
+
+    @Override
+    public void onFailure(UpstreamFailure failure) {
+        if (done) {
+            return;
+        }
+        markDone();
+        if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
+            ex.prefill.markUsable(false);
+        } else {
+            // the worker got the request and may still be working on it
+            ex.sendAbort(ex.prefill);
+        }
+        ApiError error = failure.kind() == UpstreamFailure.Kind.MALFORMED
+                ? ApiError.malformed("prefill", ex.prefill.name(), failure.detail())
+                : ApiError.unreachable("prefill", ex.prefill.name(), failure.label() + ": " + failure.detail());
+        failed(error, failure.label());
+        ex.halfEnded();
+    }
+
+    private void failed(ApiError error, String kind) {
+        ex.pd.metrics().upstreamError("prefill", kind);
+        if (WorkerErrorBody.isKvTransferFailure(error.message())) {
+            ex.pd.metrics().kvTransferFailure(ex.prefill.name());
+        }
+        if (ex.pastFirstToken() && ex.request.stream()) {
+            // the decode already has the KV and streams: the prefill's late failure changes nothing for the client
+            log.warn("prefill failed after first token rid={} worker={} detail=\"{}\"", ex.rid, ex.prefill.name(),
+                    error.message());
+            return;
+        }
+        ex.fail(error, "peer_failed");
+    }
+
+    /** Stops this half if it is still running; true if it was. */
+    boolean stop() {
+        if (done) {
+            return false;
+        }
+        markDone();
+        boolean sent = ex.prefillCall.sent();
+        ex.prefillCall.cancel();
+        if (sent) {
+            ex.sendAbort(ex.prefill);
+        }
+        return true;
+    }
+
+    private void markDone() {
+        done = true;
+        ex.prefill.released();
+    }
+}

@@ -1,0 +1,70 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.routing.Worker;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * SGLang's bootstrap pairing: the same body goes to the prefill and the decode, carrying the
+ * prefill's bootstrap host and port and a fresh room (one per batch item). These fields and
+ * {@code rid} belong to the gateway: whatever the client put there is overwritten, so a client
+ * cannot point a decode server at a host of its choosing. {@code kv_transfer_params} (vLLM's
+ * handoff) is stripped for the same reason.
+ */
+public final class SglangBootstrap {
+    private SglangBootstrap() {
+    }
+
+    /** A room in [0, 2^63-1], as SGLang's routers draw it. */
+    public static long newRoom() {
+        return ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE;
+    }
+
+    /** Rewrites {@code request}'s body in place and says what it wrote. */
+    public static BootstrapAssignment assign(GenerationRequest request, Worker prefill, String rid) {
+        ObjectNode body = request.body();
+        body.remove("kv_transfer_params");
+        int items = request.batchSize();
+        if (items == 0) {
+            long room = newRoom();
+            body.put("bootstrap_host", prefill.host());
+            putPort(body, prefill.bootstrapPort());
+            body.put("bootstrap_room", room);
+            body.put("rid", rid);
+            return new BootstrapAssignment(rid, List.of(rid), List.of(room), false);
+        }
+        List<String> rids = new ArrayList<>(items);
+        List<Long> rooms = new ArrayList<>(items);
+        ArrayNode hosts = body.putArray("bootstrap_host");
+        ArrayNode ports = body.putArray("bootstrap_port");
+        ArrayNode roomArray = body.putArray("bootstrap_room");
+        ArrayNode ridArray = body.putArray("rid");
+        for (int i = 0; i < items; i++) {
+            long room = newRoom();
+            String itemRid = rid + "-" + i;
+            rooms.add(room);
+            rids.add(itemRid);
+            hosts.add(prefill.host());
+            if (prefill.bootstrapPort() == null) {
+                ports.addNull();
+            } else {
+                ports.add(prefill.bootstrapPort());
+            }
+            roomArray.add(room);
+            ridArray.add(itemRid);
+        }
+        return new BootstrapAssignment(rid, rids, rooms, true);
+    }
+
+    private static void putPort(ObjectNode body, Integer port) {
+        if (port == null) {
+            body.putNull("bootstrap_port");
+        } else {
+            body.put("bootstrap_port", port);
+        }
+    }
+}

@@ -1,0 +1,70 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Reads the message out of a worker's error body, whichever shape it has: OpenAI's
+ * {@code {"error": {"message"}}}, SGLang's {@code {"object": "error", "message"}}, FastAPI's
+ * {@code {"detail"}}, or plain text (truncated).
+ */
+public final class WorkerErrorBody {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int MAX_TEXT = 512;
+
+    private WorkerErrorBody() {
+    }
+
+    public static String message(byte[] body) {
+        String text = new String(body, StandardCharsets.UTF_8).trim();
+        if (text.startsWith("data:")) {
+            text = text.substring(5).trim();
+            int end = text.indexOf('\n');
+            if (end >= 0) {
+                text = text.substring(0, end).trim();
+            }
+        }
+        try {
+            JsonNode root = JSON.readTree(text);
+            if (root != null) {
+                JsonNode error = root.get("error");
+                if (error != null && error.isObject() && error.path("message").isTextual()) {
+                    return error.get("message").asText();
+                }
+                if (error != null && error.isTextual()) {
+                    return error.asText();
+                }
+                if (root.path("message").isTextual()) {
+                    return root.get("message").asText();
+                }
+                if (root.has("detail")) {
+                    return root.get("detail").toString();
+                }
+            }
+        } catch (java.io.IOException notJson) {
+            // fall through to the raw text
+        }
+        return text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT) + "..." : text;
+    }
+
+    /** HTTP status named inside an SSE error event ({@code "code": 500}), or 500. */
+    public static int statusOfEvent(byte[] body) {
+        String text = new String(body, StandardCharsets.UTF_8).trim();
+        if (text.startsWith("data:")) {
+            text = text.substring(5).trim();
+        }
+        try {
+            JsonNode code = JSON.readTree(text).path("error").path("code");
+            int c = code.asInt(500);
+            return c >= 400 && c <= 599 ? c : 500;
+        } catch (java.io.IOException | RuntimeException e) {
+            return 500;
+        }
+    }
+
+    /** SGLang names the failure {@code KVTransferError}; the bootstrap path fails with a bootstrap error. */
+    public static boolean isKvTransferFailure(String message) {
+        return message.contains("KVTransferError") || message.contains("KV transfer");
+    }
+}

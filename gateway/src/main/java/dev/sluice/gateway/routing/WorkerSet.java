@@ -1,0 +1,52 @@
+package dev.sluice.gateway.routing;
+
+import dev.sluice.gateway.config.GatewayConfig.WorkersConfig;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+
+/** The configured prefill and decode workers and the policies that choose among them. */
+public final class WorkerSet {
+    private final List<Worker> prefill;
+    private final List<Worker> decode;
+    private final SelectionPolicy prefillPolicy = new RoundRobinPolicy();
+    private final SelectionPolicy decodePolicy = new RoundRobinPolicy();
+    private final SelectionPolicy infoPolicy = new RoundRobinPolicy();
+
+    public WorkerSet(WorkersConfig config) {
+        this.prefill = config.prefill().stream().map(e -> new Worker(WorkerRole.PREFILL, e)).toList();
+        this.decode = config.decode().stream().map(e -> new Worker(WorkerRole.DECODE, e)).toList();
+    }
+
+    public List<Worker> prefill() {
+        return prefill;
+    }
+
+    public List<Worker> decode() {
+        return decode;
+    }
+
+    public List<Worker> all() {
+        List<Worker> all = new ArrayList<>(prefill);
+        all.addAll(decode);
+        return all;
+    }
+
+    public Optional<Worker> selectPrefill() {
+        return prefillPolicy.select(prefill);
+    }
+
+    public Optional<Worker> selectDecode() {
+        return decodePolicy.select(decode);
+    }
+
+    /** A usable prefill worker for informational GETs ({@code /v1/models}, {@code /get_server_info}). */
+    public Optional<Worker> selectInfoSource() {
+        return infoPolicy.select(prefill);
+    }
+
+    /** Ready means a request could be served now: one usable worker of each role. */
+    public boolean ready() {
+        return prefill.stream().anyMatch(Worker::isUsable) && decode.stream().anyMatch(Worker::isUsable);
+    }
+}

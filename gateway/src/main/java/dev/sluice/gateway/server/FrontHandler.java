@@ -1,0 +1,184 @@
+package dev.sluice.gateway.server;
+
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.api.ApiException;
+import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.api.GenerationRoute;
+import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.pd.PdExchange;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.util.ReferenceCountUtil;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The client connection's last handler: routes each request and runs one at a time (HTTP/1.1
+ * pipelined requests wait their turn, bounded). When the client leaves, whatever it started is
+ * stopped: an exchange in flight aborts both halves.
+ */
+final class FrontHandler extends ChannelInboundHandlerAdapter {
+    private static final Logger log = LoggerFactory.getLogger(FrontHandler.class);
+    private static final int MAX_PIPELINED = 16;
+
+    private final GatewayServer gateway;
+    private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
+    private PdExchange exchange;
+    private InfoProxy info;
+    private boolean busy;
+    private ChannelHandlerContext ctx;
+
+    FrontHandler(GatewayServer gateway) {
+        this.gateway = gateway;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof FullHttpRequest req)) {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        if (busy) {
+            if (waiting.size() >= MAX_PIPELINED) {
+                req.release();
+                log.warn("closing connection remote={} reason=\"more than {} pipelined requests\"",
+                        ctx.channel().remoteAddress(), MAX_PIPELINED);
+                ctx.close();
+                return;
+            }
+            waiting.addLast(req);
+            return;
+        }
+        handle(req);
+    }
+
+    private void handle(FullHttpRequest req) {
+        busy = true;
+        try {
+            dispatch(req);
+        } finally {
+            req.release();
+        }
+    }
+
+    private void dispatch(FullHttpRequest req) {
+        long received = System.nanoTime();
+        boolean keepAlive = HttpUtil.isKeepAlive(req);
+        if (req.decoderResult().isFailure()) {
+            reject(ApiError.invalidRequest("bad_http", "malformed HTTP request: " + req.decoderResult().cause()), req, false);
+            return;
+        }
+        String path = Routes.pathOf(req.uri());
+        String allowed = Routes.allowedMethod(path);
+        if (allowed == null) {
+            reject(ApiError.notFound(path), req, keepAlive);
+            return;
+        }
+        if (!allowed.equals(req.method().name())) {
+            reject(ApiError.methodNotAllowed(req.method().name(), path, allowed), req, keepAlive);
+            return;
+        }
+        GenerationRoute route = GenerationRoute.forPath(path);
+        if (route != null) {
+            GenerationRequest parsed;
+            try {
+                parsed = GenerationRequest.parse(route, req.content());
+            } catch (ApiException e) {
+                reject(e.error(), req, keepAlive);
+                return;
+            }
+            exchange = new PdExchange(gateway.pdContext(), ctx, parsed, keepAlive, received, this::requestDone);
+            exchange.start();
+        } else if (Routes.INFO.containsKey(path)) {
+            info = new InfoProxy(ctx, req.uri(), keepAlive, gateway.metrics(), this::requestDone);
+            info.start(gateway.workers(), gateway.pool(), gateway.config().timeouts().firstToken());
+        } else {
+            local(path, keepAlive);
+            requestDone();
+        }
+    }
+
+    private void local(String path, boolean keepAlive) {
+        switch (path) {
+            case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
+            case "/readiness" -> {
+                boolean ready = gateway.workers().ready();
+                Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
+                        ReadinessReport.json(gateway.workers()), keepAlive);
+            }
+            case "/metrics" -> Responses.text(ctx, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
+                    gateway.metrics().scrape(), keepAlive);
+            default -> Responses.error(ctx, ApiError.notFound(path), keepAlive);
+        }
+    }
+
+    private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {
+        log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(), req.uri(),
+                error.status().code(), error.code(), error.message());
+        gateway.metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
+        Responses.error(ctx, error, keepAlive);
+        requestDone();
+    }
+
+    /** The current request's response is complete: take the next pipelined one. */
+    private void requestDone() {
+        exchange = null;
+        info = null;
+        busy = false;
+        FullHttpRequest next = waiting.pollFirst();
+        if (next != null && ctx.channel().isActive()) {
+            handle(next);
+        } else if (next != null) {
+            next.release();
+        }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (exchange != null) {
+            exchange.clientWritabilityChanged(ctx.channel().isWritable());
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        PdExchange ex = exchange;
+        if (ex != null) {
+            ex.clientGone();
+        }
+        InfoProxy i = info;
+        if (i != null) {
+            i.clientGone();
+        }
+        FullHttpRequest r;
+        while ((r = waiting.pollFirst()) != null) {
+            r.release();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof java.io.IOException) {
+            log.debug("client connection error remote={} cause=\"{}\"", ctx.channel().remoteAddress(), cause.toString());
+        } else {
+            log.warn("client connection error remote={}", ctx.channel().remoteAddress(), cause);
+        }
+        ctx.close();
+    }
+
+}

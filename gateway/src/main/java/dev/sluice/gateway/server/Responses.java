@@ -1,0 +1,48 @@
+package dev.sluice.gateway.server;
+
+import dev.sluice.gateway.api.ApiError;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+
+/** Whole responses the gateway answers itself (errors, health, metrics). */
+public final class Responses {
+    private Responses() {
+    }
+
+    public static ChannelFuture error(ChannelHandlerContext ctx, ApiError error, boolean keepAlive) {
+        return text(ctx, error.status(), HttpHeaderValues.APPLICATION_JSON, error.toJson().toString(), keepAlive);
+    }
+
+    public static ChannelFuture json(ChannelHandlerContext ctx, HttpResponseStatus status, String json, boolean keepAlive) {
+        return text(ctx, status, HttpHeaderValues.APPLICATION_JSON, json, keepAlive);
+    }
+
+    public static ChannelFuture text(ChannelHandlerContext ctx, HttpResponseStatus status, CharSequence contentType,
+                                     String text, boolean keepAlive) {
+        return send(ctx, status, contentType, ByteBufUtil.writeUtf8(ctx.alloc(), text), keepAlive);
+    }
+
+    public static ChannelFuture send(ChannelHandlerContext ctx, HttpResponseStatus status, CharSequence contentType,
+                                     ByteBuf body, boolean keepAlive) {
+        FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
+        res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+        HttpUtil.setKeepAlive(res, keepAlive);
+        ChannelFuture f = ctx.writeAndFlush(res);
+        f.addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        if (!keepAlive) {
+            f.addListener(ChannelFutureListener.CLOSE);
+        }
+        return f;
+    }
+}

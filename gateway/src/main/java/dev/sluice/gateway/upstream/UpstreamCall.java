@@ -1,0 +1,170 @@
+package dev.sluice.gateway.upstream;
+
+import dev.sluice.gateway.routing.Worker;
+import io.netty.channel.Channel;
+import io.netty.channel.EventLoop;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpObject;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.util.ReferenceCountUtil;
+import java.util.Objects;
+
+/**
+ * One HTTP request to one worker over a pooled connection, and its response delivered piece by
+ * piece to an {@link UpstreamListener}. The connection goes back to the pool only after a
+ * complete keep-alive exchange; a cancelled or failed call closes it (its state is unknown).
+ * Everything happens on the client's event loop.
+ */
+public final class UpstreamCall {
+    private enum State { ACQUIRING, ACTIVE, DONE }
+
+    private final UpstreamPool pool;
+    private final Worker worker;
+    private final UpstreamListener listener;
+    private State state = State.ACQUIRING;
+    private Channel channel;
+    private FullHttpRequest request;
+    private boolean keepAlive = true;
+    private boolean paused;
+
+    public UpstreamCall(UpstreamPool pool, Worker worker, UpstreamListener listener) {
+        this.pool = Objects.requireNonNull(pool, "pool");
+        this.worker = Objects.requireNonNull(worker, "worker");
+        this.listener = Objects.requireNonNull(listener, "listener");
+    }
+
+    public Worker worker() {
+        return worker;
+    }
+
+    /** Sends {@code request} (ownership passes to this call). */
+    public void start(EventLoop loop, FullHttpRequest request) {
+        this.request = request;
+        pool.acquire(loop, worker).addListener(f -> {
+            if (!f.isSuccess()) {
+                if (state != State.DONE) {
+                    state = State.DONE;
+                    releaseRequest();
+                    listener.onFailure(new UpstreamFailure(UpstreamFailure.Kind.CONNECT, f.cause().getMessage()));
+                }
+                return;
+            }
+            Channel ch = (Channel) f.getNow();
+            if (state == State.DONE) {
+                // cancelled while we waited for the connection: it is untouched, so it may be pooled
+                UpstreamPool.release(ch, true);
+                return;
+            }
+            state = State.ACTIVE;
+            channel = ch;
+            ch.attr(UpstreamHandler.CALL).set(this);
+            FullHttpRequest req = this.request;
+            this.request = null;
+            ch.writeAndFlush(req).addListener(w -> {
+                if (!w.isSuccess() && state == State.ACTIVE) {
+                    fail(UpstreamFailure.Kind.RESET, "write failed: " + w.cause().getMessage());
+                }
+            });
+        });
+    }
+
+    /** True once the request was handed to a connection: the worker may hold it. */
+    public boolean sent() {
+        return channel != null;
+    }
+
+    /** True until the response completed, failed or was cancelled. */
+    public boolean isOpen() {
+        return state != State.DONE;
+    }
+
+    /** Stop reading the worker (the client cannot take more); TCP pushes back on the worker. */
+    public void pauseReading() {
+        if (channel != null && !paused && state == State.ACTIVE) {
+            paused = true;
+            channel.config().setAutoRead(false);
+        }
+    }
+
+    public void resumeReading() {
+        if (channel != null && paused) {
+            paused = false;
+            channel.config().setAutoRead(true);
+            channel.read();
+        }
+    }
+
+    /** Abandons the call: the connection is closed, nothing more reaches the listener. */
+    public void cancel() {
+        if (state == State.DONE) {
+            return;
+        }
+        state = State.DONE;
+        releaseRequest();
+        if (channel != null) {
+            channel.attr(UpstreamHandler.CALL).set(null);
+            channel.close();
+        }
+    }
+
+    void onMessage(HttpObject msg) {
+        if (state != State.ACTIVE) {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        if (msg.decoderResult().isFailure()) {
+            ReferenceCountUtil.release(msg);
+            fail(UpstreamFailure.Kind.MALFORMED, String.valueOf(msg.decoderResult().cause()));
+            return;
+        }
+        if (msg instanceof HttpResponse head) {
+            keepAlive = HttpUtil.isKeepAlive(head);
+            listener.onResponseHead(head);
+            if (state != State.ACTIVE) {
+                ReferenceCountUtil.release(msg);
+                return;
+            }
+        }
+        if (msg instanceof HttpContent content) {
+            boolean last = content instanceof LastHttpContent;
+            if (last) {
+                state = State.DONE;
+                channel.attr(UpstreamHandler.CALL).set(null);
+                UpstreamPool.release(channel, keepAlive);
+            }
+            listener.onContent(content);
+        }
+    }
+
+    void onClosed() {
+        if (state == State.ACTIVE) {
+            state = State.DONE;
+            listener.onFailure(new UpstreamFailure(UpstreamFailure.Kind.RESET, "connection closed before the response completed"));
+        }
+    }
+
+    void onError(Throwable cause) {
+        if (state == State.ACTIVE) {
+            fail(UpstreamFailure.Kind.RESET, String.valueOf(cause.getMessage()));
+        }
+    }
+
+    private void fail(UpstreamFailure.Kind kind, String detail) {
+        state = State.DONE;
+        if (channel != null) {
+            channel.attr(UpstreamHandler.CALL).set(null);
+            channel.close();
+        }
+        listener.onFailure(new UpstreamFailure(kind, detail));
+    }
+
+    private void releaseRequest() {
+        if (request != null) {
+            request.release();
+            request = null;
+        }
+    }
+}

@@ -1,0 +1,19 @@
+package dev.sluice.gateway.upstream;
+
+/** Why a call to a worker did not complete. */
+public record UpstreamFailure(Kind kind, String detail) {
+
+    /** Also the bounded {@code kind} label of {@code sluice_upstream_errors_total}. */
+    public enum Kind {
+        /** No connection could be made (refused, connect timeout, pool exhausted past the connect timeout). */
+        CONNECT,
+        /** The connection closed or reset before the response completed. */
+        RESET,
+        /** The bytes were not a valid HTTP response. */
+        MALFORMED
+    }
+
+    public String label() {
+        return kind.name().toLowerCase(java.util.Locale.ROOT);
+    }
+}
