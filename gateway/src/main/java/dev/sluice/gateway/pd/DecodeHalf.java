@@ -234,8 +234,12 @@ final class DecodeHalf implements UpstreamListener {
         }
     }
 
-    boolean stop() {
+    /** Stops this half if it is still running (true if it was); {@code always}: abort a finished one too. */
+    boolean stop(boolean always) {
         if (done) {
+            if (always && ex.decodeCall.sent()) {
+                ex.sendAbort(ex.decode);
+            }
             return false;
         }
         markDone();

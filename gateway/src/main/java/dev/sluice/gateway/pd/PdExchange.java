@@ -194,13 +194,20 @@ public final class PdExchange {
         maybeEnd();
     }
 
+    /**
+     * Decode first: it must learn of the abort before the prefill's dropped room can reach it as
+     * a KV transfer failure. On a client disconnect both workers get an abort even when a half's
+     * response already ended (the prefill may still hold KV for the room; an abort of a finished
+     * rid is a no-op on the worker).
+     */
     private void stopHalves(String cause) {
+        boolean clientLeft = "client_disconnect".equals(cause);
         boolean any = false;
-        if (prefillHalf != null) {
-            any |= prefillHalf.stop();
-        }
         if (decodeHalf != null) {
-            any |= decodeHalf.stop();
+            any |= decodeHalf.stop(clientLeft);
+        }
+        if (prefillHalf != null) {
+            any |= prefillHalf.stop(clientLeft);
         }
         if (any) {
             pd.metrics().abortCause(cause);

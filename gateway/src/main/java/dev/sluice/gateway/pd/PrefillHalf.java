@@ -110,9 +110,12 @@ final class PrefillHalf implements UpstreamListener {
         ex.fail(error, "peer_failed");
     }
 
-    /** Stops this half if it is still running; true if it was. */
-    boolean stop() {
+    /** Stops this half if it is still running (true if it was); {@code always}: abort a finished one too. */
+    boolean stop(boolean always) {
         if (done) {
+            if (always && ex.prefillCall.sent()) {
+                ex.sendAbort(ex.prefill);
+            }
             return false;
         }
         markDone();

@@ -1,0 +1,66 @@
+package dev.sluice.gateway.pd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.api.GenerationRoute;
+import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerRole;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class SglangBootstrapTest {
+    private static final Worker PREFILL = new Worker(WorkerRole.PREFILL,
+            new WorkerEndpoint("http://10.0.0.5:30000", "10.0.0.5", 30000, 8998));
+
+    private static GenerationRequest req(GenerationRoute route, String json) throws Exception {
+        ByteBuf buf = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
+        try {
+            return GenerationRequest.parse(route, buf);
+        } finally {
+            buf.release();
+        }
+    }
+
+    @Test
+    void overwritesEveryGatewayOwnedField() throws Exception {
+        GenerationRequest r = req(GenerationRoute.GENERATE, "{\"text\":\"x\",\"bootstrap_host\":\"evil\",\"bootstrap_port\":1,"
+                + "\"bootstrap_room\":7,\"rid\":\"mine\",\"kv_transfer_params\":{\"remote_host\":\"evil\"}}");
+        BootstrapAssignment a = SglangBootstrap.assign(r, PREFILL, "sluice-abc");
+
+        assertThat(r.body().get("bootstrap_host").asText()).isEqualTo("10.0.0.5");
+        assertThat(r.body().get("bootstrap_port").asInt()).isEqualTo(8998);
+        assertThat(r.body().get("bootstrap_room").asLong()).isEqualTo(a.rooms().get(0)).isNotNegative();
+        assertThat(r.body().get("rid").asText()).isEqualTo("sluice-abc");
+        assertThat(r.body().has("kv_transfer_params")).isFalse();
+        assertThat(a.batched()).isFalse();
+    }
+
+    @Test
+    void aNullBootstrapPortMeansTheServersDefault() throws Exception {
+        Worker noPort = new Worker(WorkerRole.PREFILL, new WorkerEndpoint("http://h:1", "h", 1, null));
+        GenerationRequest r = req(GenerationRoute.GENERATE, "{\"text\":\"x\"}");
+        SglangBootstrap.assign(r, noPort, "sluice-1");
+        assertThat(r.body().get("bootstrap_port").isNull()).isTrue();
+    }
+
+    @Test
+    void batchesGetOneFreshRoomPerItem() throws Exception {
+        GenerationRequest r = req(GenerationRoute.CHAT_COMPLETIONS,
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,\"bootstrap_room\":[1,1,1]}");
+        BootstrapAssignment a = SglangBootstrap.assign(r, PREFILL, "sluice-b");
+
+        assertThat(a.rooms()).hasSize(3).doesNotHaveDuplicates();
+        assertThat(r.body().get("bootstrap_room").size()).isEqualTo(3);
+        assertThat(r.body().get("bootstrap_host").get(2).asText()).isEqualTo("10.0.0.5");
+        assertThat(a.itemRids()).containsExactly("sluice-b-0", "sluice-b-1", "sluice-b-2");
+    }
+
+    @Test
+    void requestIdsHaveAFixedLengthSoNoneIsAPrefixOfAnother() {
+        assertThat(RequestIds.next()).hasSize(RequestIds.next().length()).startsWith("sluice-");
+    }
+}

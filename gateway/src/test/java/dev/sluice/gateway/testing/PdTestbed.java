@@ -1,0 +1,149 @@
+package dev.sluice.gateway.testing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.server.GatewayServer;
+import dev.sluice.testbed.sim.DecodeServer;
+import dev.sluice.testbed.sim.PrefillServer;
+import dev.sluice.testbed.sim.SimCluster;
+import dev.sluice.testbed.sim.SimConfig;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A real gateway in front of a real simulated PD cluster, all on loopback ports chosen by the OS.
+ * {@link #close} checks that the gateway's accounting is back to zero and the workers are idle.
+ */
+public final class PdTestbed implements AutoCloseable {
+    public final SimCluster cluster;
+    public final GatewayServer gateway;
+    public final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    private PdTestbed(SimCluster cluster, GatewayServer gateway) {
+        this.cluster = cluster;
+        this.gateway = gateway;
+    }
+
+    public static PdTestbed start(SimConfig sim, String timeoutsYaml) throws Exception {
+        return start(1, 1, sim, timeoutsYaml, "");
+    }
+
+    public static PdTestbed start(int prefills, int decodes, SimConfig sim, String timeoutsYaml, String extraYaml)
+            throws Exception {
+        SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim);
+        StringBuilder yaml = new StringBuilder("listen: {host: 127.0.0.1, port: 0}\n")
+                .append("disaggregation: sglang\n")
+                .append("workers:\n  prefill:\n");
+        for (PrefillServer p : cluster.prefills()) {
+            yaml.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort()).append('\n');
+        }
+        yaml.append("  decode:\n");
+        for (DecodeServer d : cluster.decodes()) {
+            yaml.append("    - url: ").append(d.url()).append('\n');
+        }
+        yaml.append("timeouts: ").append(timeoutsYaml).append('\n')
+                .append("health: {interval: 200ms, timeout: 500ms}\n")
+                .append(extraYaml);
+        GatewayServer gateway;
+        try {
+            gateway = new GatewayServer(ConfigLoader.parse(yaml.toString(), "test")).start();
+        } catch (Exception | Error e) {
+            cluster.close();
+            throw e;
+        }
+        PdTestbed bed = new PdTestbed(cluster, gateway);
+        if (!gateway.awaitReady(10, TimeUnit.SECONDS)) {
+            bed.close();
+            throw new IllegalStateException("gateway never saw its workers healthy");
+        }
+        return bed;
+    }
+
+    public PrefillServer prefill() {
+        return cluster.prefills().get(0);
+    }
+
+    public DecodeServer decode() {
+        return cluster.decodes().get(0);
+    }
+
+    public int port() {
+        return gateway.port();
+    }
+
+    public URI uri(String path) {
+        return URI.create("http://127.0.0.1:" + gateway.port() + path);
+    }
+
+    public HttpResponse<String> post(String path, String json) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    public HttpResponse<String> get(String path) throws IOException, InterruptedException {
+        return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30)).GET().build(),
+                HttpResponse.BodyHandlers.ofString());
+    }
+
+    public String metrics() throws IOException, InterruptedException {
+        return get("/metrics").body();
+    }
+
+    /** The value of one sample line of the gateway's /metrics, or 0 when absent. */
+    public double metric(String nameWithLabels) throws IOException, InterruptedException {
+        for (String line : metrics().split("\n")) {
+            if (line.startsWith(nameWithLabels + " ")) {
+                return Double.parseDouble(line.substring(nameWithLabels.length() + 1).trim());
+            }
+        }
+        return 0;
+    }
+
+    /** Polls {@code condition} until it holds or {@code timeout} passes; the test's only way to wait. */
+    public static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + timeout.toNanos();
+        while (System.nanoTime() < deadline) {
+            if (condition.getAsBoolean()) {
+                return true;
+            }
+            Thread.sleep(5);
+        }
+        return condition.getAsBoolean();
+    }
+
+    /** Every request has ended: no worker holds one, from the gateway's view and the workers'. */
+    public void assertQuiescent() throws InterruptedException {
+        boolean idle = eventually(Duration.ofSeconds(10), () ->
+                gateway.workers().all().stream().allMatch(w -> w.inflight() == 0));
+        assertThat(idle).as("gateway in-flight counts back to zero: %s",
+                gateway.workers().all().stream().map(w -> w.name() + "=" + w.inflight()).toList()).isTrue();
+        for (Worker w : gateway.workers().all()) {
+            assertThat(w.inflight()).as("inflight of %s", w).isZero();
+        }
+        for (PrefillServer p : cluster.prefills()) {
+            assertThat(p.awaitIdle(Duration.ofSeconds(10))).as("prefill %s idle", p.url()).isTrue();
+        }
+        for (DecodeServer d : cluster.decodes()) {
+            assertThat(d.awaitIdle(Duration.ofSeconds(10))).as("decode %s idle", d.url()).isTrue();
+        }
+    }
+
+    @Override
+    public void close() throws Exception {
+        try {
+            assertQuiescent();
+        } finally {
+            gateway.close();
+            cluster.close();
+        }
+    }
+}
