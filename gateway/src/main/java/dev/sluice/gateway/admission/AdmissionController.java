@@ -1,0 +1,371 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongSupplier;
+
+/**
+ * Requests wait here, not in a GPU server's queue. Bounded in count ({@code max_queued_requests})
+ * and in pending prompt tokens ({@code max_pending_tokens}: queued plus in prefill), with a
+ * deadline; each prefill worker gets only a window of requests and tokens at a time, each decode
+ * worker a cap on streams. A request is pending from admission until its prefill is done.
+ *
+ * <p>All state sits behind one lock held for microseconds; listeners are called after it is
+ * released, on each ticket's own executor (its event loop).
+ */
+public final class AdmissionController {
+    private final AdmissionConfig config;
+    private final WorkerSet workers;
+    private final AdmissionObserver observer;
+    private final LongSupplier clock;
+    private final ReentrantLock lock = new ReentrantLock();
+    private final PriorityQueues queue;
+    private final PrefillThroughput throughput;
+    private final Map<Worker, WorkerWindow> windows = new HashMap<>();
+    private long pendingTokens;
+    private long inflightPrefillTokens;
+    private int dispatched;
+    private boolean draining;
+    private int prefillCursor;
+    private int decodeCursor;
+
+    public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock) {
+        this.config = config;
+        this.workers = workers;
+        this.observer = observer;
+        this.clock = clock;
+        this.queue = new PriorityQueues(config.priorities().size());
+        this.throughput = new PrefillThroughput(config.initialPrefillTokensPerSecond(), 10.0);
+        for (Worker w : workers.all()) {
+            windows.put(w, new WorkerWindow());
+        }
+    }
+
+    public AdmissionConfig config() {
+        return config;
+    }
+
+    /**
+     * Admits, queues or rejects. Returns the rejection when the answer is an immediate no; else
+     * null, and the listener hears {@code granted} (maybe before this returns) or, later,
+     * {@code rejected}.
+     */
+    public Rejection submit(Ticket t) {
+        List<Runnable> actions = new ArrayList<>(2);
+        Rejection r;
+        lock.lock();
+        try {
+            r = admit(t, actions);
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+        if (r != null) {
+            observer.rejected(t, r.reason());
+        }
+        return r;
+    }
+
+    private Rejection admit(Ticket t, List<Runnable> actions) {
+        long now = clock.getAsLong();
+        if (draining) {
+            return reject(RejectReason.DRAINING, "the gateway is draining for shutdown; retry on another instance", 1);
+        }
+        if (!anyUsable(workers.prefill()) || !anyUsable(workers.decode())) {
+            return reject(RejectReason.NO_CAPACITY, "no usable " + (anyUsable(workers.prefill()) ? "decode" : "prefill")
+                    + " worker", seconds(config.retryAfterMin().toSeconds()));
+        }
+        if (t.tokens > config.maxRequestTokens()) {
+            return new Rejection(RejectReason.REQUEST_TOO_LARGE, "the prompt has about " + t.tokens
+                    + " tokens; admission.max_request_tokens is " + config.maxRequestTokens(), 0);
+        }
+        double rate = throughput.tokensPerSecond();
+        long ahead = queue.tokensAtOrAbove(t.priority) + inflightPrefillTokens;
+        double predictedWait = ahead / rate;
+        long deadline = Math.min(t.deadlineNanos, now + config.queueTimeout().toNanos());
+        if (throughput.measured() && now + (long) (predictedWait * 1e9) > deadline) {
+            return reject(RejectReason.DEADLINE_UNREACHABLE, String.format(
+                    "about %d prompt tokens are ahead at %.0f tokens/s: a wait of %.1f s is past the deadline",
+                    ahead, rate, predictedWait), seconds(predictedWait));
+        }
+        // make room by evicting lower-priority queued requests, never the reverse
+        List<Ticket> victims = new ArrayList<>();
+        long freedTokens = 0;
+        List<Ticket> candidates = null;
+        while (queue.size() - victims.size() >= config.maxQueuedRequests()
+                || pendingTokens - freedTokens + t.tokens > config.maxPendingTokens()) {
+            if (candidates == null) {
+                candidates = queue.evictionOrder(t.priority);
+            }
+            if (victims.size() == candidates.size()) {
+                break;
+            }
+            Ticket v = candidates.get(victims.size());
+            victims.add(v);
+            freedTokens += v.tokens;
+        }
+        if (queue.size() - victims.size() >= config.maxQueuedRequests()) {
+            return reject(RejectReason.QUEUE_FULL, "the queue holds admission.max_queued_requests="
+                    + config.maxQueuedRequests() + " requests", seconds(inflightPrefillTokens / rate));
+        }
+        if (pendingTokens - freedTokens + t.tokens > config.maxPendingTokens()) {
+            long excess = pendingTokens + t.tokens - config.maxPendingTokens();
+            return reject(RejectReason.TOKEN_BUDGET_EXCEEDED, pendingTokens + " prompt tokens are pending and this request "
+                    + "has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens(),
+                    seconds(excess / rate));
+        }
+        for (Ticket v : victims) {
+            removeQueued(v);
+            Rejection evicted = new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
+                    seconds(ahead / rate));
+            actions.add(() -> notifyRejected(v, evicted));
+        }
+        t.state = Ticket.State.QUEUED;
+        t.enqueuedNanos = now;
+        queue.add(t);
+        pendingTokens += t.tokens;
+        dispatch(actions, now);
+        return null;
+    }
+
+    /**
+     * The client left, or the request ended: give back whatever it holds. Idempotent.
+     *
+     * @return true if the ticket was still queued (it will never be granted)
+     */
+    public boolean release(Ticket t) {
+        List<Runnable> actions = new ArrayList<>(2);
+        boolean wasQueued;
+        lock.lock();
+        try {
+            long now = clock.getAsLong();
+            wasQueued = t.state == Ticket.State.QUEUED;
+            switch (t.state) {
+                case QUEUED -> removeQueued(t);
+                case DISPATCHED -> {
+                    releasePrefill(t, now, false);
+                    windows.get(t.decode).requests--;
+                    dispatched--;
+                }
+                default -> {
+                    return false;
+                }
+            }
+            t.state = Ticket.State.ENDED;
+            dispatch(actions, now);
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+        return wasQueued;
+    }
+
+    /** The prefill is done (first token seen, or the prefill half finished): its tokens stop being pending. */
+    public void prefillDone(Ticket t) {
+        List<Runnable> actions = new ArrayList<>(2);
+        lock.lock();
+        try {
+            if (t.state != Ticket.State.DISPATCHED || t.prefillReleased) {
+                return;
+            }
+            long now = clock.getAsLong();
+            releasePrefill(t, now, true);
+            dispatch(actions, now);
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+    }
+
+    /** Expires queued tickets past their deadline; call periodically. */
+    public void expire() {
+        List<Runnable> actions = new ArrayList<>();
+        lock.lock();
+        try {
+            long now = clock.getAsLong();
+            for (Ticket t : queue.snapshot()) {
+                long deadline = Math.min(t.deadlineNanos, t.enqueuedNanos + config.queueTimeout().toNanos());
+                if (now >= deadline) {
+                    removeQueued(t);
+                    t.state = Ticket.State.ENDED;
+                    long waitedMs = (now - t.enqueuedNanos) / 1_000_000;
+                    Rejection r = new Rejection(RejectReason.QUEUE_TIMEOUT, "waited " + waitedMs + " ms in the queue ("
+                            + (t.deadlineNanos <= deadline ? "the client's deadline" : "admission.queue_timeout") + ")",
+                            seconds(queue.tokensAtOrAbove(t.priority) / throughput.tokensPerSecond()));
+                    actions.add(() -> notifyRejected(t, r));
+                }
+            }
+            dispatch(actions, now);
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+    }
+
+    /** Stops admitting; queued requests stay until they are served or expire. */
+    public void drain() {
+        lock.lock();
+        try {
+            draining = true;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Rejects everything still queued (end of a drain's grace period). */
+    public void rejectQueued(RejectReason reason, String message) {
+        List<Runnable> actions = new ArrayList<>();
+        lock.lock();
+        try {
+            for (Ticket t : queue.snapshot()) {
+                removeQueued(t);
+                t.state = Ticket.State.ENDED;
+                Rejection r = new Rejection(reason, message, 1);
+                actions.add(() -> notifyRejected(t, r));
+            }
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+    }
+
+    public AdmissionSnapshot snapshot() {
+        lock.lock();
+        try {
+            int classes = config.priorities().size();
+            int[] depth = new int[classes];
+            List<Map<String, Integer>> tenants = new ArrayList<>();
+            for (int i = 0; i < classes; i++) {
+                depth[i] = queue.size(i);
+                tenants.add(queue.tenantsOf(i));
+            }
+            Map<String, int[]> perWorker = new HashMap<>();
+            windows.forEach((w, win) -> perWorker.put(w.name() + "|" + w.role().label(),
+                    new int[] {win.requests, (int) Math.min(Integer.MAX_VALUE, win.tokens)}));
+            return new AdmissionSnapshot(queue.size(), depth, tenants, pendingTokens, inflightPrefillTokens, dispatched,
+                    throughput.tokensPerSecond(), throughput.measured(), draining, perWorker);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    // ---- internals, all under the lock ----
+
+    private void dispatch(List<Runnable> actions, long now) {
+        Ticket head;
+        while ((head = queue.peek()) != null) {
+            Worker p = pickPrefill(head.tokens);
+            Worker d = p == null ? null : pickDecode();
+            if (p == null || d == null) {
+                return; // strict order: the head waits for room, nobody overtakes it
+            }
+            queue.poll();
+            WorkerWindow pw = windows.get(p);
+            if (inflightPrefillTokens == 0) {
+                throughput.busy(true, now);
+            }
+            pw.requests++;
+            pw.tokens += head.tokens;
+            inflightPrefillTokens += head.tokens;
+            windows.get(d).requests++;
+            dispatched++;
+            head.state = Ticket.State.DISPATCHED;
+            head.prefill = p;
+            head.decode = d;
+            head.dispatchedNanos = now;
+            Ticket granted = head;
+            actions.add(() -> {
+                observer.dispatched(granted);
+                granted.executor.execute(() -> granted.listener.granted(p, d));
+            });
+        }
+    }
+
+    private Worker pickPrefill(long tokens) {
+        List<Worker> list = workers.prefill();
+        for (int i = 0; i < list.size(); i++) {
+            Worker w = list.get(Math.floorMod(prefillCursor + i, list.size()));
+            WorkerWindow win = windows.get(w);
+            if (w.isUsable() && win.requests < config.prefillMaxInflightRequests()
+                    && (win.requests == 0 || win.tokens + tokens <= config.prefillMaxInflightTokens())) {
+                prefillCursor = Math.floorMod(prefillCursor + i + 1, list.size());
+                return w;
+            }
+        }
+        return null;
+    }
+
+    private Worker pickDecode() {
+        List<Worker> list = workers.decode();
+        for (int i = 0; i < list.size(); i++) {
+            Worker w = list.get(Math.floorMod(decodeCursor + i, list.size()));
+            if (w.isUsable() && windows.get(w).requests < config.decodeMaxInflightStreams()) {
+                decodeCursor = Math.floorMod(decodeCursor + i + 1, list.size());
+                return w;
+            }
+        }
+        return null;
+    }
+
+    private void releasePrefill(Ticket t, long now, boolean completed) {
+        if (t.prefillReleased) {
+            return;
+        }
+        t.prefillReleased = true;
+        WorkerWindow pw = windows.get(t.prefill);
+        pw.requests--;
+        pw.tokens -= t.tokens;
+        inflightPrefillTokens -= t.tokens;
+        pendingTokens -= t.tokens;
+        if (completed) {
+            throughput.completed(t.tokens, now);
+        }
+        if (inflightPrefillTokens == 0) {
+            throughput.busy(false, now);
+        }
+    }
+
+    private void removeQueued(Ticket t) {
+        if (queue.remove(t)) {
+            pendingTokens -= t.tokens;
+        }
+    }
+
+    private void notifyRejected(Ticket t, Rejection r) {
+        t.state = Ticket.State.ENDED;
+        observer.rejected(t, r.reason());
+        t.executor.execute(() -> t.listener.rejected(r));
+    }
+
+    private static boolean anyUsable(List<Worker> list) {
+        for (Worker w : list) {
+            if (w.isUsable()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private Rejection reject(RejectReason reason, String message, long retryAfter) {
+        return new Rejection(reason, message, retryAfter);
+    }
+
+    /** Retry-After in whole seconds, clamped to the configured range. */
+    private long seconds(double s) {
+        long min = Math.max(1, config.retryAfterMin().toSeconds());
+        long max = Math.max(min, config.retryAfterMax().toSeconds());
+        return Math.max(min, Math.min(max, (long) Math.ceil(s)));
+    }
+
+    /** In-flight counts of one worker (prefill: until prefill done; decode: until the request ends). */
+    private static final class WorkerWindow {
+        int requests;
+        long tokens;
+    }
+}

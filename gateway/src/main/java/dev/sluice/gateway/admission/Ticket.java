@@ -1,0 +1,68 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.routing.Worker;
+import java.util.Objects;
+import java.util.concurrent.Executor;
+
+/**
+ * One request's claim on the gateway's capacity, from admission until it has ended. The
+ * controller mutates it under its lock only; its releases are idempotent, so a request that
+ * ends twice (a failure racing a disconnect) cannot give capacity back twice.
+ */
+public final class Ticket {
+    enum State { NEW, QUEUED, DISPATCHED, ENDED }
+
+    final String id;
+    final long tokens;
+    final int priority;
+    final String tenant;
+    final long deadlineNanos;
+    final Executor executor;
+    final TicketListener listener;
+    long enqueuedNanos;
+    State state = State.NEW;
+    Worker prefill;
+    Worker decode;
+    boolean prefillReleased;
+    long dispatchedNanos;
+
+    /**
+     * @param deadlineNanos absolute {@code System.nanoTime()} deadline of the client, or {@code Long.MAX_VALUE}
+     */
+    public Ticket(String id, long tokens, int priority, String tenant, long deadlineNanos, Executor executor,
+                  TicketListener listener) {
+        this.id = Objects.requireNonNull(id, "id");
+        this.tokens = tokens;
+        this.priority = priority;
+        this.tenant = Objects.requireNonNull(tenant, "tenant");
+        this.deadlineNanos = deadlineNanos;
+        this.executor = Objects.requireNonNull(executor, "executor");
+        this.listener = Objects.requireNonNull(listener, "listener");
+    }
+
+    public String id() {
+        return id;
+    }
+
+    public long tokens() {
+        return tokens;
+    }
+
+    public int priority() {
+        return priority;
+    }
+
+    public String tenant() {
+        return tenant;
+    }
+
+    /** Time spent queued (so far, or until dispatch). */
+    public long queuedNanos() {
+        return (dispatchedNanos == 0 ? System.nanoTime() : dispatchedNanos) - enqueuedNanos;
+    }
+
+    @Override
+    public String toString() {
+        return "Ticket[" + id + " tokens=" + tokens + " priority=" + priority + " tenant=" + tenant + " " + state + "]";
+    }
+}

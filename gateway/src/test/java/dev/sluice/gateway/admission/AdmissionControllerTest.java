@@ -1,0 +1,200 @@
+package dev.sluice.gateway.admission;
+
+import static dev.sluice.gateway.admission.AdmissionFixtures.config;
+import static dev.sluice.gateway.admission.AdmissionFixtures.workers;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.admission.AdmissionFixtures.Recorder;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.WorkerSet;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+class AdmissionControllerTest {
+    private final AtomicLong now = new AtomicLong(1_000_000_000L);
+    private final WorkerSet workers = workers(1, 1);
+
+    private AdmissionController controller(AdmissionConfig cfg) {
+        return new AdmissionController(cfg, workers, AdmissionObserver.NONE, now::get);
+    }
+
+    private static Ticket ticket(String id, long tokens, int priority, String tenant, Recorder r) {
+        return new Ticket(id, tokens, priority, tenant, Long.MAX_VALUE, Runnable::run, r);
+    }
+
+    @Test
+    void dispatchesWhileThePrefillWindowHasRoomThenQueues() {
+        AdmissionController c = controller(config(4, 100_000, Duration.ofSeconds(30), 50_000, 2, 100_000, 10));
+        Recorder a = new Recorder();
+        Recorder b = new Recorder();
+        Recorder q = new Recorder();
+        assertThat(c.submit(ticket("a", 1000, 1, "t", a))).isNull();
+        assertThat(c.submit(ticket("b", 1000, 1, "t", b))).isNull();
+        Ticket third = ticket("c", 1000, 1, "t", q);
+        assertThat(c.submit(third)).isNull();
+
+        assertThat(a.granted()).isTrue();
+        assertThat(b.granted()).isTrue();
+        assertThat(q.granted()).isFalse();
+        assertThat(c.snapshot().queued()).isEqualTo(1);
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(3000);
+    }
+
+    @Test
+    void prefillDoneReleasesPendingTokensAndTheWindowSoTheNextOneGoes() {
+        AdmissionController c = controller(config(4, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Recorder a = new Recorder();
+        Recorder b = new Recorder();
+        Ticket ta = ticket("a", 1000, 1, "t", a);
+        Ticket tb = ticket("b", 2000, 1, "t", b);
+        c.submit(ta);
+        c.submit(tb);
+        assertThat(b.granted()).isFalse();
+
+        c.prefillDone(ta);
+        assertThat(b.granted()).isTrue();
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(2000);
+        c.release(ta);
+        c.release(ta); // twice: nothing given back twice
+        c.prefillDone(tb);
+        c.release(tb);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
+    void rejectsAtOnceWhatCanNeverRunOrDoesNotFit() {
+        AdmissionController c = controller(config(1, 5000, Duration.ofSeconds(30), 4000, 1, 100_000, 10));
+        assertThat(c.submit(ticket("huge", 4001, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.REQUEST_TOO_LARGE);
+
+        c.submit(ticket("a", 3000, 1, "t", new Recorder()));          // dispatched
+        Rejection budget = c.submit(ticket("b", 3000, 1, "t", new Recorder()));
+        assertThat(budget.reason()).isEqualTo(RejectReason.TOKEN_BUDGET_EXCEEDED);
+        assertThat(budget.retryAfterSeconds()).isBetween(1L, 60L);
+
+        c.submit(ticket("c", 1000, 1, "t", new Recorder()));          // queued (window full)
+        assertThat(c.submit(ticket("d", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+    }
+
+    @Test
+    void aHigherPriorityArrivalEvictsTheLowerOneNeverTheReverse() {
+        AdmissionController c = controller(config(1, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        c.submit(ticket("running", 100, 1, "t", new Recorder()));
+        Recorder low = new Recorder();
+        c.submit(ticket("low", 100, 2, "t", low));
+        Recorder high = new Recorder();
+
+        assertThat(c.submit(ticket("high", 100, 0, "t", high))).isNull();
+        assertThat(low.rejection.reason()).isEqualTo(RejectReason.EVICTED);
+        // and a low one cannot push the high one out
+        assertThat(c.submit(ticket("low2", 100, 2, "t", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+        assertThat(high.rejection).isNull();
+    }
+
+    @Test
+    void higherClassesAreServedFirstAndTenantsRoundRobinWithinAClass() {
+        AdmissionController c = controller(config(32, 1_000_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Ticket blocker = ticket("blocker", 10, 1, "x", new Recorder());
+        c.submit(blocker);
+        StringBuilder order = new StringBuilder();
+        String[][] arrivals = {{"a1", "a", "1"}, {"a2", "a", "1"}, {"a3", "a", "1"}, {"b1", "b", "1"}, {"h1", "h", "0"}};
+        Ticket[] tickets = new Ticket[arrivals.length];
+        for (int i = 0; i < arrivals.length; i++) {
+            String id = arrivals[i][0];
+            tickets[i] = new Ticket(id, 10, Integer.parseInt(arrivals[i][2]), arrivals[i][1], Long.MAX_VALUE, Runnable::run,
+                    new TicketListener() {
+                        @Override
+                        public void granted(dev.sluice.gateway.routing.Worker p, dev.sluice.gateway.routing.Worker d) {
+                            order.append(id).append(' ');
+                        }
+
+                        @Override
+                        public void rejected(Rejection r) {
+                        }
+                    });
+            c.submit(tickets[i]);
+        }
+        Ticket current = blocker;
+        for (int i = 0; i < arrivals.length; i++) {
+            c.prefillDone(current);
+            c.release(current);
+            String next = order.toString().trim().split(" ")[i];
+            for (Ticket t : tickets) {
+                if (t.id().equals(next)) {
+                    current = t;
+                }
+            }
+        }
+        c.prefillDone(current);
+        c.release(current);
+        assertThat(order.toString().trim()).isEqualTo("h1 a1 b1 a2 a3");
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
+    void queuedRequestsTimeOutAndAClientDeadlineCountsToo() {
+        AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        c.submit(ticket("running", 100, 1, "t", new Recorder()));
+        Recorder byQueue = new Recorder();
+        Recorder byClient = new Recorder();
+        c.submit(ticket("q", 100, 1, "t", byQueue));
+        c.submit(new Ticket("d", 100, 1, "t", now.get() + Duration.ofSeconds(2).toNanos(), Runnable::run, byClient));
+
+        now.addAndGet(Duration.ofSeconds(3).toNanos());
+        c.expire();
+        assertThat(byClient.rejection.reason()).isEqualTo(RejectReason.QUEUE_TIMEOUT);
+        assertThat(byQueue.rejection).isNull();
+        now.addAndGet(Duration.ofSeconds(30).toNanos());
+        c.expire();
+        assertThat(byQueue.rejection.reason()).isEqualTo(RejectReason.QUEUE_TIMEOUT);
+        assertThat(c.snapshot().queued()).isZero();
+    }
+
+    @Test
+    void aDeadlineThePredictedWaitCannotMeetIsRejectedAtArrival() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(300), 500_000, 1, 1_000_000, 10));
+        // measure a throughput: 10k tokens prefilled in one second
+        Ticket first = ticket("m", 10_000, 1, "t", new Recorder());
+        c.submit(first);
+        now.addAndGet(Duration.ofSeconds(1).toNanos());
+        c.prefillDone(first);
+        c.release(first);
+        assertThat(c.snapshot().throughputMeasured()).isTrue();
+        c.submit(ticket("big", 100_000, 1, "t", new Recorder())); // ~10 s of work ahead of anyone
+
+        Rejection r = c.submit(new Ticket("hurry", 100, 1, "t", now.get() + Duration.ofSeconds(2).toNanos(),
+                Runnable::run, new Recorder()));
+        assertThat(r.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        assertThat(r.retryAfterSeconds()).isBetween(9L, 11L);
+        assertThat(c.submit(new Ticket("patient", 100, 1, "t", now.get() + Duration.ofSeconds(60).toNanos(),
+                Runnable::run, new Recorder()))).isNull();
+    }
+
+    @Test
+    void noUsableWorkerIsNoCapacityAndDrainingIsDraining() {
+        AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        workers.decode().get(0).markUsable(false);
+        assertThat(c.submit(ticket("x", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.NO_CAPACITY);
+        workers.decode().get(0).markUsable(true);
+        c.drain();
+        assertThat(c.submit(ticket("y", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.DRAINING);
+    }
+
+    @Test
+    void aQueuedClientThatLeavesIsRemovedAtOnce() {
+        AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Ticket running = ticket("running", 100, 1, "t", new Recorder());
+        c.submit(running);
+        Recorder gone = new Recorder();
+        Ticket queued = ticket("gone", 500, 1, "t", gone);
+        c.submit(queued);
+
+        c.release(queued);
+        assertThat(c.snapshot().queued()).isZero();
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(100);
+        c.prefillDone(running);
+        assertThat(gone.endings.get()).isZero(); // never granted after it left
+        c.release(running);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+}
