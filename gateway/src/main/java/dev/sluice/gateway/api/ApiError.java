@@ -10,7 +10,8 @@ import java.util.Objects;
  * ({@code {"error": {"message", "type", "code"}}}) and the {@code outcome} label of its metrics.
  * One type, so a status never loses its meaning on the way to the client.
  */
-public record ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome) {
+public record ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome,
+                       long retryAfterSeconds) {
 
     public ApiError {
         Objects.requireNonNull(status, "status");
@@ -18,6 +19,17 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
         Objects.requireNonNull(code, "code");
         Objects.requireNonNull(message, "message");
         Objects.requireNonNull(outcome, "outcome");
+    }
+
+    public ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome) {
+        this(status, type, code, message, outcome, 0);
+    }
+
+    /** Admission said no: 429/503/413 with a distinct code and an honest Retry-After. */
+    public static ApiError rejected(HttpResponseStatus status, String code, String message, long retryAfterSeconds) {
+        String type = status.code() == 429 ? "rate_limit_error"
+                : status.code() == 413 ? "invalid_request_error" : "server_error";
+        return new ApiError(status, type, code, message, Outcome.REJECTED, retryAfterSeconds);
     }
 
     public static ApiError invalidRequest(String code, String message) {

@@ -8,6 +8,8 @@ import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
+import sun.misc.Signal;
+import sun.misc.SignalHandler;
 import picocli.CommandLine.Option;
 
 /** {@code serve --config FILE}: runs the gateway until SIGTERM or Ctrl-C. */
@@ -34,12 +36,32 @@ public final class ServeCommand implements Callable<Integer> {
             System.out.println("configuration OK: " + cfg);
             return 0;
         }
-        GatewayServer server = new GatewayServer(cfg);
+        GatewayServer server;
+        try {
+            server = new GatewayServer(cfg);
+        } catch (ConfigException e) {
+            System.err.println("sluice-gateway: invalid configuration: " + e.getMessage());
+            return 2;
+        }
         CountDownLatch stopped = new CountDownLatch(1);
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-            server.close();
-            stopped.countDown();
-        }, "sluice-shutdown"));
+        // SIGTERM/Ctrl-C: drain, then exit 0 (a plain shutdown hook would exit 143 after a kill)
+        Thread stopper = new Thread(() -> {
+            try {
+                server.drain(cfg.admission().drainGrace());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                server.close();
+                stopped.countDown();
+            }
+        }, "sluice-drain");
+        SignalHandler onSignal = sig -> {
+            if (stopper.getState() == Thread.State.NEW) {
+                stopper.start();
+            }
+        };
+        Signal.handle(new Signal("TERM"), onSignal);
+        Signal.handle(new Signal("INT"), onSignal);
         try {
             server.start();
         } catch (Exception e) {

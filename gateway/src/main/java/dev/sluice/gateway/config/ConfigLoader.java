@@ -52,10 +52,12 @@ public final class ConfigLoader {
             throw new ConfigException(source + ": empty configuration (expected: at least workers.prefill and workers.decode)");
         }
         ConfigNode root = new ConfigNode(tree, "")
-                .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health"));
+                .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health",
+                        "admission"));
         return new GatewayConfig(listen(root.child("listen")), mode(root.child("disaggregation")),
                 workers(root.child("workers")), timeouts(root.child("timeouts")), http(root.child("http")),
-                upstream(root.child("upstream")), health(root.child("health")));
+                upstream(root.child("upstream")), health(root.child("health")),
+                AdmissionConfigReader.read(root.child("admission")));
     }
 
     private static ListenConfig listen(ConfigNode n) {

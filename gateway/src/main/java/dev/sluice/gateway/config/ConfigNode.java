@@ -97,6 +97,43 @@ final class ConfigNode {
         return v;
     }
 
+    long longIn(long def, long min, long max) {
+        if (isMissing()) {
+            return def;
+        }
+        if (!node.isIntegralNumber() || !node.canConvertToLong()) {
+            throw fail(describe(node), "an integer in [" + min + ", " + max + "]");
+        }
+        long v = node.asLong();
+        if (v < min || v > max) {
+            throw fail(String.valueOf(v), "an integer in [" + min + ", " + max + "]");
+        }
+        return v;
+    }
+
+    double doubleAtLeast(double def, double min) {
+        if (isMissing()) {
+            return def;
+        }
+        if (!node.isNumber() || node.asDouble() < min) {
+            throw fail(describe(node), "a number >= " + min);
+        }
+        return node.asDouble();
+    }
+
+    /** The keys of a mapping (empty when missing). */
+    List<String> keys() {
+        if (isMissing()) {
+            return List.of();
+        }
+        if (!node.isObject()) {
+            throw fail(describe(node), "a mapping");
+        }
+        List<String> out = new ArrayList<>();
+        node.fieldNames().forEachRemaining(out::add);
+        return out;
+    }
+
     Integer optionalInt(int min, int max) {
         return isMissing() ? null : intIn(0, min, max);
     }

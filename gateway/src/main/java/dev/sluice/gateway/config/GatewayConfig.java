@@ -14,7 +14,8 @@ public record GatewayConfig(
         TimeoutsConfig timeouts,
         HttpConfig http,
         UpstreamConfig upstream,
-        HealthConfig health) {
+        HealthConfig health,
+        AdmissionConfig admission) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -24,6 +25,7 @@ public record GatewayConfig(
         Objects.requireNonNull(http, "http");
         Objects.requireNonNull(upstream, "upstream");
         Objects.requireNonNull(health, "health");
+        Objects.requireNonNull(admission, "admission");
     }
 
     /** Where the gateway accepts client traffic. */

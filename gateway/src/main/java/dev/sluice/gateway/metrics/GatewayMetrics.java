@@ -81,6 +81,21 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.upstream.errors", "role", role, "kind", kind).increment();
     }
 
+    public void promptTokens(long tokens) {
+        counter("sluice.prompt.tokens").increment(tokens);
+    }
+
+    public void rejection(String reason) {
+        counter("sluice.rejections", "reason", reason).increment();
+    }
+
+    public void queueWait(String priority, Duration wait) {
+        Timer.builder("sluice.queue.wait").description("time a request waited in the gateway's queue before dispatch")
+                .tags("priority", priority).publishPercentileHistogram()
+                .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(5))
+                .register(registry).record(wait);
+    }
+
     public void kvTransferFailure(String worker) {
         counter("sluice.kv.transfer.failures", "worker", worker).increment();
     }

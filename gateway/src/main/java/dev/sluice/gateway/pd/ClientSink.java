@@ -1,6 +1,7 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.api.ErrorHeaders;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -64,6 +65,10 @@ final class ClientSink {
     }
 
     void sendFull(HttpResponseStatus s, CharSequence contentType, ByteBuf body) {
+        sendFull(s, contentType, body, null);
+    }
+
+    private void sendFull(HttpResponseStatus s, CharSequence contentType, ByteBuf body, ApiError error) {
         if (ended || committed) {
             body.release();
             return;
@@ -75,6 +80,9 @@ final class ClientSink {
         res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set("X-Request-Id", requestId);
+        if (error != null) {
+            ErrorHeaders.apply(res.headers(), error);
+        }
         HttpUtil.setKeepAlive(res, keepAlive);
         ctx.writeAndFlush(res).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
     }
@@ -85,7 +93,7 @@ final class ClientSink {
         }
         if (!committed) {
             ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
-            sendFull(error.status(), HttpHeaderValues.APPLICATION_JSON, body);
+            sendFull(error.status(), HttpHeaderValues.APPLICATION_JSON, body, error);
             return;
         }
         String events = "data: " + error.toJson() + "\n\ndata: [DONE]\n\n";

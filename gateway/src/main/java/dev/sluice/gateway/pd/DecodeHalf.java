@@ -119,6 +119,12 @@ final class DecodeHalf implements UpstreamListener {
             ex.client.commitStream(HttpResponseStatus.valueOf(status), contentType);
             ex.firstToken();
         }
+        if (ex.wantsPromptTokens()) {
+            long n = PromptTokens.find(data);
+            if (n > 0) {
+                ex.reportPromptTokens(n);
+            }
+        }
         if (framer == null) {
             ex.client.write(data.retain());
         } else {
@@ -190,6 +196,9 @@ final class DecodeHalf implements UpstreamListener {
             JsonNode doc = JSON.readTree(bytes);
             if (doc == null || !(doc.isObject() || doc.isArray())) {
                 throw new IOException("not a JSON object or list");
+            }
+            if (ex.wantsPromptTokens()) {
+                ex.reportPromptTokens(PromptTokens.of(doc));
             }
             if (merger != null) {
                 out = JSON.writeValueAsBytes(merger.merge(doc));

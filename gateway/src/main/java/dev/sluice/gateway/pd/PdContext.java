@@ -1,5 +1,7 @@
 package dev.sluice.gateway.pd;
 
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.config.TimeoutsConfig;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.routing.WorkerSet;
@@ -7,5 +9,6 @@ import dev.sluice.gateway.upstream.UpstreamPool;
 
 /** What a prefill/decode exchange needs from the running gateway. */
 public record PdContext(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
-                        TimeoutsConfig timeouts, long maxResponseBodyBytes) {
+                        TimeoutsConfig timeouts, long maxResponseBodyBytes, AdmissionController admission,
+                        PromptTokenCounter counter, java.util.Set<PdExchange> live) {
 }

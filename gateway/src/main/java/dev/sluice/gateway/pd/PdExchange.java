@@ -1,6 +1,10 @@
 package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.admission.PromptText;
+import dev.sluice.gateway.admission.Rejection;
+import dev.sluice.gateway.admission.Ticket;
+import dev.sluice.gateway.admission.TicketListener;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
@@ -28,7 +32,7 @@ import org.slf4j.LoggerFactory;
  * {@code /abort_request} sent to every worker that still holds the request. Lives on the
  * client's event loop; no locks.
  */
-public final class PdExchange {
+public final class PdExchange implements TicketListener {
     private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -55,6 +59,9 @@ public final class PdExchange {
     private ScheduledFuture<?> timer;
     private boolean clientDoneSignalled;
     private boolean ended;
+    private Ticket ticket;
+    private PromptText prompt;
+    private boolean promptTokensReported;
     private Outcome outcome = Outcome.OK;
     private String detail = "";
 
@@ -68,22 +75,52 @@ public final class PdExchange {
         this.routeLabel = request.route().label();
         this.receivedNanos = receivedNanos;
         this.onClientDone = onClientDone;
+        pd.live().add(this);
     }
 
     public String rid() {
         return rid;
     }
 
-    /** Chooses the pair, rewrites the body, sends both halves. */
-    public void start() {
-        Optional<Worker> p = pd.workers().selectPrefill();
-        Optional<Worker> d = pd.workers().selectDecode();
-        if (p.isEmpty() || d.isEmpty()) {
-            fail(ApiError.noCapacity("no usable " + (p.isEmpty() ? "prefill" : "decode") + " worker"), null);
+    /**
+     * Asks admission control for a pair. The answer comes at once (a rejection, or a grant when
+     * there is room) or later from the queue, through {@link #granted} / {@link #rejected}.
+     */
+    public void admit(PromptText prompt, long tokens, int priority, String tenant, long deadlineNanos) {
+        this.prompt = prompt;
+        if (ended || client.ended()) {
+            return; // the client left while its prompt was being counted
+        }
+        ticket = new Ticket(rid, tokens, priority, tenant, deadlineNanos, ctx.channel().eventLoop(), this);
+        Rejection r = pd.admission().submit(ticket);
+        if (r != null) {
+            rejected(r);
+        }
+    }
+
+    @Override
+    public void rejected(Rejection r) {
+        var reason = r.reason();
+        if (reason == dev.sluice.gateway.admission.RejectReason.EVICTED) {
+            pd.metrics().abortCause("evicted");
+        }
+        fail(ApiError.rejected(reason.status(), reason.code(), r.message(), r.retryAfterSeconds()), null);
+    }
+
+    @Override
+    public void granted(Worker p, Worker d) {
+        if (ended || client.ended()) {
+            pd.admission().release(ticket); // the client left between the grant and now
+            maybeEnd();
             return;
         }
-        prefill = p.get();
-        decode = d.get();
+        start(p, d);
+    }
+
+    /** Rewrites the body for the granted pair and sends both halves. */
+    private void start(Worker p, Worker d) {
+        prefill = p;
+        decode = d;
         prefill.acquired();
         decode.acquired();
         assignment = SglangBootstrap.assign(request, prefill, rid);
@@ -91,6 +128,8 @@ public final class PdExchange {
         try {
             bytes = JSON.writeValueAsBytes(request.body());
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            prefill.released();
+            decode.released();
             fail(ApiError.internal("cannot serialise the request: " + e.getMessage()), null);
             return;
         }
@@ -123,8 +162,29 @@ public final class PdExchange {
     void firstToken() {
         if (firstTokenNanos == 0) {
             firstTokenNanos = System.nanoTime();
+            prefillFinished();
         }
         lastChunkNanos = System.nanoTime();
+    }
+
+    /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
+    void prefillFinished() {
+        if (ticket != null) {
+            pd.admission().prefillDone(ticket);
+        }
+    }
+
+    /** A worker said how many prompt tokens this request had: the estimator learns from it. */
+    void reportPromptTokens(long tokens) {
+        if (!promptTokensReported && prompt != null && request.batchSize() == 0 && tokens > 0) {
+            promptTokensReported = true;
+            pd.counter().observe(prompt, tokens);
+            pd.metrics().promptTokens(tokens);
+        }
+    }
+
+    boolean wantsPromptTokens() {
+        return !promptTokensReported && request.batchSize() == 0;
     }
 
     boolean pastFirstToken() {
@@ -151,13 +211,26 @@ public final class PdExchange {
             return;
         }
         client.abandon();
-        if (!halvesDone()) {
+        if (ticket != null && pd.admission().release(ticket)) {
+            outcome = Outcome.CLIENT_DISCONNECT;
+            detail = "client disconnected while queued";
+        } else if (!halvesDone()) {
             stopHalves("client_disconnect");
             outcome = Outcome.CLIENT_DISCONNECT;
             detail = "client disconnected";
         }
         signalClientDone();
         maybeEnd();
+    }
+
+    /** The drain grace period is over: stop this request (both halves) and tell the client. Any thread. */
+    public void abortOnDrain() {
+        ctx.executor().execute(this::abortForDrain);
+    }
+
+    private void abortForDrain() {
+        fail(ApiError.rejected(io.netty.handler.codec.http.HttpResponseStatus.SERVICE_UNAVAILABLE, "draining",
+                "the gateway shut down before this request finished", 1), "drain");
     }
 
     /** The client response is complete (decode relayed to its end). */
@@ -238,11 +311,19 @@ public final class PdExchange {
         if (timer != null) {
             timer.cancel(false);
         }
+        if (ticket != null) {
+            pd.admission().release(ticket);
+        }
+        pd.live().remove(this);
         long now = System.nanoTime();
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - receivedNanos));
-        log.info("request rid={} route={} prefill={} decode={} stream={} batch={} status={} outcome={} ttft_ms={} "
-                        + "duration_ms={}{}", rid, routeLabel, name(prefill), name(decode), request.stream(),
-                request.batchSize(), client.status(), outcome.label(),
+        log.info("request rid={} route={} prefill={} decode={} stream={} batch={} tokens={} priority={} tenant={} "
+                        + "queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel, name(prefill),
+                name(decode), request.stream(), request.batchSize(), ticket == null ? "-" : ticket.tokens(),
+                ticket == null ? "-" : pd.admission().config().priorities().get(ticket.priority()),
+                ticket == null ? "-" : ticket.tenant(),
+                ticket == null || dispatchedNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos()),
+                client.status(), outcome.label(),
                 firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(firstTokenNanos - dispatchedNanos),
                 TimeUnit.NANOSECONDS.toMillis(now - receivedNanos), detail.isEmpty() ? "" : " detail=\"" + detail + "\"");
     }

@@ -70,9 +70,12 @@ final class PrefillHalf implements UpstreamListener {
                 failed(ApiError.malformed("prefill", ex.prefill.name(), e.getMessage()), "malformed");
             }
         }
-        if (!ex.request.stream()) {
-            // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
-            ex.firstToken();
+        if (status / 100 == 2) {
+            ex.prefillFinished();
+            if (!ex.request.stream()) {
+                // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
+                ex.firstToken();
+            }
         }
         ex.halfEnded();
     }

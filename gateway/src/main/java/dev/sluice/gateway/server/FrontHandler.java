@@ -1,5 +1,7 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.admission.PromptText;
+import dev.sluice.gateway.admission.RequestClassifier.RequestClass;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.ApiException;
 import dev.sluice.gateway.api.GenerationRequest;
@@ -17,6 +19,7 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.util.ReferenceCountUtil;
 import java.time.Duration;
 import java.util.ArrayDeque;
+import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -100,8 +103,25 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 reject(e.error(), req, keepAlive);
                 return;
             }
-            exchange = new PdExchange(gateway.pdContext(), ctx, parsed, keepAlive, received, this::requestDone);
-            exchange.start();
+            RequestClass cls;
+            try {
+                cls = gateway.classifier().classify(req.headers(), received);
+            } catch (ApiException e) {
+                reject(e.error(), req, keepAlive);
+                return;
+            }
+            PdExchange ex = new PdExchange(gateway.pdContext(), ctx, parsed, keepAlive, received, this::requestDone);
+            exchange = ex;
+            PromptText prompt = PromptText.of(parsed);
+            CompletableFuture<Long> counted = gateway.counter().count(prompt);
+            if (counted.isDone()) {
+                ex.admit(prompt, counted.join(), cls.priority(), cls.tenant(), cls.deadlineNanos());
+            } else {
+                // exact counting ran on the tokenizer pool: come back to this connection's event loop
+                counted.whenComplete((tokens, error) -> ctx.executor().execute(() -> ex.admit(prompt,
+                        error == null ? tokens : gateway.estimator().estimate(prompt), cls.priority(), cls.tenant(),
+                        cls.deadlineNanos())));
+            }
         } else if (Routes.INFO.containsKey(path)) {
             info = new InfoProxy(ctx, req.uri(), keepAlive, gateway.metrics(), this::requestDone);
             info.start(gateway.workers(), gateway.pool(), gateway.config().timeouts().firstToken());
@@ -115,7 +135,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         switch (path) {
             case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
             case "/readiness" -> {
-                boolean ready = gateway.workers().ready();
+                boolean ready = gateway.workers().ready() && !gateway.draining();
                 Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
                         ReadinessReport.json(gateway.workers()), keepAlive);
             }

@@ -1,6 +1,17 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.AdmissionSnapshot;
+import dev.sluice.gateway.admission.HfTokenizerCounter;
+import dev.sluice.gateway.admission.LearnedRatioCounter;
+import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.admission.RejectReason;
+import dev.sluice.gateway.admission.RequestClassifier;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.metrics.AdmissionMetrics;
+import dev.sluice.gateway.pd.PdExchange;
 import dev.sluice.gateway.health.HealthProber;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.pd.AbortSender;
@@ -19,7 +30,13 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,6 +57,13 @@ public final class GatewayServer implements AutoCloseable {
     private final WorkerSet workers;
     private final UpstreamPool pool;
     private final PdContext pdContext;
+    private final AdmissionController admission;
+    private final LearnedRatioCounter estimator;
+    private final PromptTokenCounter counter;
+    private final RequestClassifier classifier;
+    private final Set<PdExchange> live = ConcurrentHashMap.newKeySet();
+    private volatile boolean draining;
+    private ScheduledFuture<?> expiry;
     private final ChannelGroup clientChannels = new DefaultChannelGroup("clients", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
@@ -52,8 +76,15 @@ public final class GatewayServer implements AutoCloseable {
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout());
         AbortSender aborts = new AbortSender(pool, metrics, config.timeouts().abort());
+        AdmissionConfig ac = config.admission();
+        this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
+        this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
+        AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
+        this.admission = new AdmissionController(ac, workers, admissionMetrics, System::nanoTime);
+        admissionMetrics.bind(admission, counter);
+        this.classifier = new RequestClassifier(ac);
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
-                config.http().maxResponseBodyBytes());
+                config.http().maxResponseBodyBytes(), admission, counter, live);
         metrics.bindWorkers(workers);
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
         metrics.gauge("sluice.client.connections", "open client connections", clientChannels::size);
@@ -87,6 +118,7 @@ public final class GatewayServer implements AutoCloseable {
         listener = b.bind(config.listen().host(), config.listen().port()).sync().channel();
         prober = new HealthProber(workers, pool, workerGroup.next(), config.health());
         prober.start();
+        expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
                 listener.localAddress(), transport.name(), threads, workers.prefill().size(), workers.decode().size(),
                 config.disaggregation().name().toLowerCase());
@@ -118,6 +150,67 @@ public final class GatewayServer implements AutoCloseable {
         return pdContext;
     }
 
+    public AdmissionController admission() {
+        return admission;
+    }
+
+    PromptTokenCounter counter() {
+        return counter;
+    }
+
+    LearnedRatioCounter estimator() {
+        return estimator;
+    }
+
+    RequestClassifier classifier() {
+        return classifier;
+    }
+
+    boolean draining() {
+        return draining;
+    }
+
+    /** Requests whose exchange has not ended (for drain and tests). */
+    public int liveRequests() {
+        return live.size();
+    }
+
+    private PromptTokenCounter exactCounter(java.nio.file.Path path, AdmissionConfig ac) {
+        try {
+            return new HfTokenizerCounter(path, ac.tokenizer().threads(), ac.tokenizer().chatTokensPerMessage(), estimator);
+        } catch (IOException | RuntimeException e) {
+            throw new ConfigException("admission.tokenizer.path: " + path + " cannot be loaded (" + e.getMessage() + ")", e);
+        }
+    }
+
+    /**
+     * Graceful drain (SIGTERM): admit nothing new (503 draining, readiness 503), let queued and
+     * in-flight requests finish for up to {@code grace}, then reject what is still queued and
+     * abort what is still running, both halves. Blocks the calling (shutdown) thread, never a loop.
+     */
+    public void drain(Duration grace) throws InterruptedException {
+        draining = true;
+        admission.drain();
+        long deadline = System.nanoTime() + grace.toNanos();
+        log.info("draining queued={} in_flight={} grace_ms={}", admission.snapshot().queued(), live.size(), grace.toMillis());
+        while (System.nanoTime() < deadline && !(live.isEmpty() && admission.snapshot().idle())) {
+            Thread.sleep(20);
+        }
+        AdmissionSnapshot left = admission.snapshot();
+        if (!live.isEmpty() || !left.idle()) {
+            log.warn("drain grace over: rejecting queued={} aborting in_flight={}", left.queued(), live.size());
+            admission.rejectQueued(RejectReason.DRAINING, "the gateway shut down before this request was served");
+            for (PdExchange ex : List.copyOf(live)) {
+                ex.abortOnDrain();
+            }
+            long hard = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+            while (!live.isEmpty() && System.nanoTime() < hard) {
+                Thread.sleep(10);
+            }
+        }
+        log.info("drained in_flight={}", live.size());
+    }
+
     /** Waits (bounded) until the first health round marked workers of both roles usable. */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
         long deadline = System.nanoTime() + unit.toNanos(timeout);
@@ -135,6 +228,10 @@ public final class GatewayServer implements AutoCloseable {
         if (prober != null) {
             prober.close();
         }
+        if (expiry != null) {
+            expiry.cancel(false);
+        }
+        counter.close();
         if (listener != null) {
             listener.close().syncUninterruptibly();
         }

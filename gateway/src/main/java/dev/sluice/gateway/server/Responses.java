@@ -1,6 +1,7 @@
 package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.api.ErrorHeaders;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.ChannelFuture;
@@ -20,7 +21,10 @@ public final class Responses {
     }
 
     public static ChannelFuture error(ChannelHandlerContext ctx, ApiError error, boolean keepAlive) {
-        return text(ctx, error.status(), HttpHeaderValues.APPLICATION_JSON, error.toJson().toString(), keepAlive);
+        ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
+        FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, error.status(), body);
+        ErrorHeaders.apply(res.headers(), error);
+        return send(ctx, res, HttpHeaderValues.APPLICATION_JSON, keepAlive);
     }
 
     public static ChannelFuture json(ChannelHandlerContext ctx, HttpResponseStatus status, String json, boolean keepAlive) {
@@ -34,9 +38,13 @@ public final class Responses {
 
     public static ChannelFuture send(ChannelHandlerContext ctx, HttpResponseStatus status, CharSequence contentType,
                                      ByteBuf body, boolean keepAlive) {
-        FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
+        return send(ctx, new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body), contentType, keepAlive);
+    }
+
+    private static ChannelFuture send(ChannelHandlerContext ctx, FullHttpResponse res, CharSequence contentType,
+                                      boolean keepAlive) {
         res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes());
+                .setInt(HttpHeaderNames.CONTENT_LENGTH, res.content().readableBytes());
         HttpUtil.setKeepAlive(res, keepAlive);
         ChannelFuture f = ctx.writeAndFlush(res);
         f.addListener(ChannelFutureListener.CLOSE_ON_FAILURE);

@@ -1,0 +1,79 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.api.ApiException;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.AdmissionConfig.ApiKey;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
+
+/**
+ * Reads who a request is for and how urgent it is: the tenant (a configured API key's tenant, or
+ * {@code X-Sluice-Tenant}), the priority class ({@code X-Sluice-Priority}, which may lower but
+ * never raise the class a configured API key grants) and the client's own deadline
+ * ({@code X-Sluice-Deadline-Ms}: how long it is willing to wait in the queue).
+ */
+public final class RequestClassifier {
+    public static final String PRIORITY = "X-Sluice-Priority";
+    public static final String TENANT = "X-Sluice-Tenant";
+    public static final String DEADLINE_MS = "X-Sluice-Deadline-Ms";
+
+    /** Where a request stands in the queue. */
+    public record RequestClass(int priority, String tenant, long deadlineNanos) {
+    }
+
+    private final AdmissionConfig config;
+
+    public RequestClassifier(AdmissionConfig config) {
+        this.config = config;
+    }
+
+    public RequestClass classify(HttpHeaders headers, long nowNanos) throws ApiException {
+        String key = bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
+        ApiKey known = key == null ? null : config.apiKeys().get(key);
+        int ceiling = known != null && known.priority() != null ? config.priorityIndex(known.priority()) : 0;
+        int priority = known != null && known.priority() != null ? ceiling : config.priorityIndex(config.defaultPriority());
+        String asked = headers.get(PRIORITY);
+        if (asked != null) {
+            int idx = config.priorityIndex(asked.trim());
+            if (idx < 0) {
+                throw new ApiException(ApiError.invalidRequest("invalid_priority", PRIORITY + ": '" + asked
+                        + "' is not a priority class (expected one of " + config.priorities() + ")"));
+            }
+            priority = Math.max(idx, ceiling); // a header can lower the key's class, never raise it
+        }
+        String tenant;
+        if (known != null) {
+            tenant = known.tenant();
+        } else if (headers.get(TENANT) != null && !headers.get(TENANT).isBlank()) {
+            tenant = headers.get(TENANT).trim();
+        } else if (key != null) {
+            tenant = "key-" + Integer.toHexString(key.hashCode()); // never the key itself: tenants get logged
+        } else {
+            tenant = "anonymous";
+        }
+        long deadline = Long.MAX_VALUE;
+        String d = headers.get(DEADLINE_MS);
+        if (d != null) {
+            try {
+                long ms = Long.parseLong(d.trim());
+                if (ms <= 0) {
+                    throw new NumberFormatException();
+                }
+                deadline = nowNanos + Math.min(ms, 86_400_000L) * 1_000_000L;
+            } catch (NumberFormatException e) {
+                throw new ApiException(ApiError.invalidRequest("invalid_deadline", DEADLINE_MS + ": '" + d
+                        + "' (expected: a positive number of milliseconds)"));
+            }
+        }
+        return new RequestClass(priority, tenant, deadline);
+    }
+
+    private static String bearer(String authorization) {
+        if (authorization == null || !authorization.regionMatches(true, 0, "Bearer ", 0, 7)) {
+            return null;
+        }
+        String key = authorization.substring(7).trim();
+        return key.isEmpty() ? null : key;
+    }
+}

@@ -1,0 +1,74 @@
+package dev.sluice.gateway.metrics;
+
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.AdmissionObserver;
+import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.admission.RejectReason;
+import dev.sluice.gateway.admission.Ticket;
+import dev.sluice.gateway.config.AdmissionConfig;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.prometheus.PrometheusMeterRegistry;
+import java.time.Duration;
+import java.util.List;
+import java.util.function.ToDoubleFunction;
+
+/**
+ * Admission's meters: queue depth per class, pending prompt tokens, the configured limits (so a
+ * panel can draw a line at them), the measured prefill rate, rejections by reason, queue wait.
+ */
+public final class AdmissionMetrics implements AdmissionObserver {
+    private final GatewayMetrics metrics;
+    private final List<String> priorities;
+
+    public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config) {
+        this.metrics = metrics;
+        this.priorities = config.priorities();
+    }
+
+    /** Gauges read a snapshot at scrape time (one short lock per gauge read). */
+    public void bind(AdmissionController admission, PromptTokenCounter counter) {
+        PrometheusMeterRegistry r = metrics.registry();
+        AdmissionConfig c = admission.config();
+        for (int i = 0; i < priorities.size(); i++) {
+            int cls = i;
+            Gauge.builder("sluice.queue.depth", admission, a -> a.snapshot().queuedByClass()[cls])
+                    .description("requests waiting in the gateway's queue").tag("priority", priorities.get(i)).register(r);
+        }
+        gauge(r, "sluice.pending.prompt.tokens", admission, a -> a.snapshot().pendingTokens(),
+                "prompt tokens admitted and not yet prefilled (queued plus in prefill)");
+        gauge(r, "sluice.prefill.inflight.tokens", admission, a -> a.snapshot().inflightPrefillTokens(),
+                "prompt tokens dispatched to prefill workers and not yet prefilled");
+        gauge(r, "sluice.prefill.throughput.tokens.per.second", admission, a -> a.snapshot().prefillTokensPerSecond(),
+                "measured prefill drain rate used for wait predictions and Retry-After");
+        Gauge.builder("sluice.token.estimator.bytes.per.token", counter, PromptTokenCounter::bytesPerToken)
+                .description("learned UTF-8 bytes per prompt token").register(r);
+        limit(r, "max_queued_requests", c.maxQueuedRequests());
+        limit(r, "max_pending_tokens", c.maxPendingTokens());
+        limit(r, "max_request_tokens", c.maxRequestTokens());
+        limit(r, "prefill_max_inflight_requests", c.prefillMaxInflightRequests());
+        limit(r, "prefill_max_inflight_tokens", c.prefillMaxInflightTokens());
+        limit(r, "decode_max_inflight_streams", c.decodeMaxInflightStreams());
+        limit(r, "queue_timeout_seconds", c.queueTimeout().toMillis() / 1000.0);
+    }
+
+    private static void gauge(PrometheusMeterRegistry r, String name, AdmissionController a,
+                              ToDoubleFunction<AdmissionController> f, String description) {
+        Gauge.builder(name, a, f).description(description).register(r);
+    }
+
+    private static void limit(PrometheusMeterRegistry r, String limit, double value) {
+        Gauge.builder("sluice.admission.limit", () -> value).description("configured admission limits")
+                .tag("limit", limit).register(r);
+    }
+
+    @Override
+    public void rejected(Ticket ticket, RejectReason reason) {
+        metrics.rejection(reason.code());
+    }
+
+    @Override
+    public void dispatched(Ticket ticket) {
+        metrics.queueWait(priorities.get(ticket.priority()), Duration.ofNanos(ticket.queuedNanos()));
+    }
+
+}
