@@ -86,14 +86,6 @@ public final class AdmissionController {
                     + " tokens; admission.max_request_tokens is " + config.maxRequestTokens(), 0);
         }
         double rate = throughput.tokensPerSecond();
-        long ahead = queue.tokensAtOrAbove(t.priority) + inflightPrefillTokens;
-        double predictedWait = ahead / rate;
-        long deadline = Math.min(t.deadlineNanos, now + config.queueTimeout().toNanos());
-        if (throughput.measured() && now + (long) (predictedWait * 1e9) > deadline) {
-            return reject(RejectReason.DEADLINE_UNREACHABLE, String.format(
-                    "about %d prompt tokens are ahead at %.0f tokens/s: a wait of %.1f s is past the deadline",
-                    ahead, rate, predictedWait), seconds(predictedWait));
-        }
         // make room by evicting lower-priority queued requests, never the reverse
         List<Ticket> victims = new ArrayList<>();
         long freedTokens = 0;
@@ -119,6 +111,14 @@ public final class AdmissionController {
             return reject(RejectReason.TOKEN_BUDGET_EXCEEDED, pendingTokens + " prompt tokens are pending and this request "
                     + "has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens(),
                     seconds(excess / rate));
+        }
+        long ahead = queue.tokensAtOrAbove(t.priority) + inflightPrefillTokens;
+        double predictedWait = ahead / rate;
+        long deadline = Math.min(t.deadlineNanos, now + config.queueTimeout().toNanos());
+        if (throughput.measured() && now + (long) (predictedWait * 1e9) > deadline) {
+            return reject(RejectReason.DEADLINE_UNREACHABLE, String.format(
+                    "about %d prompt tokens are ahead at %.0f tokens/s: a wait of %.1f s is past the deadline",
+                    ahead, rate, predictedWait), seconds(predictedWait));
         }
         for (Ticket v : victims) {
             removeQueued(v);

@@ -146,8 +146,6 @@ class PdRoutingEndToEndTest {
     @Test
     void metricsCountRequestsByRouteAndOutcome() throws Exception {
         bed.post("/v1/completions", body("/v1/completions", false));
-        String metrics = bed.metrics();
-        assertThat(metrics).contains("sluice_requests_total{outcome=\"ok\",route=\"completions\"}");
         assertThat(bed.metric("sluice_requests_total{outcome=\"ok\",route=\"completions\"}")).isGreaterThanOrEqualTo(1);
     }
 

@@ -98,9 +98,13 @@ public final class PdTestbed implements AutoCloseable {
         return get("/metrics").body();
     }
 
-    /** The value of one sample line of the gateway's /metrics, or 0 when absent. */
+    /**
+     * The value of one sample line of the gateway's /metrics, or 0 when absent. Labels in
+     * alphabetical order, e.g. {@code sluice_requests_total{outcome="ok",route="generate"}}.
+     */
     public double metric(String nameWithLabels) throws IOException, InterruptedException {
-        for (String line : metrics().split("\n")) {
+        for (String raw : metrics().split("\n")) {
+            String line = raw.replace(",}", "}"); // the simpleclient format writes a trailing comma
             if (line.startsWith(nameWithLabels + " ")) {
                 return Double.parseDouble(line.substring(nameWithLabels.length() + 1).trim());
             }
