@@ -1,8 +1,23 @@
 package dev.sluice.testbed;
 
-/** Entry point of the testbed jar (placeholder until the cluster command lands). */
-public final class TestbedMain {
+import dev.sluice.testbed.cli.ClusterCommand;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** Entry point of the testbed jar: {@code sluice-testbed cluster ...} (a {@code load} command comes later). */
+@Command(name = "sluice-testbed", mixinStandardHelpOptions = true, version = "sluice-testbed 0.1.0",
+        description = "Simulated SGLang prefill/decode workers for developing and testing the Sluice gateway.",
+        subcommands = {ClusterCommand.class})
+public final class TestbedMain implements Runnable {
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
     public static void main(String[] args) {
-        System.out.println("sluice-testbed");
+        System.exit(new CommandLine(new TestbedMain()).execute(args));
+    }
+
+    @Override
+    public void run() {
+        throw new CommandLine.ParameterException(spec.commandLine(), "Missing required subcommand");
     }
 }

@@ -1,0 +1,127 @@
+package dev.sluice.testbed.sim;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The decode's running batch: at most {@code decodeMaxBatch} items decode, the rest wait in FCFS
+ * order. Every {@code decodeStep} (times {@code slowFactor}) each running item emits one token;
+ * with a zero step each item emits as fast as its client's socket takes bytes, pausing while the
+ * channel is not writable. Confined to the server's event loop.
+ */
+final class DecodeBatch {
+    private static final int TOKENS_PER_PUMP = 128;
+
+    private final DecodeServer server;
+    private final ArrayDeque<SimItem> waiting = new ArrayDeque<>();
+    private final ArrayList<SimItem> running = new ArrayList<>();
+    private ScheduledFuture<?> ticker;
+
+    DecodeBatch(DecodeServer server) {
+        this.server = server;
+    }
+
+    void add(SimItem item) {
+        item.state = SimItem.State.DECODE_QUEUED;
+        waiting.addLast(item);
+        fill();
+    }
+
+    void remove(SimItem item) {
+        if (running.remove(item)) {
+            fill();
+        } else {
+            waiting.remove(item);
+        }
+    }
+
+    int running() {
+        return running.size();
+    }
+
+    int waiting() {
+        return waiting.size();
+    }
+
+    /** KV tokens the running batch holds (prompt plus generated). */
+    long tokens() {
+        long sum = 0;
+        for (SimItem i : running) {
+            sum += i.promptTokens + i.generated;
+        }
+        return sum;
+    }
+
+    /** The client's socket drained: paused items of that exchange go on (zero-step mode). */
+    void resume(Exchange ex) {
+        if (zeroStep()) {
+            for (SimItem item : ex.items) {
+                if (item.state == SimItem.State.DECODING) {
+                    schedulePump(item);
+                }
+            }
+        }
+    }
+
+    private boolean zeroStep() {
+        return server.cfg.decodeStep().isZero();
+    }
+
+    private void fill() {
+        SimItem item;
+        while (running.size() < server.cfg.decodeMaxBatch() && (item = waiting.pollFirst()) != null) {
+            item.state = SimItem.State.DECODING;
+            running.add(item);
+            if (zeroStep()) {
+                schedulePump(item);
+            }
+        }
+        if (!zeroStep() && ticker == null && !running.isEmpty()) {
+            scheduleTick();
+        }
+    }
+
+    private void scheduleTick() {
+        long nanos = (long) (server.cfg.decodeStep().toNanos() * server.faults.slowFactor());
+        ticker = server.loop.schedule(this::tick, nanos, TimeUnit.NANOSECONDS);
+    }
+
+    private void tick() {
+        ticker = null;
+        for (SimItem item : running.toArray(new SimItem[0])) {
+            if (item.state == SimItem.State.DECODING) {
+                server.step(item);
+            }
+        }
+        if (ticker == null && !running.isEmpty()) {
+            scheduleTick();
+        }
+        server.publishGauges();
+    }
+
+    private void schedulePump(SimItem item) {
+        if (!item.pumpScheduled) {
+            item.pumpScheduled = true;
+            server.loop.execute(() -> pump(item));
+        }
+    }
+
+    private void pump(SimItem item) {
+        item.pumpScheduled = false;
+        for (int n = 0; n < TOKENS_PER_PUMP; n++) {
+            if (item.state != SimItem.State.DECODING || !server.step(item)) {
+                return;
+            }
+        }
+        schedulePump(item); // yield the event loop to other items and connections
+    }
+
+    void close() {
+        if (ticker != null) {
+            ticker.cancel(false);
+            ticker = null;
+        }
+    }
+}

@@ -1,0 +1,154 @@
+package dev.sluice.testbed.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One HTTP generation request on one connection and its response, streamed or whole. Its items
+ * live in the worker's queues; the exchange only turns their progress into bytes. Confined to the
+ * server's event loop.
+ */
+final class Exchange {
+    final SimWorker worker;
+    final Channel channel;
+    final GenerationRequest request;
+    final WireFormat format;
+    final boolean keepAlive;
+    final long receivedNanos;
+    final long createdEpochSeconds = System.currentTimeMillis() / 1000;
+    final List<SimItem> items = new ArrayList<>();
+    private int liveItems;
+    private boolean headersSent;
+    private boolean ended;
+    /** Set when the server closed the connection on purpose (dropAfterTokens): its items failed. */
+    boolean dropped;
+
+    Exchange(SimWorker worker, Channel channel, GenerationRequest request, boolean keepAlive, long receivedNanos) {
+        this.worker = worker;
+        this.channel = channel;
+        this.request = request;
+        this.format = request.route() == Route.GENERATE ? GenerateFormat.INSTANCE : OpenAiFormat.INSTANCE;
+        this.keepAlive = keepAlive;
+        this.receivedNanos = receivedNanos;
+        for (GenerationRequest.Item spec : request.items()) {
+            items.add(new SimItem(this, spec));
+        }
+        this.liveItems = items.size();
+    }
+
+    String model() {
+        return worker.config().model();
+    }
+
+    boolean ended() {
+        return ended;
+    }
+
+    /** Streams send their headers as soon as the request is accepted. */
+    void begin() {
+        if (request.stream()) {
+            headersSent = true;
+            SseWriter.headers(channel);
+        }
+    }
+
+    void send(JsonNode event) {
+        if (!ended && event != null) {
+            SseWriter.event(channel, event);
+        }
+    }
+
+    /** An item finished (completed or aborted): stream its closing event; answer when all are done. */
+    void itemEnded(SimItem item) {
+        if (ended) {
+            return;
+        }
+        if (request.stream()) {
+            send(format.finishEvent(this, item));
+        }
+        if (--liveItems > 0) {
+            return;
+        }
+        ended = true;
+        if (request.stream()) {
+            if (request.includeUsage()) {
+                JsonNode usage = format.usageEvent(this);
+                if (usage != null) {
+                    SseWriter.event(channel, usage);
+                }
+            }
+            finishStream();
+        } else {
+            Responses.json(channel, 200, format.fullResponse(this), keepAlive);
+        }
+    }
+
+    /**
+     * The request failed: the other items end too, and the client gets an error (a JSON error with
+     * {@code status}, or, once the stream has started, an error event and {@code [DONE]}).
+     */
+    void fail(int status, String type, String message) {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        for (SimItem other : items) {
+            if (other.live()) {
+                worker.endItem(other, SimWorker.Outcome.FAILED, null);
+            }
+        }
+        if (headersSent) {
+            SseWriter.event(channel, Responses.streamError(status, type, message));
+            finishStream();
+        } else {
+            Responses.json(channel, status, Responses.error(status, type, message), keepAlive);
+        }
+    }
+
+    /** The connection closed: every live item is aborted, nothing more is written. */
+    void connectionClosed() {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        SimWorker.Outcome outcome = dropped ? SimWorker.Outcome.FAILED : SimWorker.Outcome.ABORTED;
+        for (SimItem item : items) {
+            if (item.live()) {
+                worker.endItem(item, outcome, "abort");
+            }
+        }
+    }
+
+    private void finishStream() {
+        var f = SseWriter.done(channel);
+        if (!keepAlive) {
+            f.addListener(ChannelFutureListener.CLOSE);
+        }
+    }
+
+    double secondsSinceReceived() {
+        return (System.nanoTime() - receivedNanos) / 1e9;
+    }
+
+    int promptTokensForUsage() {
+        if (request.route() == Route.CHAT) {
+            return items.get(0).promptTokens; // n choices share one prompt
+        }
+        int sum = 0;
+        for (SimItem i : items) {
+            sum += i.promptTokens;
+        }
+        return sum;
+    }
+
+    int completionTokens() {
+        int sum = 0;
+        for (SimItem i : items) {
+            sum += i.generated;
+        }
+        return sum;
+    }
+}

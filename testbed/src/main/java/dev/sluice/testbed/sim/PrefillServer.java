@@ -1,0 +1,124 @@
+package dev.sluice.testbed.sim;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A simulated SGLang server in {@code --disaggregation-mode prefill}: requests need a
+ * {@code bootstrap_room}, wait in an unbounded FCFS queue, are prefilled at a token rate, and then
+ * hold their KV until the decode peer fetches it from this server's {@link BootstrapServer} (or the
+ * bootstrap timeout passes). The HTTP response is sent when the KV has been handed over.
+ */
+public final class PrefillServer extends SimWorker {
+    private static final Logger log = LoggerFactory.getLogger(PrefillServer.class);
+    private final PrefillScheduler scheduler = new PrefillScheduler(this);
+    private final BootstrapServer bootstrap = new BootstrapServer(this);
+    private int kvHeld;
+    private long kvHeldTokens;
+
+    PrefillServer(SimConfig cfg, int ordinal, EventLoop loop) {
+        super(cfg, ordinal, loop);
+    }
+
+    /** Port of this prefill's bootstrap server (SGLang's {@code --disaggregation-bootstrap-port}). */
+    public int bootstrapPort() {
+        return bootstrap.port();
+    }
+
+    @Override
+    public boolean isPrefill() {
+        return true;
+    }
+
+    void bindBootstrap(EventLoopGroup group, int port) throws InterruptedException {
+        bootstrap.bind(group, port);
+    }
+
+    BootstrapServer bootstrap() {
+        return bootstrap;
+    }
+
+    @Override
+    void admit(Exchange ex) {
+        for (SimItem item : ex.items) {
+            bootstrap.register(item);
+            scheduler.enqueue(item);
+        }
+    }
+
+    @Override
+    void release(SimItem item) {
+        switch (item.state) {
+            case QUEUED, PREFILLING -> scheduler.remove(item);
+            case KV_HELD -> {
+                kvHeld--;
+                kvHeldTokens -= item.promptTokens;
+            }
+            default -> {
+            }
+        }
+        bootstrap.dropped(item, "request " + item.rid + " ended on the prefill before its KV was transferred");
+    }
+
+    /** The scheduler computed the item's prompt: its KV is ready for the decode. */
+    void prefillDone(SimItem item) {
+        item.state = SimItem.State.KV_HELD;
+        kvHeld++;
+        kvHeldTokens += item.promptTokens;
+        metrics.observeTtft(item.exchange.secondsSinceReceived());
+        if (!bootstrap.kvReady(item)) {
+            item.timer = loop.schedule(() -> bootstrapTimedOut(item), cfg.bootstrapTimeout().toNanos(),
+                    TimeUnit.NANOSECONDS);
+        }
+    }
+
+    /** The decode fetched the KV: the prefill half of the request is done. */
+    void kvTransferred(SimItem item) {
+        if (item.state != SimItem.State.KV_HELD) {
+            return;
+        }
+        endItem(item, Outcome.COMPLETED, "length");
+        item.exchange.itemEnded(item);
+    }
+
+    private void bootstrapTimedOut(SimItem item) {
+        if (item.state != SimItem.State.KV_HELD) {
+            return;
+        }
+        item.timer = null;
+        bootstrapFailures.increment();
+        log.info("prefill {} bootstrap timeout rid={} room={}", ordinal, item.rid, item.room);
+        endItem(item, Outcome.FAILED, null);
+        item.exchange.fail(500, "InternalServerError", "BootstrapFailed(room=" + item.room
+                + "): no decode fetched the KV within " + cfg.bootstrapTimeout().toMillis() + " ms");
+    }
+
+    @Override
+    int runningCount() {
+        return scheduler.prefilling() + kvHeld;
+    }
+
+    @Override
+    int queuedCount() {
+        return scheduler.queued();
+    }
+
+    @Override
+    long tokensHeldNow() {
+        return scheduler.tokens() + kvHeldTokens;
+    }
+
+    @Override
+    SimMetrics.Gauges gauges() {
+        return new SimMetrics.Gauges(scheduler.prefilling(), scheduler.queued(), 0, kvHeld, 0, 0);
+    }
+
+    @Override
+    void addServerInfo(ObjectNode info) {
+        info.put("disaggregation_bootstrap_port", bootstrapPort());
+    }
+}

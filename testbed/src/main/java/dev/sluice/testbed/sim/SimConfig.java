@@ -1,0 +1,104 @@
+package dev.sluice.testbed.sim;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Immutable settings of a simulated cluster. Start from {@link #defaults()} and change fields with
+ * the {@code with...} methods; every value is validated when the record is built.
+ *
+ * @param host                   loopback address every server binds to
+ * @param prefillTokensPerSecond prompt tokens one prefill server processes per second (one request at a time)
+ * @param decodeStep             time of one decode step (every running request emits one token);
+ *                               {@link Duration#ZERO} emits as fast as each client socket accepts bytes
+ * @param decodeMaxBatch         requests decoding at once on one decode server; the rest wait
+ * @param kvWait                 how long a decode waits for the KV of its room before failing the request
+ * @param bootstrapTimeout       how long a prefill holds computed KV for its decode peer
+ * @param model                  model name reported by every endpoint
+ * @param defaultMaxTokens       tokens generated when a request names no maximum
+ * @param eventLoopThreads       threads of the event loop group shared by the cluster's servers
+ * @param journalLimit           requests (and aborts) each server remembers; older entries are dropped
+ */
+public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
+                        Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
+                        int eventLoopThreads, int journalLimit) {
+
+    public SimConfig {
+        Objects.requireNonNull(host, "host");
+        Objects.requireNonNull(decodeStep, "decodeStep");
+        Objects.requireNonNull(kvWait, "kvWait");
+        Objects.requireNonNull(bootstrapTimeout, "bootstrapTimeout");
+        Objects.requireNonNull(model, "model");
+        check(prefillTokensPerSecond > 0, "prefillTokensPerSecond", prefillTokensPerSecond, "> 0");
+        check(!decodeStep.isNegative(), "decodeStep", decodeStep, ">= 0");
+        check(decodeMaxBatch > 0, "decodeMaxBatch", decodeMaxBatch, "> 0");
+        check(!kvWait.isNegative() && !kvWait.isZero(), "kvWait", kvWait, "> 0");
+        check(!bootstrapTimeout.isNegative() && !bootstrapTimeout.isZero(), "bootstrapTimeout", bootstrapTimeout, "> 0");
+        check(!model.isBlank(), "model", "\"" + model + "\"", "non-blank");
+        check(defaultMaxTokens >= 0, "defaultMaxTokens", defaultMaxTokens, ">= 0");
+        check(eventLoopThreads > 0, "eventLoopThreads", eventLoopThreads, "> 0");
+        check(journalLimit > 0, "journalLimit", journalLimit, "> 0");
+    }
+
+    private static void check(boolean ok, String name, Object value, String expected) {
+        if (!ok) {
+            throw new IllegalArgumentException(name + ": " + value + " (expected: " + expected + ")");
+        }
+    }
+
+    /** SGLang's defaults where SGLang has one (300 s waits), otherwise values that keep tests quick. */
+    public static SimConfig defaults() {
+        return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
+                Duration.ofSeconds(300), "sim-model", 16, 2, 10_000);
+    }
+
+    public SimConfig withHost(String v) {
+        return new SimConfig(v, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withPrefillTokensPerSecond(double v) {
+        return new SimConfig(host, v, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withDecodeStep(Duration v) {
+        return new SimConfig(host, prefillTokensPerSecond, v, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withDecodeMaxBatch(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, v, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withKvWait(Duration v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, v, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withBootstrapTimeout(Duration v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, v, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withModel(String v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, v,
+                defaultMaxTokens, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withDefaultMaxTokens(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                v, eventLoopThreads, journalLimit);
+    }
+
+    public SimConfig withEventLoopThreads(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, v, journalLimit);
+    }
+
+    public SimConfig withJournalLimit(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, v);
+    }
+}

@@ -1,0 +1,127 @@
+package dev.sluice.testbed.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.TextNode;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.QueryStringDecoder;
+import java.nio.charset.StandardCharsets;
+import io.netty.util.ReferenceCountUtil;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One per connection: routes whole requests (journaling each) to the worker and tells it when the
+ * client leaves or its socket drains.
+ */
+final class SimHttpHandler extends ChannelInboundHandlerAdapter {
+    private static final Logger log = LoggerFactory.getLogger(SimHttpHandler.class);
+    private final SimWorker worker;
+    /** The generation request this connection is serving, if any. */
+    Exchange current;
+
+    SimHttpHandler(SimWorker worker) {
+        this.worker = worker;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof FullHttpRequest req)) {
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        try {
+            handle(ctx.channel(), req);
+        } finally {
+            req.release();
+        }
+    }
+
+    private void handle(Channel ch, FullHttpRequest req) {
+        long now = System.nanoTime();
+        boolean keepAlive = HttpUtil.isKeepAlive(req);
+        String path = new QueryStringDecoder(req.uri()).path();
+        JsonNode body = body(req);
+        worker.journal.record(new RecordedRequest(req.method().name(), path, body, now));
+        if (!req.decoderResult().isSuccess()) {
+            Responses.json(ch, 400, Responses.error(400, "BadRequestError", "malformed HTTP request"), false);
+            return;
+        }
+        boolean get = req.method().equals(HttpMethod.GET) || req.method().equals(HttpMethod.HEAD);
+        Route route = Route.of(path);
+        if (route != null && req.method().equals(HttpMethod.POST)) {
+            worker.generation(this, ch, route, body, keepAlive, now);
+            return;
+        }
+        switch (get ? "GET " + path : req.method().name() + " " + path) {
+            case "GET /health", "GET /health_generate" -> Responses.text(ch, 200, null, "", keepAlive);
+            case "GET /v1/models" -> Responses.json(ch, 200, ServerInfo.models(worker), keepAlive);
+            case "GET /get_model_info" -> Responses.json(ch, 200, ServerInfo.modelInfo(worker), keepAlive);
+            case "GET /get_server_info", "GET /server_info" -> Responses.json(ch, 200, ServerInfo.serverInfo(worker),
+                    keepAlive);
+            case "GET /get_load" -> Responses.json(ch, 200, ServerInfo.load(worker), keepAlive);
+            case "GET /metrics" -> Responses.text(ch, 200, SimMetrics.CONTENT_TYPE,
+                    worker.metrics.render(worker, worker.gauges()), keepAlive);
+            case "GET /sim/stats" -> Responses.json(ch, 200, SseWriter.JSON.valueToTree(worker.stats()), keepAlive);
+            case "GET /sim/faults" -> Responses.json(ch, 200, worker.faults.toJson(), keepAlive);
+            case "POST /sim/faults" -> simFaults(ch, body, keepAlive);
+            case "POST /abort_request" -> worker.abortRequest(ch, body, keepAlive, now);
+            case "POST /flush_cache" -> Responses.text(ch, 200, null, "Cache flushed.\n", keepAlive);
+            default -> Responses.json(ch, 404, Responses.error(404, "NotFoundError", "Not Found: " + path),
+                    keepAlive);
+        }
+    }
+
+    private static JsonNode body(FullHttpRequest req) {
+        if (!req.content().isReadable()) {
+            return null;
+        }
+        String text = req.content().toString(StandardCharsets.UTF_8);
+        try {
+            return SseWriter.JSON.readTree(text);
+        } catch (Exception e) {
+            return TextNode.valueOf(text);
+        }
+    }
+
+    private void simFaults(Channel ch, JsonNode body, boolean keepAlive) {
+        try {
+            worker.faults.apply(body == null ? JsonNodeFactory.instance.objectNode() : body);
+            log.info("{} {} faults={}", worker.role(), worker.ordinal, worker.faults);
+            Responses.json(ch, 200, worker.faults.toJson(), keepAlive);
+        } catch (IllegalArgumentException e) {
+            Responses.json(ch, 400, Responses.error(400, "BadRequestError", e.getMessage()), keepAlive);
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        Exchange ex = current;
+        current = null;
+        if (ex != null && !ex.ended()) {
+            log.debug("client left role={} rid={}", worker.role(), ex.request.rid());
+            ex.connectionClosed();
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        Exchange ex = current;
+        if (ex != null && !ex.ended() && ctx.channel().isWritable()) {
+            worker.onWritable(ex);
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        log.debug("connection error role={} port={}: {}", worker.role(), worker.port(), cause.toString());
+        ctx.close();
+    }
+}

@@ -1,0 +1,124 @@
+package dev.sluice.testbed.sim;
+
+import java.util.Locale;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * SGLang's {@code /metrics} in Prometheus text format 0.0.4, with the names and labels a real
+ * server with {@code --enable-metrics} exposes (the subset a gateway reads).
+ */
+final class SimMetrics {
+    static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+    private static final double[] TTFT_BUCKETS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
+
+    /** Gauges a role reads from its queues when scraped. */
+    record Gauges(int runningReqs, int queueReqs, int prefillPrealloc, int prefillInflight, int decodePrealloc,
+                  int decodeTransfer) {
+    }
+
+    private final LongAdder[] ttftBuckets = new LongAdder[TTFT_BUCKETS.length];
+    private final LongAdder ttftCount = new LongAdder();
+    private final LongAdder ttftMicros = new LongAdder();
+    private final LongAdder generatedTokens = new LongAdder();
+    private long lastTokens;
+    private long lastNanos = System.nanoTime();
+    private volatile double genThroughput;
+
+    SimMetrics() {
+        for (int i = 0; i < ttftBuckets.length; i++) {
+            ttftBuckets[i] = new LongAdder();
+        }
+    }
+
+    void observeTtft(double seconds) {
+        for (int i = 0; i < TTFT_BUCKETS.length; i++) {
+            if (seconds <= TTFT_BUCKETS[i]) {
+                ttftBuckets[i].increment();
+            }
+        }
+        ttftCount.increment();
+        ttftMicros.add((long) (seconds * 1e6));
+    }
+
+    void tokenGenerated() {
+        generatedTokens.increment();
+    }
+
+    /** Generated tokens per second since the previous scrape (at least one second apart). */
+    synchronized double genThroughput() {
+        long now = System.nanoTime();
+        if (now - lastNanos >= 1_000_000_000L) {
+            long tokens = generatedTokens.sum();
+            genThroughput = (tokens - lastTokens) / ((now - lastNanos) / 1e9);
+            lastTokens = tokens;
+            lastNanos = now;
+        }
+        return genThroughput;
+    }
+
+    String render(SimWorker w, Gauges g) {
+        String labels = "{model_name=\"" + w.cfg.model() + "\",engine_type=\"" + w.role()
+                + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"}";
+        WorkerStats s = w.stats();
+        long used = w.tokensHeld();
+        StringBuilder b = new StringBuilder(4096);
+        gauge(b, labels, "num_running_reqs", "The number of running requests.", g.runningReqs());
+        gauge(b, labels, "num_queue_reqs", "The number of requests in the waiting queue.", g.queueReqs());
+        gauge(b, labels, "token_usage", "The token usage.", (double) used / SimWorker.MAX_TOTAL_TOKENS);
+        gauge(b, labels, "num_used_tokens", "The number of used tokens.", used);
+        gauge(b, labels, "max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
+                SimWorker.MAX_TOTAL_TOKENS);
+        gauge(b, labels, "cache_hit_rate", "The prefix cache hit rate.", 0);
+        gauge(b, labels, "gen_throughput", "The generation throughput (token/s).", genThroughput());
+        gauge(b, labels, "num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue.",
+                g.prefillPrealloc());
+        gauge(b, labels, "num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.",
+                g.prefillInflight());
+        gauge(b, labels, "num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue.",
+                g.decodePrealloc());
+        gauge(b, labels, "num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue.",
+                g.decodeTransfer());
+        gauge(b, labels, "hicache_host_used_tokens", "The number of used tokens in the host KV cache.", 0);
+        gauge(b, labels, "hicache_host_total_tokens", "The total number of tokens in the host KV cache.", 0);
+        counter(b, labels, "num_aborted_requests_total", "Number of requests aborted.", s.aborted());
+        counter(b, labels, "num_bootstrap_failed_reqs_total", "Number of bootstrap failed requests.",
+                s.bootstrapFailures());
+        counter(b, labels, "num_transfer_failed_reqs_total", "Number of transfer failed requests.",
+                s.kvTransferFailures());
+        histogram(b, w);
+        return b.toString();
+    }
+
+    private static void gauge(StringBuilder b, String labels, String name, String help, double value) {
+        b.append("# HELP sglang:").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE sglang:").append(name).append(" gauge\n");
+        b.append("sglang:").append(name).append(labels).append(' ').append(num(value)).append('\n');
+    }
+
+    private static void counter(StringBuilder b, String labels, String name, String help, long value) {
+        b.append("# HELP sglang:").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE sglang:").append(name).append(" counter\n");
+        b.append("sglang:").append(name).append(labels).append(' ').append(num(value)).append('\n');
+    }
+
+    private void histogram(StringBuilder b, SimWorker w) {
+        String base = "model_name=\"" + w.cfg.model() + "\",engine_type=\"" + w.role()
+                + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"";
+        String name = "sglang:time_to_first_token_seconds";
+        b.append("# HELP ").append(name).append(" Histogram of time to first token in seconds.\n");
+        b.append("# TYPE ").append(name).append(" histogram\n");
+        long count = ttftCount.sum();
+        for (int i = 0; i < TTFT_BUCKETS.length; i++) {
+            b.append(name).append("_bucket{").append(base).append(",le=\"").append(num(TTFT_BUCKETS[i]))
+                    .append("\"} ").append(num(ttftBuckets[i].sum())).append('\n');
+        }
+        b.append(name).append("_bucket{").append(base).append(",le=\"+Inf\"} ").append(num(count)).append('\n');
+        b.append(name).append("_sum{").append(base).append("} ").append(num(ttftMicros.sum() / 1e6)).append('\n');
+        b.append(name).append("_count{").append(base).append("} ").append(num(count)).append('\n');
+    }
+
+    private static String num(double v) {
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? String.format(Locale.ROOT, "%.1f", v)
+                : String.format(Locale.ROOT, "%s", v);
+    }
+}
