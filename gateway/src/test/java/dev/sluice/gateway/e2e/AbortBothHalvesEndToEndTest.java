@@ -94,6 +94,7 @@ class AbortBothHalvesEndToEndTest {
 
     @Test
     void prefillFailureAbortsTheDecodeAtOnceAndTheClientGetsA5xxJsonError() throws Exception {
+        long kvFailuresBefore = bed.decode().stats().kvTransferFailures();
         bed.prefill().faults().setFailStatus(500);
         for (boolean stream : List.of(false, true)) {
             long sent = System.nanoTime();
@@ -106,12 +107,15 @@ class AbortBothHalvesEndToEndTest {
             assertThat(error.get("message").asText()).contains("prefill");
             assertThat(error.get("code").asText()).isEqualTo("worker_error");
             String rid = res.headers().firstValue("X-Request-Id").orElseThrow();
-            assertThat(eventually(Duration.ofSeconds(1), () -> abortOf(bed.decode(), rid).isPresent()))
-                    .as("decode aborted").isTrue();
+            // The prefill may answer before the decode's copy even left the gateway; then it is never
+            // sent (nothing to abort). If the decode got it, it must get the abort within a second.
+            assertThat(eventually(Duration.ofSeconds(1), () -> abortOf(bed.decode(), rid).isPresent()
+                    || !received(bed.decode(), rid))).as("decode aborted or never reached").isTrue();
+            assertThat(bed.decode().awaitIdle(Duration.ofSeconds(1))).as("decode holds nothing").isTrue();
             assertThat(answered - sent).as("answered long before the decode's KV wait")
                     .isLessThan(KV_WAIT.toNanos() / 10);
         }
-        assertThat(bed.decode().awaitIdle(Duration.ofSeconds(5))).isTrue();
+        assertThat(bed.decode().stats().kvTransferFailures()).isEqualTo(kvFailuresBefore);
         assertThat(bed.metric("sluice_aborts_total{cause=\"peer_failed\"}")).isGreaterThanOrEqualTo(2);
     }
 
@@ -180,6 +184,10 @@ class AbortBothHalvesEndToEndTest {
 
     static Optional<AbortRecord> abortOf(SimWorker worker, String rid) {
         return worker.aborts().stream().filter(a -> a.rid().equals(rid)).findFirst();
+    }
+
+    private static boolean received(SimWorker worker, String rid) {
+        return worker.journal().stream().anyMatch(r -> r.body() != null && rid.equals(r.body().path("rid").asText()));
     }
 
     private static String lastRid(SimWorker worker) {
