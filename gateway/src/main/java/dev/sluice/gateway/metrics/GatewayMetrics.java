@@ -65,8 +65,7 @@ public final class GatewayMetrics implements AutoCloseable {
     public void requestEnded(String route, Outcome outcome, Duration duration) {
         counter("sluice.requests", "route", route, "outcome", outcome.label()).increment();
         Timer.builder("sluice.request.duration").description("time from request received to response ended")
-                .tags("route", route).publishPercentileHistogram().minimumExpectedValue(Duration.ofMillis(1))
-                .maximumExpectedValue(Duration.ofMinutes(10)).register(registry).record(duration);
+                .tags("route", route).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry).record(duration);
     }
 
     public void abortCause(String cause) {
@@ -91,9 +90,7 @@ public final class GatewayMetrics implements AutoCloseable {
 
     public void queueWait(String priority, Duration wait) {
         Timer.builder("sluice.queue.wait").description("time a request waited in the gateway's queue before dispatch")
-                .tags("priority", priority).publishPercentileHistogram()
-                .minimumExpectedValue(Duration.ofMillis(1)).maximumExpectedValue(Duration.ofMinutes(5))
-                .register(registry).record(wait);
+                .tags("priority", priority).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry).record(wait);
     }
 
     public void kvTransferFailure(String worker) {
