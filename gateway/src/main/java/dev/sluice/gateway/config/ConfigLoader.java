@@ -4,7 +4,9 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.sluice.gateway.config.GatewayConfig.AdminConfig;
 import dev.sluice.gateway.config.GatewayConfig.HealthConfig;
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.config.GatewayConfig.HttpConfig;
 import dev.sluice.gateway.config.GatewayConfig.ListenConfig;
 import dev.sluice.gateway.config.GatewayConfig.UpstreamConfig;
@@ -53,11 +55,12 @@ public final class ConfigLoader {
         }
         ConfigNode root = new ConfigNode(tree, "")
                 .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health",
-                        "admission"));
+                        "admission", "telemetry", "admin"));
         return new GatewayConfig(listen(root.child("listen")), mode(root.child("disaggregation")),
                 workers(root.child("workers")), timeouts(root.child("timeouts")), http(root.child("http")),
                 upstream(root.child("upstream")), health(root.child("health")),
-                AdmissionConfigReader.read(root.child("admission")));
+                AdmissionConfigReader.read(root.child("admission")), telemetry(root.child("telemetry")),
+                admin(root.child("admin")));
     }
 
     private static ListenConfig listen(ConfigNode n) {
@@ -138,6 +141,20 @@ public final class ConfigLoader {
         return new UpstreamConfig(
                 n.child("max_connections_per_worker").intIn(1024, 1, 1_000_000),
                 n.child("idle_timeout").durationAtLeast(Duration.ofSeconds(4), Duration.ofMillis(100)));
+    }
+
+    private static TelemetryConfig telemetry(ConfigNode n) {
+        n.allowOnly(Set.of("interval", "timeout", "stale_after"));
+        Duration interval = n.child("interval").durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(50));
+        Duration staleAfter = n.child("stale_after").durationAtLeast(interval.multipliedBy(5), interval);
+        return new TelemetryConfig(interval, n.child("timeout").durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10)),
+                staleAfter);
+    }
+
+    private static AdminConfig admin(ConfigNode n) {
+        n.allowOnly(Set.of("host", "port", "enabled", "recent_errors"));
+        return new AdminConfig(n.child("enabled").bool(true), n.child("host").text("127.0.0.1"),
+                n.child("port").intIn(8081, 0, 65535), n.child("recent_errors").intIn(50, 1, 10_000));
     }
 
     private static HealthConfig health(ConfigNode n) {

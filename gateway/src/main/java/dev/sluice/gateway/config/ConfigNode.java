@@ -97,6 +97,16 @@ final class ConfigNode {
         return v;
     }
 
+    boolean bool(boolean def) {
+        if (isMissing()) {
+            return def;
+        }
+        if (!node.isBoolean()) {
+            throw fail(describe(node), "true or false");
+        }
+        return node.booleanValue();
+    }
+
     long longIn(long def, long min, long max) {
         if (isMissing()) {
             return def;

@@ -15,7 +15,9 @@ public record GatewayConfig(
         HttpConfig http,
         UpstreamConfig upstream,
         HealthConfig health,
-        AdmissionConfig admission) {
+        AdmissionConfig admission,
+        TelemetryConfig telemetry,
+        AdminConfig admin) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -26,6 +28,8 @@ public record GatewayConfig(
         Objects.requireNonNull(upstream, "upstream");
         Objects.requireNonNull(health, "health");
         Objects.requireNonNull(admission, "admission");
+        Objects.requireNonNull(telemetry, "telemetry");
+        Objects.requireNonNull(admin, "admin");
     }
 
     /** Where the gateway accepts client traffic. */
@@ -57,5 +61,13 @@ public record GatewayConfig(
 
     /** Active health probing of workers ({@code GET /health}). */
     public record HealthConfig(java.time.Duration interval, java.time.Duration timeout, int unhealthyThreshold) {
+    }
+
+    /** Polling of every worker's {@code /get_load} and {@code /metrics}; older than {@code staleAfter} is unknown. */
+    public record TelemetryConfig(java.time.Duration interval, java.time.Duration timeout, java.time.Duration staleAfter) {
+    }
+
+    /** The admin listener ({@code GET /admin/state}), loopback by default. */
+    public record AdminConfig(boolean enabled, String host, int port, int recentErrors) {
     }
 }

@@ -1,7 +1,13 @@
 package dev.sluice.gateway.metrics;
 
 import dev.sluice.gateway.api.Outcome;
-import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
+import io.netty.util.internal.PlatformDependent;
+import java.util.concurrent.TimeUnit;
 import dev.sluice.gateway.routing.WorkerSet;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -24,6 +30,7 @@ import java.util.function.Supplier;
 public final class GatewayMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Timer> timers = new ConcurrentHashMap<>();
     private final JvmGcMetrics gc = new JvmGcMetrics();
     private final AtomicLong clientBufferedHighWater = new AtomicLong();
 
@@ -46,16 +53,48 @@ public final class GatewayMetrics implements AutoCloseable {
         return registry;
     }
 
-    /** Worker gauges: up (usable) and requests in flight, per role and worker. */
-    public void bindWorkers(WorkerSet workers) {
-        for (Worker w : workers.all()) {
-            Gauge.builder("sluice.worker.up", w, x -> x.isUsable() ? 1 : 0)
-                    .description("1 when the worker is usable (health probe passing), else 0")
-                    .tags("role", w.role().label(), "worker", w.name()).register(registry);
-            Gauge.builder("sluice.inflight.requests", w, Worker::inflight)
-                    .description("requests dispatched to the worker and not yet ended")
-                    .tags("role", w.role().label(), "worker", w.name()).register(registry);
+    /** Worker gauges: up, in flight and telemetry, per role and worker. */
+    public void bindWorkers(WorkerSet workers, TelemetryConfig telemetry) {
+        WorkerMetrics.bind(registry, workers, telemetry);
+    }
+
+    /** Netty's own memory and each event loop's backlog: the first things to look at when latency creeps. */
+    public void bindNetty(EventLoopGroup loops) {
+        Gauge.builder("sluice.netty.direct.memory.used", PlatformDependent::usedDirectMemory).baseUnit("bytes")
+                .description("direct memory Netty has reserved (-1 when not tracked)").register(registry);
+        Gauge.builder("sluice.netty.pooled.memory", () -> PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory())
+                .baseUnit("bytes").tag("type", "direct").description("memory held by Netty's pooled allocator")
+                .register(registry);
+        Gauge.builder("sluice.netty.pooled.memory", () -> PooledByteBufAllocator.DEFAULT.metric().usedHeapMemory())
+                .baseUnit("bytes").tag("type", "heap").description("memory held by Netty's pooled allocator")
+                .register(registry);
+        int i = 0;
+        for (EventExecutor e : loops) {
+            if (e instanceof SingleThreadEventExecutor loop) {
+                Gauge.builder("sluice.event.loop.pending.tasks", loop, SingleThreadEventExecutor::pendingTasks)
+                        .tag("loop", "io-" + i).description("tasks waiting on the event loop").register(registry);
+            }
+            i++;
         }
+    }
+
+    public void firstToken(String route, Duration sinceReceived) {
+        timer("sluice.time.to.first.token", "time from request received to the first token relayed", route)
+                .record(sinceReceived);
+    }
+
+    public void interTokenGap(String route, long nanos) {
+        timer("sluice.inter.token.latency", "gap between two relayed stream chunks", route)
+                .record(nanos, TimeUnit.NANOSECONDS);
+    }
+
+    public void completionTokens(long tokens) {
+        counter("sluice.completion.tokens").increment(tokens);
+    }
+
+    private Timer timer(String name, String description, String route) {
+        return timers.computeIfAbsent(name + "|" + route, k -> Timer.builder(name).description(description)
+                .tags("route", route).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry));
     }
 
     public void gauge(String name, String description, Supplier<Number> value) {

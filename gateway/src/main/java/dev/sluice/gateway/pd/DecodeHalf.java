@@ -120,10 +120,14 @@ final class DecodeHalf implements UpstreamListener {
             ex.firstToken();
         }
         if (ex.wantsPromptTokens()) {
-            long n = PromptTokens.find(data);
+            long n = PromptTokens.find(data, PromptTokens.PROMPT);
             if (n > 0) {
                 ex.reportPromptTokens(n);
             }
+        }
+        long completion = PromptTokens.find(data, PromptTokens.COMPLETION);
+        if (completion > 0) {
+            ex.reportCompletionTokens(completion);
         }
         if (framer == null) {
             ex.client.write(data.retain());
@@ -198,8 +202,9 @@ final class DecodeHalf implements UpstreamListener {
                 throw new IOException("not a JSON object or list");
             }
             if (ex.wantsPromptTokens()) {
-                ex.reportPromptTokens(PromptTokens.of(doc));
+                ex.reportPromptTokens(PromptTokens.of(doc, "prompt_tokens"));
             }
+            ex.reportCompletionTokens(PromptTokens.of(doc, "completion_tokens"));
             if (merger != null) {
                 out = JSON.writeValueAsBytes(merger.merge(doc));
             }

@@ -10,5 +10,6 @@ import dev.sluice.gateway.upstream.UpstreamPool;
 /** What a prefill/decode exchange needs from the running gateway. */
 public record PdContext(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
                         TimeoutsConfig timeouts, long maxResponseBodyBytes, AdmissionController admission,
-                        PromptTokenCounter counter, java.util.Set<PdExchange> live) {
+                        PromptTokenCounter counter, java.util.Set<PdExchange> live,
+                        dev.sluice.gateway.admin.RecentErrors recentErrors) {
 }

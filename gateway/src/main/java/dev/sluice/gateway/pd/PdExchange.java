@@ -1,6 +1,7 @@
 package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.PromptText;
 import dev.sluice.gateway.admission.Rejection;
 import dev.sluice.gateway.admission.Ticket;
@@ -62,6 +63,7 @@ public final class PdExchange implements TicketListener {
     private Ticket ticket;
     private PromptText prompt;
     private boolean promptTokensReported;
+    private long completionTokens;
     private Outcome outcome = Outcome.OK;
     private String detail = "";
 
@@ -160,11 +162,13 @@ public final class PdExchange implements TicketListener {
 
     /** The first token reached the gateway (first decode chunk, or the prefill half finished). */
     void firstToken() {
+        long now = System.nanoTime();
         if (firstTokenNanos == 0) {
-            firstTokenNanos = System.nanoTime();
+            firstTokenNanos = now;
             prefillFinished();
+            pd.metrics().firstToken(routeLabel, java.time.Duration.ofNanos(now - receivedNanos));
         }
-        lastChunkNanos = System.nanoTime();
+        lastChunkNanos = now;
     }
 
     /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
@@ -183,6 +187,11 @@ public final class PdExchange implements TicketListener {
         }
     }
 
+    /** The worker's completion-token count so far (cumulative in SGLang's streams: keep the largest). */
+    void reportCompletionTokens(long tokens) {
+        completionTokens = Math.max(completionTokens, tokens);
+    }
+
     boolean wantsPromptTokens() {
         return !promptTokensReported && request.batchSize() == 0;
     }
@@ -192,7 +201,11 @@ public final class PdExchange implements TicketListener {
     }
 
     void chunkRelayed() {
-        lastChunkNanos = System.nanoTime();
+        long now = System.nanoTime();
+        if (lastChunkNanos != 0 && now > lastChunkNanos && now - firstTokenNanos > 0) {
+            pd.metrics().interTokenGap(routeLabel, now - lastChunkNanos);
+        }
+        lastChunkNanos = now;
         if (!client.writable()) {
             // the client cannot take more: stop reading the decode until it drains
             decodeCall.pauseReading();
@@ -316,6 +329,13 @@ public final class PdExchange implements TicketListener {
         }
         pd.live().remove(this);
         long now = System.nanoTime();
+        if (completionTokens > 0) {
+            pd.metrics().completionTokens(completionTokens);
+        }
+        if (outcome != Outcome.OK) {
+            pd.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), rid, routeLabel, client.status(),
+                    outcome.label(), detail));
+        }
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - receivedNanos));
         log.info("request rid={} route={} prefill={} decode={} stream={} batch={} tokens={} priority={} tenant={} "
                         + "queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel, name(prefill),

@@ -5,40 +5,41 @@ import io.netty.buffer.ByteBuf;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Finds the prompt-token count a worker reports ({@code usage.prompt_tokens} on the OpenAI
+ * Finds the token counts a worker reports ({@code usage.prompt_tokens} on the OpenAI
  * routes, {@code meta_info.prompt_tokens} on /generate), so the token estimator can learn.
  * In a stream it is a byte scan of the chunk, no JSON parse.
  */
 final class PromptTokens {
-    private static final byte[] KEY = "\"prompt_tokens\":".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] PROMPT = "\"prompt_tokens\":".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] COMPLETION = "\"completion_tokens\":".getBytes(StandardCharsets.US_ASCII);
 
     private PromptTokens() {
     }
 
-    /** In a parsed response; 0 when absent. */
-    static long of(JsonNode doc) {
-        JsonNode item = doc.isArray() && !doc.isEmpty() ? doc.get(0) : doc;
-        JsonNode usage = item.path("usage").path("prompt_tokens");
-        if (usage.isIntegralNumber()) {
-            return usage.asLong();
+    /** {@code field} ("prompt_tokens" or "completion_tokens") in a parsed response, summed over a batch; 0 when absent. */
+    static long of(JsonNode doc, String field) {
+        long sum = 0;
+        for (JsonNode item : doc.isArray() ? doc : java.util.List.of(doc)) {
+            JsonNode usage = item.path("usage").path(field);
+            JsonNode meta = item.path("meta_info").path(field);
+            sum += usage.isIntegralNumber() ? usage.asLong() : meta.isIntegralNumber() ? meta.asLong() : 0;
         }
-        JsonNode meta = item.path("meta_info").path("prompt_tokens");
-        return meta.isIntegralNumber() ? meta.asLong() : 0;
+        return sum;
     }
 
-    /** In a raw chunk; 0 when absent. */
-    static long find(ByteBuf data) {
+    /** The first value of {@code key} in a raw chunk; 0 when absent. */
+    static long find(ByteBuf data, byte[] key) {
         int start = data.readerIndex();
-        int end = data.writerIndex() - KEY.length;
+        int end = data.writerIndex() - key.length;
         outer:
         for (int i = start; i <= end; i++) {
-            for (int k = 0; k < KEY.length; k++) {
-                if (data.getByte(i + k) != KEY[k]) {
+            for (int k = 0; k < key.length; k++) {
+                if (data.getByte(i + k) != key[k]) {
                     continue outer;
                 }
             }
             long n = 0;
-            int j = i + KEY.length;
+            int j = i + key.length;
             while (j < data.writerIndex() && data.getByte(j) == ' ') {
                 j++;
             }

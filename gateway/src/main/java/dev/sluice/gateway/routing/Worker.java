@@ -14,6 +14,7 @@ public final class Worker {
     private final String name;
     private final AtomicInteger inflight = new AtomicInteger();
     private volatile boolean usable;
+    private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
 
     public Worker(WorkerRole role, WorkerEndpoint endpoint) {
         this.role = Objects.requireNonNull(role, "role");
@@ -53,6 +54,14 @@ public final class Worker {
 
     public void markUsable(boolean usable) {
         this.usable = usable;
+    }
+
+    public WorkerTelemetry telemetry() {
+        return telemetry;
+    }
+
+    public void telemetry(WorkerTelemetry t) {
+        this.telemetry = t;
     }
 
     public int inflight() {

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.PromptText;
 import dev.sluice.gateway.admission.RequestClassifier.RequestClass;
 import dev.sluice.gateway.api.ApiError;
@@ -149,6 +150,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(), req.uri(),
                 error.status().code(), error.code(), error.message());
         gateway.metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
+        gateway.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),
+                error.status().code(), error.outcome().label(), error.code() + ": " + error.message()));
         Responses.error(ctx, error, keepAlive);
         requestDone();
     }

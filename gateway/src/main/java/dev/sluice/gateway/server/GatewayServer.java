@@ -9,7 +9,11 @@ import dev.sluice.gateway.admission.RejectReason;
 import dev.sluice.gateway.admission.RequestClassifier;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.ConfigException;
+import dev.sluice.gateway.admin.AdminServer;
+import dev.sluice.gateway.admin.RecentErrors;
+import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.health.TelemetryPoller;
 import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.pd.PdExchange;
 import dev.sluice.gateway.health.HealthProber;
@@ -68,6 +72,9 @@ public final class GatewayServer implements AutoCloseable {
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
     private HealthProber prober;
+    private TelemetryPoller telemetry;
+    private AdminServer adminServer;
+    private final RecentErrors recentErrors;
     private Channel listener;
 
     public GatewayServer(GatewayConfig config) {
@@ -83,9 +90,10 @@ public final class GatewayServer implements AutoCloseable {
         this.admission = new AdmissionController(ac, workers, admissionMetrics, System::nanoTime);
         admissionMetrics.bind(admission, counter);
         this.classifier = new RequestClassifier(ac);
+        this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
-                config.http().maxResponseBodyBytes(), admission, counter, live);
-        metrics.bindWorkers(workers);
+                config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors);
+        metrics.bindWorkers(workers, config.telemetry());
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
         metrics.gauge("sluice.client.connections", "open client connections", clientChannels::size);
     }
@@ -119,10 +127,24 @@ public final class GatewayServer implements AutoCloseable {
         prober = new HealthProber(workers, pool, workerGroup.next(), config.health());
         prober.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
+        telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry());
+        telemetry.start();
+        metrics.bindNetty(workerGroup);
+        if (config.admin().enabled()) {
+            adminServer = new AdminServer(config.admin(), new StateView(config, workers, admission, recentErrors,
+                    () -> draining, live::size), metrics);
+            adminServer.start(bossGroup, workerGroup, transport.serverChannel());
+            log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
+        }
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
                 listener.localAddress(), transport.name(), threads, workers.prefill().size(), workers.decode().size(),
                 config.disaggregation().name().toLowerCase());
         return this;
+    }
+
+    /** The admin listener's bound port, or -1 when disabled. */
+    public int adminPort() {
+        return adminServer == null ? -1 : adminServer.port();
     }
 
     /** The bound port (useful with {@code listen.port: 0}). */
@@ -164,6 +186,10 @@ public final class GatewayServer implements AutoCloseable {
 
     RequestClassifier classifier() {
         return classifier;
+    }
+
+    RecentErrors recentErrors() {
+        return recentErrors;
     }
 
     boolean draining() {
@@ -227,6 +253,12 @@ public final class GatewayServer implements AutoCloseable {
     public void close() {
         if (prober != null) {
             prober.close();
+        }
+        if (telemetry != null) {
+            telemetry.close();
+        }
+        if (adminServer != null) {
+            adminServer.close();
         }
         if (expiry != null) {
             expiry.cancel(false);

@@ -90,7 +90,7 @@ class DrainAndCapacityEndToEndTest {
             Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n      bootstrap_port: "
                     + sim.prefills().get(0).bootstrapPort() + "\n  decode:\n    - url: " + sim.decodes().get(0).url() + "\n"
-                    + "health: {interval: 100ms}\nadmission: {drain_grace: 2s}\n");
+                    + "health: {interval: 100ms}\nadmission: {drain_grace: 2s}\nadmin: {port: 0}\n");
             StringBuilder log = new StringBuilder();
             Process gateway = startGateway(config, log);
             try {
@@ -152,7 +152,7 @@ class DrainAndCapacityEndToEndTest {
             Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n"
                     + "  decode:\n    - url: http://127.0.0.1:" + deadPort + "\n"
-                    + "health: {interval: 100ms}\n");
+                    + "health: {interval: 100ms}\nadmin: {port: 0}\n");
             StringBuilder log = new StringBuilder();
             Process gateway = startGateway(config, log);
             try {

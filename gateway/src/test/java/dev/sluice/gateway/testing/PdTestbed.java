@@ -51,6 +51,8 @@ public final class PdTestbed implements AutoCloseable {
         }
         yaml.append("timeouts: ").append(timeoutsYaml).append('\n')
                 .append("health: {interval: 200ms, timeout: 500ms}\n")
+                .append("telemetry: {interval: 200ms}\n")
+                .append("admin: {port: 0}\n")
                 .append(extraYaml);
         GatewayServer gateway;
         try {

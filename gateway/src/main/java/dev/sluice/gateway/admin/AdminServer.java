@@ -1,0 +1,96 @@
+package dev.sluice.gateway.admin;
+
+import dev.sluice.gateway.config.GatewayConfig.AdminConfig;
+import dev.sluice.gateway.metrics.GatewayMetrics;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.handler.codec.http.DefaultFullHttpResponse;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.FullHttpResponse;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpObjectAggregator;
+import io.netty.handler.codec.http.HttpResponseStatus;
+import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
+import java.net.InetSocketAddress;
+
+/**
+ * The admin listener, separate from client traffic and on loopback by default:
+ * {@code GET /admin/state} (JSON for humans and {@code sluice-gateway status}) and
+ * {@code GET /metrics}.
+ */
+public final class AdminServer implements AutoCloseable {
+    private final AdminConfig config;
+    private final StateView state;
+    private final GatewayMetrics metrics;
+    private Channel listener;
+
+    public AdminServer(AdminConfig config, StateView state, GatewayMetrics metrics) {
+        this.config = config;
+        this.state = state;
+        this.metrics = metrics;
+    }
+
+    public void start(EventLoopGroup boss, EventLoopGroup workers, Class<? extends ServerChannel> channel)
+            throws InterruptedException {
+        listener = new ServerBootstrap().group(boss, workers).channel(channel)
+                .childHandler(new ChannelInitializer<Channel>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast(new HttpServerCodec(), new HttpServerKeepAliveHandler(),
+                                new HttpObjectAggregator(64 * 1024), new Handler());
+                    }
+                })
+                .bind(config.host(), config.port()).sync().channel();
+    }
+
+    public int port() {
+        return ((InetSocketAddress) listener.localAddress()).getPort();
+    }
+
+    @Override
+    public void close() {
+        if (listener != null) {
+            listener.close().syncUninterruptibly();
+        }
+    }
+
+    private final class Handler extends SimpleChannelInboundHandler<FullHttpRequest> {
+        @Override
+        protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
+            String path = req.uri().split("\\?", 2)[0];
+            HttpResponseStatus status = HttpResponseStatus.OK;
+            String type = "application/json";
+            String body;
+            if (!req.method().equals(HttpMethod.GET)) {
+                status = HttpResponseStatus.METHOD_NOT_ALLOWED;
+                body = "{\"error\":{\"message\":\"only GET\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
+            } else if (path.equals("/admin/state")) {
+                body = state.render().toPrettyString();
+            } else if (path.equals("/metrics")) {
+                type = "text/plain; version=0.0.4; charset=utf-8";
+                body = metrics.scrape();
+            } else {
+                status = HttpResponseStatus.NOT_FOUND;
+                body = "{\"error\":{\"message\":\"no route for " + path.replace("\"", "")
+                        + "\",\"type\":\"invalid_request_error\",\"code\":\"not_found\"}}";
+            }
+            FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
+                    ByteBufUtil.writeUtf8(ctx.alloc(), body));
+            res.headers().set(HttpHeaderNames.CONTENT_TYPE, type).setInt(HttpHeaderNames.CONTENT_LENGTH,
+                    res.content().readableBytes());
+            HttpUtil.setKeepAlive(res, HttpUtil.isKeepAlive(req));
+            ctx.writeAndFlush(res).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        }
+    }
+}

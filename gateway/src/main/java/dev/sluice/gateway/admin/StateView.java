@@ -1,0 +1,101 @@
+package dev.sluice.gateway.admin;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.AdmissionSnapshot;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerTelemetry;
+import dev.sluice.gateway.routing.WorkerTelemetry.Field;
+import java.time.Instant;
+import java.util.Locale;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntSupplier;
+
+/** The JSON of {@code GET /admin/state}: limits in force, queue, workers, recent errors. */
+public final class StateView {
+    private final GatewayConfig config;
+    private final WorkerSet workers;
+    private final AdmissionController admission;
+    private final RecentErrors errors;
+    private final BooleanSupplier draining;
+    private final IntSupplier liveRequests;
+
+    public StateView(GatewayConfig config, WorkerSet workers, AdmissionController admission, RecentErrors errors,
+                     BooleanSupplier draining, IntSupplier liveRequests) {
+        this.config = config;
+        this.workers = workers;
+        this.admission = admission;
+        this.errors = errors;
+        this.draining = draining;
+        this.liveRequests = liveRequests;
+    }
+
+    public ObjectNode render() {
+        long now = System.nanoTime();
+        AdmissionSnapshot s = admission.snapshot();
+        AdmissionConfig a = config.admission();
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        root.put("time", Instant.now().toString());
+        root.put("draining", draining.getAsBoolean());
+        root.put("ready", workers.ready() && !draining.getAsBoolean());
+        root.put("live_requests", liveRequests.getAsInt());
+        ObjectNode limits = root.putObject("limits");
+        limits.put("max_queued_requests", a.maxQueuedRequests()).put("max_pending_tokens", a.maxPendingTokens())
+                .put("max_request_tokens", a.maxRequestTokens()).put("queue_timeout_ms", a.queueTimeout().toMillis())
+                .put("prefill_max_inflight_requests", a.prefillMaxInflightRequests())
+                .put("prefill_max_inflight_tokens", a.prefillMaxInflightTokens())
+                .put("decode_max_inflight_streams", a.decodeMaxInflightStreams());
+        ObjectNode queue = root.putObject("queue");
+        queue.put("queued", s.queued()).put("pending_tokens", s.pendingTokens())
+                .put("inflight_prefill_tokens", s.inflightPrefillTokens()).put("dispatched", s.dispatched())
+                .put("prefill_tokens_per_second", Math.round(s.prefillTokensPerSecond()))
+                .put("throughput_measured", s.throughputMeasured());
+        ObjectNode classes = queue.putObject("by_class");
+        for (int i = 0; i < a.priorities().size(); i++) {
+            ObjectNode c = classes.putObject(a.priorities().get(i));
+            c.put("queued", s.queuedByClass()[i]);
+            ObjectNode tenants = c.putObject("tenants");
+            s.queuedTenantsByClass().get(i).forEach(tenants::put);
+        }
+        ArrayNode list = root.putArray("workers");
+        for (Worker w : workers.all()) {
+            ObjectNode o = list.addObject();
+            o.put("role", w.role().label()).put("worker", w.name()).put("url", w.url()).put("usable", w.isUsable())
+                    .put("inflight", w.inflight());
+            int[] window = s.perWorker().getOrDefault(w.name() + "|" + w.role().label(), new int[2]);
+            o.putObject("window").put("requests", window[0]).put("tokens", window[1]);
+            WorkerTelemetry t = w.telemetry();
+            ObjectNode tel = o.putObject("telemetry");
+            tel.put("last_poll_ok", t.lastPollOk());
+            double age = t.ageSeconds(now);
+            if (Double.isInfinite(age)) {
+                tel.putNull("age_seconds");
+            } else {
+                tel.put("age_seconds", Math.round(age * 10) / 10.0);
+            }
+            long stale = config.telemetry().staleAfter().toNanos();
+            tel.put("stale", t.fetchedAtNanos() == 0 || now - t.fetchedAtNanos() > stale);
+            for (Field f : Field.values()) {
+                double v = t.value(f, now, stale);
+                String key = f.name().toLowerCase(Locale.ROOT);
+                if (Double.isNaN(v)) {
+                    tel.putNull(key);
+                } else {
+                    tel.put(key, v);
+                }
+            }
+        }
+        ArrayNode recent = root.putArray("recent_errors");
+        for (RecentErrors.Entry e : errors.snapshot()) {
+            recent.addObject().put("at", e.at().toString()).put("rid", e.rid()).put("route", e.route())
+                    .put("status", e.status()).put("outcome", e.outcome()).put("detail", e.detail());
+        }
+        return root;
+    }
+
+}

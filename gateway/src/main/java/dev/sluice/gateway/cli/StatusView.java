@@ -1,0 +1,80 @@
+package dev.sluice.gateway.cli;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.Iterator;
+import java.util.Map;
+
+/** Renders {@code /admin/state} as a fixed-width terminal screen. */
+final class StatusView {
+    private static final int BAR = 30;
+
+    private StatusView() {
+    }
+
+    static String render(JsonNode s, String source) {
+        StringBuilder b = new StringBuilder();
+        JsonNode q = s.path("queue");
+        JsonNode l = s.path("limits");
+        b.append(String.format("Sluice  %s  %s  %s%s%n%n", source, s.path("time").asText(),
+                s.path("ready").asBoolean() ? "ready" : "NOT READY", s.path("draining").asBoolean() ? "  DRAINING" : ""));
+        b.append(String.format("queue    %s %d / %d requests%n", bar(q.path("queued").asDouble(),
+                l.path("max_queued_requests").asDouble()), q.path("queued").asLong(), l.path("max_queued_requests").asLong()));
+        b.append(String.format("pending  %s %d / %d prompt tokens%n", bar(q.path("pending_tokens").asDouble(),
+                l.path("max_pending_tokens").asDouble()), q.path("pending_tokens").asLong(),
+                l.path("max_pending_tokens").asLong()));
+        b.append(String.format("prefill  %d tokens/s (%s)   in prefill %d tokens   dispatched %d   live %d%n",
+                q.path("prefill_tokens_per_second").asLong(), q.path("throughput_measured").asBoolean() ? "measured"
+                        : "initial guess", q.path("inflight_prefill_tokens").asLong(), q.path("dispatched").asLong(),
+                s.path("live_requests").asLong()));
+        b.append("classes ");
+        for (Iterator<Map.Entry<String, JsonNode>> it = q.path("by_class").fields(); it.hasNext(); ) {
+            Map.Entry<String, JsonNode> c = it.next();
+            b.append(String.format(" %s=%d", c.getKey(), c.getValue().path("queued").asLong()));
+            JsonNode tenants = c.getValue().path("tenants");
+            if (tenants.size() > 0) {
+                b.append(" (").append(tenants.toString().replaceAll("[{}\"]", "").replace(':', '=')).append(')');
+            }
+        }
+        b.append("\n\n");
+        b.append(String.format("%-8s %-22s %-4s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "UP", "INFLIGHT",
+                "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
+        for (JsonNode w : s.path("workers")) {
+            JsonNode t = w.path("telemetry");
+            b.append(String.format("%-8s %-22s %-4s %8d %12s %6s %6s %7s %7s %6s%n", w.path("role").asText(),
+                    w.path("worker").asText(), w.path("usable").asBoolean() ? "yes" : "NO", w.path("inflight").asLong(),
+                    w.path("window").path("requests").asLong() + "/" + w.path("window").path("tokens").asLong(),
+                    num(t.path("queue_requests"), 1), num(t.path("running_requests"), 1),
+                    num(t.path("token_usage"), 100), num(t.path("cache_hit_rate"), 100),
+                    t.path("age_seconds").isNull() ? "never" : (t.path("stale").asBoolean() ? "STALE " : "")
+                            + t.path("age_seconds").asDouble() + "s"));
+        }
+        JsonNode errors = s.path("recent_errors");
+        b.append(String.format("%nrecent errors (%d)%n", errors.size()));
+        int shown = 0;
+        for (JsonNode e : errors) {
+            if (shown++ == 8) {
+                break;
+            }
+            b.append(String.format("  %s %-34s %3d %-16s %s%n", e.path("at").asText(), e.path("rid").asText(),
+                    e.path("status").asInt(), e.path("outcome").asText(), truncate(e.path("detail").asText(), 80)));
+        }
+        return b.toString();
+    }
+
+    private static String bar(double value, double limit) {
+        int filled = limit <= 0 ? 0 : (int) Math.min(BAR, Math.round(BAR * value / limit));
+        return "[" + "#".repeat(filled) + ".".repeat(BAR - filled) + "]";
+    }
+
+    private static String num(JsonNode n, double scale) {
+        if (n.isMissingNode() || n.isNull()) {
+            return "?"; // unknown, not zero
+        }
+        double v = n.asDouble() * scale;
+        return v == Math.rint(v) ? String.valueOf((long) v) : String.format("%.1f", v);
+    }
+
+    private static String truncate(String s, int n) {
+        return s.length() <= n ? s : s.substring(0, n - 3) + "...";
+    }
+}

@@ -1,0 +1,54 @@
+package dev.sluice.gateway.metrics;
+
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerTelemetry.Field;
+import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.Locale;
+
+/**
+ * Per-worker gauges: up, in flight, and the worker's own telemetry re-exported as
+ * {@code sluice_worker_*} (NaN when stale or never read, so a dead exporter never looks idle),
+ * with the telemetry's age and whether the last poll worked.
+ */
+final class WorkerMetrics {
+    private WorkerMetrics() {
+    }
+
+    static void bind(MeterRegistry registry, WorkerSet workers, TelemetryConfig telemetry) {
+        long staleNanos = telemetry.staleAfter().toNanos();
+        for (Worker w : workers.all()) {
+            String[] tags = {"role", w.role().label(), "worker", w.name()};
+            Gauge.builder("sluice.worker.up", w, x -> x.isUsable() ? 1 : 0)
+                    .description("1 when the worker is usable (health probe passing), else 0").tags(tags).register(registry);
+            Gauge.builder("sluice.inflight.requests", w, Worker::inflight)
+                    .description("requests dispatched to the worker and not yet ended").tags(tags).register(registry);
+            Gauge.builder("sluice.worker.telemetry.up", w, x -> x.telemetry().lastPollOk() ? 1 : 0)
+                    .description("1 when the last poll of the worker's /metrics succeeded").tags(tags).register(registry);
+            Gauge.builder("sluice.worker.telemetry.age", w, x -> x.telemetry().ageSeconds(System.nanoTime()))
+                    .baseUnit("seconds").description("time since the worker's telemetry was last read (+Inf: never)")
+                    .tags(tags).register(registry);
+            for (Field f : Field.values()) {
+                Gauge.builder(name(f), w, x -> x.telemetry().value(f, System.nanoTime(), staleNanos))
+                        .description(description(f)).tags(tags).register(registry);
+            }
+        }
+    }
+
+    private static String name(Field f) {
+        return switch (f) {
+            case GEN_THROUGHPUT -> "sluice.worker.gen.throughput.tokens.per.second";
+            // mirrors of the worker's own counters; gauges here, hence no _total suffix from Micrometer
+            case TRANSFER_FAILED_TOTAL -> "sluice.worker.transfer.failed";
+            case BOOTSTRAP_FAILED_TOTAL -> "sluice.worker.bootstrap.failed";
+            default -> "sluice.worker." + f.name().toLowerCase(Locale.ROOT).replace('_', '.');
+        };
+    }
+
+    private static String description(Field f) {
+        return f.sglangName() == null ? "from the worker's /get_load (num_waiting_reqs, summed over ranks)"
+                : "the worker's " + f.sglangName() + " (summed over ranks); NaN when stale";
+    }
+}
