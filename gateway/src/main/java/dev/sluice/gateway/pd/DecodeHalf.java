@@ -4,7 +4,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
-import dev.sluice.gateway.upstream.UpstreamListener;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpContent;
@@ -24,19 +25,17 @@ import java.util.List;
  * only at the first chunk, so a failure before the first token still gets an honest status.
  * A non-streamed response is held (bounded) and checked before it is relayed.
  */
-final class DecodeHalf implements UpstreamListener {
+final class DecodeHalf extends PdHalf {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long ERROR_BODY_LIMIT = 64 * 1024;
     private static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
     private static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
 
-    private final PdExchange ex;
     private int status;
     private boolean ok;
     private boolean streaming;
     private String contentType = "text/event-stream";
     private BoundedBody body;
-    private boolean done;
     // logprob merging: events wait here until the prefill's logprobs are known
     private SseFramer framer;
     private LogprobMerger merger;
@@ -45,11 +44,17 @@ final class DecodeHalf implements UpstreamListener {
     private boolean endHeld;
 
     DecodeHalf(PdExchange ex) {
-        this.ex = ex;
+        super(ex);
     }
 
-    boolean done() {
-        return done;
+    @Override
+    Worker worker() {
+        return ex.decode;
+    }
+
+    @Override
+    UpstreamCall call() {
+        return ex.decodeCall;
     }
 
     @Override
@@ -72,7 +77,7 @@ final class DecodeHalf implements UpstreamListener {
     public void onContent(HttpContent content) {
         boolean last = content instanceof LastHttpContent;
         try {
-            if (done) {
+            if (done()) {
                 return;
             }
             if (!streaming) {
@@ -225,49 +230,10 @@ final class DecodeHalf implements UpstreamListener {
 
     @Override
     public void onFailure(UpstreamFailure failure) {
-        if (done) {
+        if (done()) {
             return;
         }
-        markDone();
-        if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
-            ex.decode.markUsable(false);
-        } else {
-            ex.sendAbort(ex.decode);
-        }
-        countFailure(failure.label(), "");
-        ApiError error = failure.kind() == UpstreamFailure.Kind.MALFORMED
-                ? ApiError.malformed("decode", ex.decode.name(), failure.detail())
-                : ApiError.unreachable("decode", ex.decode.name(), failure.label() + ": " + failure.detail());
-        ex.fail(error, "peer_failed");
-    }
-
-    private void countFailure(String kind, String message) {
-        ex.pd.metrics().upstreamError("decode", kind);
-        if (WorkerErrorBody.isKvTransferFailure(message)) {
-            ex.pd.metrics().kvTransferFailure(ex.decode.name());
-        }
-    }
-
-    /** Stops this half if it is still running (true if it was); {@code always}: abort a finished one too. */
-    boolean stop(boolean always) {
-        if (done) {
-            if (always && ex.decodeCall.sent()) {
-                ex.sendAbort(ex.decode);
-            }
-            return false;
-        }
-        markDone();
-        boolean sent = ex.decodeCall.sent();
-        ex.decodeCall.cancel();
-        if (sent) {
-            ex.sendAbort(ex.decode);
-        }
-        return true;
-    }
-
-    private void markDone() {
-        done = true;
-        ex.decode.released();
+        ex.fail(connectionFailed(failure), "peer_failed");
     }
 
     private static boolean startsWith(ByteBuf data, byte[] prefix) {

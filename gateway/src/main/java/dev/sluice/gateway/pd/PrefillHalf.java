@@ -2,7 +2,8 @@ package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
-import dev.sluice.gateway.upstream.UpstreamListener;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.LastHttpContent;
@@ -16,22 +17,26 @@ import org.slf4j.LoggerFactory;
  * client asked for them, and except that its failure (before the first token) fails the request
  * and aborts the decode at once instead of leaving it to wait for KV that will never come.
  */
-final class PrefillHalf implements UpstreamListener {
+final class PrefillHalf extends PdHalf {
     private static final Logger log = LoggerFactory.getLogger(PrefillHalf.class);
     private static final long INSPECT_LIMIT = 64 * 1024;
 
-    private final PdExchange ex;
     private final BoundedBody body;
     private int status;
-    private boolean done;
 
     PrefillHalf(PdExchange ex) {
-        this.ex = ex;
+        super(ex);
         this.body = new BoundedBody(ex.request.logprobs() ? ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
     }
 
-    boolean done() {
-        return done;
+    @Override
+    Worker worker() {
+        return ex.prefill;
+    }
+
+    @Override
+    UpstreamCall call() {
+        return ex.prefillCall;
     }
 
     @Override
@@ -42,11 +47,11 @@ final class PrefillHalf implements UpstreamListener {
     @Override
     public void onContent(HttpContent content) {
         boolean last = content instanceof LastHttpContent;
-        if (!done) {
+        if (!done()) {
             body.append(content.content());
         }
         content.release();
-        if (last && !done) {
+        if (last && !done()) {
             finished();
         }
     }
@@ -82,28 +87,19 @@ final class PrefillHalf implements UpstreamListener {
 
     @Override
     public void onFailure(UpstreamFailure failure) {
-        if (done) {
+        if (done()) {
             return;
         }
-        markDone();
-        if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
-            ex.prefill.markUsable(false);
-        } else {
-            // the worker got the request and may still be working on it
-            ex.sendAbort(ex.prefill);
-        }
-        ApiError error = failure.kind() == UpstreamFailure.Kind.MALFORMED
-                ? ApiError.malformed("prefill", ex.prefill.name(), failure.detail())
-                : ApiError.unreachable("prefill", ex.prefill.name(), failure.label() + ": " + failure.detail());
-        failed(error, failure.label());
+        late(connectionFailed(failure));
         ex.halfEnded();
     }
 
     private void failed(ApiError error, String kind) {
-        ex.pd.metrics().upstreamError("prefill", kind);
-        if (WorkerErrorBody.isKvTransferFailure(error.message())) {
-            ex.pd.metrics().kvTransferFailure(ex.prefill.name());
-        }
+        countFailure(kind, error.message());
+        late(error);
+    }
+
+    private void late(ApiError error) {
         if (ex.pastFirstToken() && ex.request.stream()) {
             // the decode already has the KV and streams: the prefill's late failure changes nothing for the client
             log.warn("prefill failed after first token rid={} worker={} detail=\"{}\"", ex.rid, ex.prefill.name(),
@@ -111,27 +107,5 @@ final class PrefillHalf implements UpstreamListener {
             return;
         }
         ex.fail(error, "peer_failed");
-    }
-
-    /** Stops this half if it is still running (true if it was); {@code always}: abort a finished one too. */
-    boolean stop(boolean always) {
-        if (done) {
-            if (always && ex.prefillCall.sent()) {
-                ex.sendAbort(ex.prefill);
-            }
-            return false;
-        }
-        markDone();
-        boolean sent = ex.prefillCall.sent();
-        ex.prefillCall.cancel();
-        if (sent) {
-            ex.sendAbort(ex.prefill);
-        }
-        return true;
-    }
-
-    private void markDone() {
-        done = true;
-        ex.prefill.released();
     }
 }

@@ -36,7 +36,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private final GatewayServer gateway;
     private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
     private PdExchange exchange;
-    private InfoProxy info;
     private boolean busy;
     private ChannelHandlerContext ctx;
 
@@ -124,8 +123,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                         cls.deadlineNanos())));
             }
         } else if (Routes.INFO.containsKey(path)) {
-            info = new InfoProxy(ctx, req.uri(), keepAlive, gateway.metrics(), this::requestDone);
-            info.start(gateway.workers(), gateway.pool(), gateway.config().timeouts().firstToken());
+            InfoProxy.forward(ctx, req.uri(), keepAlive, gateway.workers(), gateway.pool(),
+                    gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);
         } else {
             local(path, keepAlive);
             requestDone();
@@ -159,7 +158,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     /** The current request's response is complete: take the next pipelined one. */
     private void requestDone() {
         exchange = null;
-        info = null;
         busy = false;
         FullHttpRequest next = waiting.pollFirst();
         if (next != null && ctx.channel().isActive()) {
@@ -182,10 +180,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         PdExchange ex = exchange;
         if (ex != null) {
             ex.clientGone();
-        }
-        InfoProxy i = info;
-        if (i != null) {
-            i.clientGone();
         }
         FullHttpRequest r;
         while ((r = waiting.pollFirst()) != null) {
