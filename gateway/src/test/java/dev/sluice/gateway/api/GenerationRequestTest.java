@@ -1,21 +1,14 @@
 package dev.sluice.gateway.api;
 
+import dev.sluice.gateway.testing.Requests;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
-import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class GenerationRequestTest {
     private static GenerationRequest parse(GenerationRoute route, String json) throws ApiException {
-        ByteBuf buf = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
-        try {
-            return GenerationRequest.parse(route, buf);
-        } finally {
-            buf.release();
-        }
+        return Requests.parse(route, json);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.pd;
 
+import dev.sluice.gateway.testing.Requests;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.api.GenerationRequest;
@@ -7,9 +8,6 @@ import dev.sluice.gateway.api.GenerationRoute;
 import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerRole;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
-import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class SglangBootstrapTest {
@@ -17,12 +15,7 @@ class SglangBootstrapTest {
             new WorkerEndpoint("http://10.0.0.5:30000", "10.0.0.5", 30000, 8998));
 
     private static GenerationRequest req(GenerationRoute route, String json) throws Exception {
-        ByteBuf buf = Unpooled.copiedBuffer(json, StandardCharsets.UTF_8);
-        try {
-            return GenerationRequest.parse(route, buf);
-        } finally {
-            buf.release();
-        }
+        return Requests.parse(route, json);
     }
 
     @Test
