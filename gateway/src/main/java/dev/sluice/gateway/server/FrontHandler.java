@@ -127,6 +127,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);
         } else {
             local(path, keepAlive);
+            gateway.metrics().requestEnded(Routes.metricLabel(path), Outcome.OK,
+                    Duration.ofNanos(System.nanoTime() - received));
             requestDone();
         }
     }

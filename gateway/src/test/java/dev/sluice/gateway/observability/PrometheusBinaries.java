@@ -9,11 +9,11 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 
 /**
  * Debian's {@code prometheus} package: {@code /usr/bin/prometheus} and {@code /usr/bin/promtool}.
- * A missing binary fails the test (CI installs it), unless {@code -Dsluice.skipPrometheus=true}.
+ * A missing binary fails the test (CI installs it); the test classes that need one are disabled
+ * with {@code -Dsluice.skipPrometheus=true} (their {@code @DisabledIfSystemProperty} says so).
  */
 final class PrometheusBinaries {
     static final String SKIP_PROPERTY = "sluice.skipPrometheus";
@@ -21,9 +21,8 @@ final class PrometheusBinaries {
     private PrometheusBinaries() {
     }
 
+    /** The binary, or a failure saying how to install it (classes using it skip on {@value #SKIP_PROPERTY}). */
     static Path require(String name) {
-        Assumptions.assumeFalse(Boolean.getBoolean(SKIP_PROPERTY),
-                "-D" + SKIP_PROPERTY + "=true: tests that need /usr/bin/" + name + " are skipped");
         Path bin = Path.of("/usr/bin", name);
         if (!Files.isExecutable(bin)) {
             fail(bin + " is missing: `bash .ci/run` installs it (Debian package `prometheus`; "
