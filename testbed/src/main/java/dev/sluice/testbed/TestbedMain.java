@@ -1,13 +1,15 @@
 package dev.sluice.testbed;
 
 import dev.sluice.testbed.cli.ClusterCommand;
+import dev.sluice.testbed.cli.CompareCommand;
+import dev.sluice.testbed.cli.LoadCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** Entry point of the testbed jar: {@code sluice-testbed cluster ...} (a {@code load} command comes later). */
+/** Entry point of the testbed jar: {@code sluice-testbed cluster|load|compare ...}. */
 @Command(name = "sluice-testbed", mixinStandardHelpOptions = true, version = "sluice-testbed 0.1.0",
         description = "Simulated SGLang prefill/decode workers for developing and testing the Sluice gateway.",
-        subcommands = {ClusterCommand.class})
+        subcommands = {ClusterCommand.class, LoadCommand.class, CompareCommand.class})
 public final class TestbedMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

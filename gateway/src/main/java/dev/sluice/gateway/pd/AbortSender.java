@@ -5,6 +5,8 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamFetch;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -21,6 +23,8 @@ public final class AbortSender {
     private final UpstreamPool pool;
     private final GatewayMetrics metrics;
     private final Duration timeout;
+    private static final int MAX_ATTEMPTS = 3;
+    private static final long RETRY_DELAY_MS = 20;
 
     public AbortSender(UpstreamPool pool, GatewayMetrics metrics, Duration timeout) {
         this.pool = pool;
@@ -28,22 +32,46 @@ public final class AbortSender {
         this.timeout = timeout;
     }
 
-    /** Must be called on {@code loop}. One abort per item rid. */
-    public void abort(EventLoop loop, Worker worker, Iterable<String> rids) {
-        for (String rid : rids) {
-            long started = System.nanoTime();
-            // rids are gateway-made (hex and dashes): no JSON escaping needed
-            UpstreamFetch.postJson(pool, loop, worker, "/abort_request", "{\"rid\":\"" + rid + "\"}", rid, timeout)
-                    .addListener(f -> {
-                        UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
-                        String result = r.failure() != null ? (r.failure().startsWith("timeout") ? "timeout" : "failed")
-                                : r.ok() ? "ok" : "error";
-                        metrics.abortRequestSent(worker.role().label(), result);
-                        log.info("abort_request rid={} role={} worker={} result={} detail=\"{}\" ms={}", rid,
-                                worker.role().label(), worker.name(), result,
-                                r.failure() != null ? r.failure() : "status " + r.status(),
-                                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
-                    });
+    /**
+     * Must be called on {@code loop}. One abort per item rid. The future completes when every
+     * abort has been answered (or has failed or timed out): the worker has dropped the request.
+     */
+    public Future<Void> abort(EventLoop loop, Worker worker, java.util.List<String> rids) {
+        Promise<Void> all = loop.newPromise();
+        int[] left = {rids.size()};
+        if (left[0] == 0) {
+            return all.setSuccess(null);
         }
+        for (String rid : rids) {
+            send(loop, worker, rid, 1, System.nanoTime(), () -> {
+                if (--left[0] == 0) {
+                    all.trySuccess(null);
+                }
+            });
+        }
+        return all;
+    }
+
+    private void send(EventLoop loop, Worker worker, String rid, int attempt, long started, Runnable done) {
+        // rids are gateway-made (hex and dashes): no JSON escaping needed
+        UpstreamFetch.postJson(pool, loop, worker, "/abort_request", "{\"rid\":\"" + rid + "\"}", rid, timeout)
+                .addListener(f -> {
+                    UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
+                    if (r.failure() != null && r.failure().startsWith("connect") && attempt < MAX_ATTEMPTS) {
+                        // a refused or reset connect is often transient (a connection storm at the worker):
+                        // an abort that does not arrive leaves GPU work running for nobody, so try again
+                        loop.schedule(() -> send(loop, worker, rid, attempt + 1, started, done), RETRY_DELAY_MS,
+                                TimeUnit.MILLISECONDS);
+                        return;
+                    }
+                    String result = r.failure() != null ? (r.failure().startsWith("timeout") ? "timeout" : "failed")
+                            : r.ok() ? "ok" : "error";
+                    metrics.abortRequestSent(worker.role().label(), result);
+                    log.info("abort_request rid={} role={} worker={} result={} attempts={} detail=\"{}\" ms={}", rid,
+                            worker.role().label(), worker.name(), result, attempt,
+                            r.failure() != null ? r.failure() : "status " + r.status(),
+                            TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+                    done.run();
+                });
     }
 }

@@ -20,6 +20,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
+import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
@@ -36,6 +37,8 @@ import org.slf4j.LoggerFactory;
 public final class PdExchange implements TicketListener {
     private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Longest the prefill keeps its room while the decode's abort is acknowledged. */
+    static final long DECODE_ACK_WAIT_MS = 250;
 
     final PdContext pd;
     final ChannelHandlerContext ctx;
@@ -60,6 +63,7 @@ public final class PdExchange implements TicketListener {
     private ScheduledFuture<?> timer;
     private boolean clientDoneSignalled;
     private boolean ended;
+    private boolean prefillStopPending;
     private Ticket ticket;
     private PromptText prompt;
     private boolean promptTokensReported;
@@ -281,32 +285,50 @@ public final class PdExchange implements TicketListener {
     }
 
     /**
-     * Decode first: it must learn of the abort before the prefill's dropped room can reach it as
-     * a KV transfer failure. On a client disconnect both workers get an abort even when a half's
-     * response already ended (the prefill may still hold KV for the room; an abort of a finished
-     * rid is a no-op on the worker).
+     * Decode first: the decode must have dropped the request before the prefill drops its room,
+     * or the decode sees its KV vanish and reports a KV transfer failure for a request nobody
+     * wants any more. So while the decode's abort is in flight the prefill keeps its room (at
+     * most {@link #DECODE_ACK_WAIT_MS}); then it is stopped too. On a client disconnect both
+     * workers get an abort even when a half's response already ended (the prefill may still hold
+     * KV for the room; an abort of a finished rid is a no-op on the worker).
      */
     private void stopHalves(String cause) {
         boolean clientLeft = "client_disconnect".equals(cause);
-        boolean any = false;
-        if (decodeHalf != null) {
-            any |= decodeHalf.stop(clientLeft);
-        }
-        if (prefillHalf != null) {
-            any |= prefillHalf.stop(clientLeft);
-        }
-        if (any) {
+        boolean running = (decodeHalf != null && !decodeHalf.done()) || (prefillHalf != null && !prefillHalf.done());
+        if (running) {
             pd.metrics().abortCause(cause);
         }
+        Future<Void> decodeGone = decodeHalf == null ? null : decodeHalf.stop(clientLeft);
+        if (prefillHalf == null) {
+            return;
+        }
+        if (decodeGone == null || decodeGone.isDone() || prefillHalf.done()) {
+            prefillHalf.stop(clientLeft);
+            return;
+        }
+        prefillStopPending = true;
+        Runnable stopPrefill = () -> {
+            if (prefillStopPending) {
+                prefillStopPending = false;
+                prefillHalf.stop(clientLeft);
+                maybeEnd();
+            }
+        };
+        var timer = ctx.executor().schedule(stopPrefill, DECODE_ACK_WAIT_MS, TimeUnit.MILLISECONDS);
+        decodeGone.addListener(f -> {
+            timer.cancel(false);
+            stopPrefill.run();
+        });
     }
 
     /** Abort the half's request on its worker, if the worker may still hold it. */
-    void sendAbort(Worker worker) {
-        pd.aborts().abort(ctx.channel().eventLoop(), worker, assignment.itemRids());
+    Future<Void> sendAbort(Worker worker) {
+        return pd.aborts().abort(ctx.channel().eventLoop(), worker, assignment.itemRids());
     }
 
     private boolean halvesDone() {
-        return (prefillHalf == null || prefillHalf.done()) && (decodeHalf == null || decodeHalf.done());
+        return !prefillStopPending && (prefillHalf == null || prefillHalf.done())
+                && (decodeHalf == null || decodeHalf.done());
     }
 
     private void signalClientDone() {

@@ -5,6 +5,7 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import dev.sluice.gateway.upstream.UpstreamListener;
+import io.netty.util.concurrent.Future;
 
 /**
  * What the prefill and decode halves of an exchange share: ending exactly once (giving the
@@ -32,21 +33,19 @@ abstract class PdHalf implements UpstreamListener {
         worker().released();
     }
 
-    /** Stops this half if it is still running (true if it was); {@code always}: abort a finished one too. */
-    final boolean stop(boolean always) {
+    /**
+     * Stops this half if it is still running; {@code always}: abort a finished one too. Returns
+     * when the worker has acknowledged the abort (already done if none was needed), or null if
+     * this half had already ended and nothing was sent.
+     */
+    final Future<Void> stop(boolean always) {
         boolean sent = call().sent();
         if (done) {
-            if (always && sent) {
-                ex.sendAbort(worker());
-            }
-            return false;
+            return always && sent ? ex.sendAbort(worker()) : null;
         }
         markDone();
         call().cancel();
-        if (sent) {
-            ex.sendAbort(worker());
-        }
-        return true;
+        return sent ? ex.sendAbort(worker()) : ex.ctx.executor().newSucceededFuture(null);
     }
 
     /**

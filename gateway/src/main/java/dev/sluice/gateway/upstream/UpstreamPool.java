@@ -146,7 +146,7 @@ public final class UpstreamPool {
                     }
                 } else {
                     promise.tryFailure(new UpstreamConnectException("cannot connect to " + worker.name() + ": "
-                            + f.cause().getMessage()));
+                            + f.cause()));
                 }
             });
         }

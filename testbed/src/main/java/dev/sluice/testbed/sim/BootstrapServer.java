@@ -25,6 +25,12 @@ import java.util.Map;
  * with a reason when the room was aborted or failed there. A decode may ask before the prefill has
  * even received its half of the request (dispatch is concurrent); it then waits too. Its
  * connections live on the prefill's event loop, so rooms need no locks.
+ *
+ * <p>A decode that aborts (or whose client disconnects) while it waits closes its long poll. The
+ * room then remembers that its peer has gone, as SGLang's prefill learns it from its transfer
+ * backend: when the prefill finishes computing that room, its transfer fails at once (a KV
+ * transfer error) instead of holding the KV until the bootstrap timeout. A decode that never
+ * asked at all is still waited for, up to the bootstrap timeout.
  */
 final class BootstrapServer {
     private static final int TOMBSTONES = 100_000;
@@ -38,11 +44,23 @@ final class BootstrapServer {
             return size() > TOMBSTONES;
         }
     };
+    /** Rooms whose decode peer asked and left before the prefill had the request. */
+    private final Map<Long, Boolean> departedPeers = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+            return size() > TOMBSTONES;
+        }
+    };
     private Channel serverChannel;
+
+    /** What became of an item whose KV is ready. */
+    enum Handoff { DELIVERED, PEER_GONE, WAIT }
 
     private static final class Room {
         SimItem item;
         final ArrayDeque<Channel> waiters = new ArrayDeque<>();
+        /** A decode asked for this room and its connection closed unanswered; no other one waits. */
+        boolean peerGone;
     }
 
     BootstrapServer(PrefillServer prefill) {
@@ -69,23 +87,39 @@ final class BootstrapServer {
         return serverChannel;
     }
 
-    void register(SimItem item) {
-        tombstones.remove(item.room);
-        rooms.computeIfAbsent(item.room, r -> new Room()).item = item;
+    /** Long polls open for a room (event loop only; tests submit it there). */
+    int waiters(long roomId) {
+        Room room = rooms.get(roomId);
+        return room == null ? 0 : room.waiters.size();
     }
 
-    /** The item's KV is ready; true when a waiting decode took it at once. */
-    boolean kvReady(SimItem item) {
+    /** Whether a decode that asked for the room has left (event loop only). */
+    boolean peerGone(long roomId) {
+        Room room = rooms.get(roomId);
+        return room != null ? room.peerGone : departedPeers.containsKey(roomId);
+    }
+
+    void register(SimItem item) {
+        tombstones.remove(item.room);
+        Room room = rooms.computeIfAbsent(item.room, r -> new Room());
+        room.item = item;
+        if (departedPeers.remove(item.room) != null && room.waiters.isEmpty()) {
+            room.peerGone = true;
+        }
+    }
+
+    /** The item's KV is ready: a waiting decode takes it, or its decode has gone, or it must wait. */
+    Handoff kvReady(SimItem item) {
         Room room = rooms.get(item.room);
         if (room == null || room.item != item) {
-            return false;
+            return Handoff.WAIT;
         }
         Channel waiter = nextActiveWaiter(room);
         if (waiter == null) {
-            return false;
+            return room.peerGone ? Handoff.PEER_GONE : Handoff.WAIT;
         }
         deliver(item, room, waiter);
-        return true;
+        return Handoff.DELIVERED;
     }
 
     /** The item ended on the prefill without a transfer: every decode waiting for its room fails. */
@@ -107,6 +141,7 @@ final class BootstrapServer {
             if (ch.isActive()) {
                 return ch;
             }
+            room.peerGone = true; // closed, its close listener has not run yet
         }
         return null;
     }
@@ -143,6 +178,8 @@ final class BootstrapServer {
         }
         Room room = rooms.computeIfAbsent(roomId, r -> new Room());
         room.waiters.addLast(ch);
+        room.peerGone = false; // a decode (again) waits for this room
+        departedPeers.remove(roomId);
         if (room.item != null && room.item.state == SimItem.State.KV_HELD) {
             room.item.cancelTimer(); // the bootstrap timeout no longer applies
             deliver(room.item, room, nextActiveWaiter(room));
@@ -151,13 +188,17 @@ final class BootstrapServer {
         ch.closeFuture().addListener(f -> waiterGone(roomId, ch));
     }
 
+    /** A long poll closed; unless it was answered (its room is gone then), its decode has left. */
     private void waiterGone(long roomId, Channel ch) {
         Room room = rooms.get(roomId);
-        if (room != null) {
-            room.waiters.remove(ch);
-            if (room.item == null && room.waiters.isEmpty()) {
-                rooms.remove(roomId);
-            }
+        if (room == null || !room.waiters.remove(ch) || !room.waiters.isEmpty()) {
+            return;
+        }
+        if (room.item == null) {
+            rooms.remove(roomId);
+            departedPeers.put(roomId, Boolean.TRUE);
+        } else {
+            room.peerGone = true;
         }
     }
 

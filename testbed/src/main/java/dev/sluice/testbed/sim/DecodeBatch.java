@@ -90,9 +90,18 @@ final class DecodeBatch {
 
     private void tick() {
         ticker = null;
+        long now = System.nanoTime();
+        // one step computes the whole batch: each item that got a token is charged its share, when
+        // its client had left before its first token (later steps of a client that stayed are not)
+        long stepNanos = (long) (server.cfg.decodeStep().toNanos() * server.faults.slowFactor());
+        int batchSize = running.size();
         for (SimItem item : running.toArray(new SimItem[0])) {
             if (item.state == SimItem.State.DECODING) {
+                int before = item.generated;
                 server.step(item);
+                if (item.generated > before && item.firstTokenLate) {
+                    server.workDone(item, now - stepNanos, now, batchSize);
+                }
             }
         }
         if (ticker == null && !running.isEmpty()) {

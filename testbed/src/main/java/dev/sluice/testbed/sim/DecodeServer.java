@@ -115,6 +115,9 @@ public final class DecodeServer extends SimWorker {
         metrics.tokenGenerated();
         if (g == 0) {
             metrics.observeTtft(ex.secondsSinceReceived());
+            long now = System.nanoTime();
+            item.firstTokenLate = item.departedAt(now);
+            workStarting(item, now, true);
         }
         boolean last = item.generated >= item.maxTokens;
         if (last) {

@@ -18,7 +18,9 @@ final class Exchange {
     final WireFormat format;
     final boolean keepAlive;
     final long receivedNanos;
-    final long createdEpochSeconds = System.currentTimeMillis() / 1000;
+    /** Wall clock when the request arrived, to place the client's epoch give-up time on receivedNanos's clock. */
+    final long receivedEpochMillis = System.currentTimeMillis();
+    final long createdEpochSeconds = receivedEpochMillis / 1000;
     final List<SimItem> items = new ArrayList<>();
     private int liveItems;
     private boolean headersSent;

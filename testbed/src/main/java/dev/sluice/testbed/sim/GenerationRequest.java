@@ -11,9 +11,15 @@ import java.util.UUID;
  * batch entry (a /generate list, a completions prompt array, chat {@code n > 1}).
  */
 record GenerationRequest(Route route, String rid, boolean batch, boolean stream, boolean includeUsage,
-                         boolean logprobs, List<Item> items) {
+                         boolean logprobs, long clientGivesUpAtMs, List<Item> items) {
 
     static final int DEFAULT_BOOTSTRAP_PORT = 8998;
+    /**
+     * Body field a load generator sets to the epoch millisecond at which its client stops waiting
+     * (send time + client timeout). Not an SGLang field: only the simulator's accounting of work
+     * done for departed clients reads it. Absent: 0, the client never gives up.
+     */
+    static final String GIVES_UP_AT_FIELD = "sim_client_gives_up_at_ms";
 
     /** One independent request inside the body; {@code room} is null when the body carried none. */
     record Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
@@ -47,7 +53,8 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         boolean logprobs = route == Route.GENERATE ? truthy(perItem(body.get("return_logprob"), 0))
                 : truthy(body.get("logprobs"));
         return new GenerationRequest(route, exchangeRid, batch, body.path("stream").asBoolean(false),
-                body.path("stream_options").path("include_usage").asBoolean(false), logprobs, List.copyOf(items));
+                body.path("stream_options").path("include_usage").asBoolean(false), logprobs,
+                Math.max(0, body.path(GIVES_UP_AT_FIELD).asLong(0)), List.copyOf(items));
     }
 
     private static boolean truthy(JsonNode v) {

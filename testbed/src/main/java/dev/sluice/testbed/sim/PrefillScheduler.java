@@ -17,6 +17,7 @@ final class PrefillScheduler {
     private SimItem current;
     private ScheduledFuture<?> slice;
     private double sliceTokens;
+    private long sliceStartNanos;
     private long queuedTokens;
     private double processed;
 
@@ -36,6 +37,7 @@ final class PrefillScheduler {
     /** Drops an item that is queued or prefilling; the next one starts at once. */
     void remove(SimItem item) {
         if (item == current) {
+            server.workDone(item, sliceStartNanos, System.nanoTime()); // the partial slice was GPU time too
             slice.cancel(false);
             slice = null;
             current = null;
@@ -70,11 +72,8 @@ final class PrefillScheduler {
 
     private void scheduleSlice() {
         SimItem item = current;
-        if (!item.exchange.channel.isActive() && !item.departedCounted) {
-            // no client waits for this work (it should have been aborted): count it, honestly
-            item.departedCounted = true;
-            server.workForDeparted.increment();
-        }
+        sliceStartNanos = System.nanoTime();
+        server.workStarting(item, sliceStartNanos, item.remainingPrefill == item.promptTokens);
         double rate = server.cfg.prefillTokensPerSecond();
         double slow = server.faults.slowFactor();
         sliceTokens = Math.min(item.remainingPrefill, Math.max(1e-6, rate * SLICE_SECONDS / slow));
@@ -87,6 +86,7 @@ final class PrefillScheduler {
         if (item == null) {
             return;
         }
+        server.workDone(item, sliceStartNanos, System.nanoTime());
         item.remainingPrefill -= sliceTokens;
         processed += sliceTokens;
         server.promptTokensProcessed = Math.round(processed);

@@ -11,7 +11,9 @@ import org.slf4j.LoggerFactory;
  * A simulated SGLang server in {@code --disaggregation-mode prefill}: requests need a
  * {@code bootstrap_room}, wait in an unbounded FCFS queue, are prefilled at a token rate, and then
  * hold their KV until the decode peer fetches it from this server's {@link BootstrapServer} (or the
- * bootstrap timeout passes). The HTTP response is sent when the KV has been handed over.
+ * bootstrap timeout passes). The HTTP response is sent when the KV has been handed over. When
+ * the decode peer of a room has gone (aborted, or its client disconnected) the transfer of that
+ * room's KV fails as soon as it is computed: a KV transfer error, as on a real SGLang prefill.
  */
 public final class PrefillServer extends SimWorker {
     private static final Logger log = LoggerFactory.getLogger(PrefillServer.class);
@@ -70,10 +72,23 @@ public final class PrefillServer extends SimWorker {
         kvHeld++;
         kvHeldTokens += item.promptTokens;
         metrics.observeTtft(item.exchange.secondsSinceReceived());
-        if (!bootstrap.kvReady(item)) {
-            item.timer = loop.schedule(() -> bootstrapTimedOut(item), cfg.bootstrapTimeout().toNanos(),
+        switch (bootstrap.kvReady(item)) {
+            case DELIVERED -> {
+            }
+            case PEER_GONE -> peerGone(item);
+            case WAIT -> item.timer = loop.schedule(() -> bootstrapTimedOut(item), cfg.bootstrapTimeout().toNanos(),
                     TimeUnit.NANOSECONDS);
+            default -> throw new IllegalStateException();
         }
+    }
+
+    /** The KV is computed but its decode has left: the transfer fails, the GPU work was for nobody. */
+    private void peerGone(SimItem item) {
+        kvTransferFailures.increment();
+        String message = "KVTransferError(room=" + item.room + "): decode peer gone";
+        log.info("prefill {} kv transfer failed rid={} {}", ordinal, item.rid, message);
+        endItem(item, Outcome.FAILED, null);
+        item.exchange.fail(500, "InternalServerError", message);
     }
 
     /** The decode fetched the KV: the prefill half of the request is done. */

@@ -30,7 +30,15 @@ final class SimItem {
     ScheduledFuture<?> timer;
     /** The decode's connection to the prefill's bootstrap server while it waits for KV. */
     Channel kvChannel;
+    /** Counted once in {@code workForDepartedClients}. */
     boolean departedCounted;
+    /**
+     * Decode: the first token came after the client's give-up time, so nobody reads this stream.
+     * (The give-up time is a first-token deadline: a client that got its first token in time stays.)
+     */
+    boolean firstTokenLate;
+    /** When the client gives up, on the {@link System#nanoTime()} clock; {@link Long#MAX_VALUE}: never. */
+    final long giveUpNanos;
     /** A decode pump task is queued on the event loop (decodeStep zero). */
     boolean pumpScheduled;
 
@@ -44,6 +52,23 @@ final class SimItem {
         this.promptTokens = spec.promptTokens();
         this.maxTokens = spec.maxTokens();
         this.remainingPrefill = spec.promptTokens();
+        long givesUpAtMs = exchange.request.clientGivesUpAtMs();
+        this.giveUpNanos = givesUpAtMs <= 0 ? Long.MAX_VALUE
+                : exchange.receivedNanos + (givesUpAtMs - exchange.receivedEpochMillis) * 1_000_000L;
+    }
+
+    /** Whether the client had already given up at {@code nanos}. */
+    boolean departedAt(long nanos) {
+        return nanos - giveUpNanos > 0 && giveUpNanos != Long.MAX_VALUE;
+    }
+
+    /** Nanoseconds of the interval [from, to] that lie after the client gave up. */
+    long departedNanos(long from, long to) {
+        if (giveUpNanos == Long.MAX_VALUE) {
+            return 0;
+        }
+        long start = from - giveUpNanos > 0 ? from : giveUpNanos;
+        return Math.max(0, to - start);
     }
 
     boolean live() {

@@ -86,7 +86,19 @@ final class SimMetrics {
         counter(b, labels, "num_transfer_failed_reqs_total", "Number of transfer failed requests.",
                 s.kvTransferFailures());
         histogram(b, w);
+        // not SGLang's: the simulator's own accounting (definitions in WorkerStats)
+        simCounter(b, labels, "work_for_departed_clients_total",
+                "Requests whose prefill or first decode step began after their client gave up.",
+                s.workForDepartedClients());
+        simCounter(b, labels, "departed_client_work_seconds_total",
+                "GPU seconds spent on requests after their client gave up.", s.departedClientWorkSeconds());
         return b.toString();
+    }
+
+    private static void simCounter(StringBuilder b, String labels, String name, String help, double value) {
+        b.append("# HELP sim:").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE sim:").append(name).append(" counter\n");
+        b.append("sim:").append(name).append(labels).append(' ').append(num(value)).append('\n');
     }
 
     private static void gauge(StringBuilder b, String labels, String name, String help, double value) {

@@ -51,6 +51,8 @@ public abstract class SimWorker {
     final LongAdder kvTransferFailures = new LongAdder();
     final LongAdder bootstrapFailures = new LongAdder();
     final LongAdder workForDeparted = new LongAdder();
+    /** Nanoseconds of GPU time spent after the client's give-up time. */
+    final LongAdder departedWorkNanos = new LongAdder();
     volatile long promptTokensProcessed;
     private volatile int running;
     private volatile int queued;
@@ -101,7 +103,8 @@ public abstract class SimWorker {
 
     public WorkerStats stats() {
         return new WorkerStats(completed.sum(), aborted.sum(), failed.sum(), kvTransferFailures.sum(),
-                bootstrapFailures.sum(), running, queued, promptTokensProcessed, workForDeparted.sum());
+                bootstrapFailures.sum(), running, queued, promptTokensProcessed, workForDeparted.sum(),
+                departedWorkNanos.sum() / 1e9);
     }
 
     /** Polls until nothing runs or waits here; false when {@code timeout} passed first. */
@@ -175,6 +178,31 @@ public abstract class SimWorker {
     }
 
     // ---- item lifecycle (event loop) -------------------------------------------------------
+
+    /**
+     * A unit of the item's work begins at {@code now}; {@code first}: its first prefill slice or
+     * first decode step. Counted once when that first unit begins after its client gave up, or
+     * when any unit begins while its connection is closed (no one can receive the result).
+     */
+    final void workStarting(SimItem item, long now, boolean first) {
+        if (!item.departedCounted && ((first && item.departedAt(now)) || !item.exchange.channel.isActive())) {
+            item.departedCounted = true;
+            workForDeparted.increment();
+        }
+    }
+
+    /** GPU time in [from, to] spent on the item; the part after its client gave up is counted. */
+    final void workDone(SimItem item, long from, long to) {
+        workDone(item, from, to, 1);
+    }
+
+    /** As above, for a step shared by {@code sharers} items (a decode batch): the item's share. */
+    final void workDone(SimItem item, long from, long to, int sharers) {
+        long n = item.departedNanos(from, to);
+        if (n > 0) {
+            departedWorkNanos.add(n / Math.max(1, sharers));
+        }
+    }
 
     /** Ends an item once: releases it, counts the outcome. The caller tells its exchange. */
     final void endItem(SimItem item, Outcome outcome, String finishReason) {

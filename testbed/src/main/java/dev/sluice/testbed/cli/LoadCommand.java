@@ -1,0 +1,112 @@
+package dev.sluice.testbed.cli;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.testbed.load.LoadRun;
+import dev.sluice.testbed.load.LoadSpec;
+import dev.sluice.testbed.load.TextReport;
+import java.io.File;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code sluice-testbed load}: streaming chat load through Sluice, or straight to the workers as SGLang's router. */
+@Command(name = "load", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Send streaming chat completions and report TTFT/TPOT/ITL/E2E, goodput, rejections, client "
+                + "give-ups and, from the workers, KV transfer failures and work done for departed clients.")
+public final class LoadCommand implements Callable<Integer> {
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--target", required = true, description = "gateway | direct")
+    String target;
+    @Option(names = "--url", description = "gateway: Sluice's base URL, e.g. http://127.0.0.1:8080")
+    URI url;
+    @Option(names = "--prefill", description = "direct: a prefill worker URL (repeatable)")
+    List<URI> prefills = new ArrayList<>();
+    @Option(names = "--bootstrap-port", description = "direct: bootstrap port of each --prefill, in order")
+    List<Integer> bootstrapPorts = new ArrayList<>();
+    @Option(names = "--decode", description = "direct: a decode worker URL (repeatable)")
+    List<URI> decodes = new ArrayList<>();
+
+    @Option(names = "--requests", defaultValue = "0", description = "Requests to send (0: as many as --duration allows).")
+    int requests;
+    @Option(names = "--duration", converter = DurationConverter.class, description = "Arrival window, e.g. 120s.")
+    Duration duration;
+    @Option(names = "--arrival", defaultValue = "poisson", description = "burst | poisson | burst+poisson (default: ${DEFAULT-VALUE}).")
+    String arrival;
+    @Option(names = "--burst", defaultValue = "0", description = "Requests sent at once at time zero.")
+    int burst;
+    @Option(names = "--rate", defaultValue = "0", description = "Poisson arrivals per second.")
+    double rate;
+    @Option(names = "--seed", defaultValue = "1", description = "Seed of arrivals and prompts (default: ${DEFAULT-VALUE}).")
+    long seed;
+    @Option(names = "--prompt-tokens", defaultValue = "1000", description = "Prompt size, ~4 bytes per token, ±10%% (default: ${DEFAULT-VALUE}).")
+    int promptTokens;
+    @Option(names = "--max-tokens", defaultValue = "128", description = "max_tokens of each request (default: ${DEFAULT-VALUE}).")
+    int maxTokens;
+    @Option(names = "--model", defaultValue = "sim-model", description = "model field (default: ${DEFAULT-VALUE}).")
+    String model;
+    @Option(names = "--client-timeout", defaultValue = "30s", converter = DurationConverter.class,
+            description = "A client gives up (closes its connection) when no first token came this long after "
+                    + "sending, or no byte this long after that (default: ${DEFAULT-VALUE}).")
+    Duration clientTimeout;
+    @Option(names = "--slo-ttft", converter = DurationConverter.class, description = "TTFT objective for goodput.")
+    Duration sloTtft;
+    @Option(names = "--slo-tpot", converter = DurationConverter.class, description = "TPOT objective for goodput.")
+    Duration sloTpot;
+    @Option(names = "--slo-e2e", converter = DurationConverter.class, description = "E2E latency objective for goodput.")
+    Duration sloE2e;
+    @Option(names = "--concurrency-limit", defaultValue = "0", description = "Requests in flight at most (0: unlimited).")
+    int concurrencyLimit;
+
+    @Option(names = "--worker", description = "A worker whose /metrics and /sim/stats are read before and after "
+            + "(repeatable; direct mode defaults to every --prefill and --decode).")
+    List<URI> workers = new ArrayList<>();
+    @Option(names = "--settle", defaultValue = "300s", converter = DurationConverter.class,
+            description = "Longest wait after the clients are done for every worker to go idle (default: ${DEFAULT-VALUE}).")
+    Duration settle;
+    @Option(names = "--label", description = "Name of this run in the report (default: the target).")
+    String label;
+    @Option(names = "--json", description = "Also write the report as JSON to this file.")
+    File json;
+
+    @Override
+    public Integer call() throws Exception {
+        LoadSpec.Target t = switch (target) {
+            case "gateway" -> LoadSpec.Target.GATEWAY;
+            case "direct" -> LoadSpec.Target.DIRECT;
+            default -> throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--target: '" + target + "' (expected: gateway or direct)");
+        };
+        LoadSpec.Arrival a = switch (arrival) {
+            case "burst" -> LoadSpec.Arrival.BURST;
+            case "poisson" -> LoadSpec.Arrival.POISSON;
+            case "burst+poisson" -> LoadSpec.Arrival.BURST_POISSON;
+            default -> throw new CommandLine.ParameterException(spec.commandLine(),
+                    "--arrival: '" + arrival + "' (expected: burst, poisson or burst+poisson)");
+        };
+        LoadSpec s;
+        try {
+            s = new LoadSpec(t, url, prefills, bootstrapPorts, decodes, requests, duration, a, burst, rate, seed,
+                    promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
+                    settle, label == null ? target : label);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
+        ObjectNode report = new LoadRun(s, System.err).run();
+        spec.commandLine().getOut().print(TextReport.render(report));
+        spec.commandLine().getOut().flush();
+        if (json != null) {
+            new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json, report);
+        }
+        return 0;
+    }
+}

@@ -1,0 +1,215 @@
+package dev.sluice.testbed.load;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.testbed.load.LoadSpec.Target;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import java.io.PrintStream;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Queue;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Runs one load: reads the workers, sends every arrival at its time, waits for every client,
+ * waits (bounded) for the workers to finish what the clients left behind, reads the workers again
+ * and returns the report. In direct mode it is the router too (see {@link #sendDirect}).
+ */
+public final class LoadRun {
+    static final String PATH = "/v1/chat/completions";
+    private static final long SETTLE_POLL_MS = 200;
+    private final LoadSpec spec;
+    private final PrintStream progress;
+    private final Queue<RequestResult> results = new ConcurrentLinkedQueue<>();
+    private final Map<String, Integer> prefillAnswers = new ConcurrentHashMap<>();
+    private final AtomicInteger prefillsOpen = new AtomicInteger();
+    private final AtomicInteger roundRobin = new AtomicInteger();
+    private final String runId = Long.toHexString(ThreadLocalRandom.current().nextLong() & 0xffffffffL);
+
+    public LoadRun(LoadSpec spec, PrintStream progress) {
+        this.spec = spec;
+        this.progress = progress;
+    }
+
+    public ObjectNode run() throws InterruptedException {
+        WorkerProbe probe = new WorkerProbe();
+        List<URI> workers = spec.workersToRead();
+        List<WorkerProbe.Snapshot> before = readAll(probe, workers);
+        long[] offsets = Arrivals.offsetsNanos(spec.arrival(), spec.burst(), spec.rate(), spec.requests(),
+                spec.duration(), spec.seed());
+        CountDownLatch clientsDone = new CountDownLatch(offsets.length);
+        Limiter limiter = new Limiter(spec.concurrencyLimit());
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(2, new DefaultThreadFactory("load", true),
+                NioIoHandler.newFactory());
+        ScheduledExecutorService clock = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread t = new Thread(r, "load-arrivals");
+            t.setDaemon(true);
+            return t;
+        });
+        warmUp(group);
+        String startedAt = Instant.now().toString();
+        long start = System.nanoTime();
+        progress.printf("[load] %s: %d requests over %.1f s%n", spec.label(), offsets.length,
+                offsets.length == 0 ? 0 : offsets[offsets.length - 1] / 1e9);
+        try {
+            for (int i = 0; i < offsets.length; i++) {
+                int index = i;
+                clock.schedule(() -> limiter.submit(() -> send(group, index, r -> {
+                    results.add(r);
+                    clientsDone.countDown();
+                    limiter.release();
+                })), offsets[i], TimeUnit.NANOSECONDS);
+            }
+            clock.scheduleAtFixedRate(() -> progress.printf("[load] t=%.0fs done %d/%d%n",
+                    (System.nanoTime() - start) / 1e9, offsets.length - clientsDone.getCount(), offsets.length),
+                    10, 10, TimeUnit.SECONDS);
+            clientsDone.await();
+            long end = System.nanoTime();
+            long settleStart = end;
+            boolean settled = settle(probe, workers, settleStart);
+            double settleSeconds = (System.nanoTime() - settleStart) / 1e9;
+            awaitPrefills(settleStart);
+            List<WorkerProbe.Snapshot> after = readAll(probe, workers);
+            return report(startedAt, (end - start) / 1e9, before, after, settled, settleSeconds);
+        } finally {
+            clock.shutdownNow();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        }
+    }
+
+    private void send(EventLoopGroup group, int index, java.util.function.Consumer<RequestResult> done) {
+        ObjectNode body = ClientStream.JSON.createObjectNode();
+        body.put("model", spec.model());
+        body.putArray("messages").addObject().put("role", "user")
+                .put("content", Prompts.of(spec.seed(), index, spec.promptTokens()));
+        body.put("max_tokens", spec.maxTokens());
+        body.put("stream", true);
+        body.putObject("stream_options").put("include_usage", true);
+        // the clock starts once the body is built (as in vLLM's bench): building it is not latency
+        long sendNanos = System.nanoTime();
+        // read only by the simulator, to count GPU work done after this client has left
+        body.put("sim_client_gives_up_at_ms", System.currentTimeMillis() + spec.clientTimeout().toMillis());
+        long timeout = spec.clientTimeout().toNanos();
+        if (spec.target() == Target.GATEWAY) {
+            ClientStream.start(group, spec.url(), PATH, bytes(body), index, sendNanos, timeout, done);
+        } else {
+            sendDirect(group, body, index, sendNanos, timeout, done);
+        }
+    }
+
+    /**
+     * What SGLang's router does: one prefill and one decode round robin, the same body to both at
+     * once with bootstrap_host/port/room and rid added; the decode stream is the client's. When
+     * the client gives up only the decode connection closes: the router never calls
+     * /abort_request, and the prefill half is read to its end and dropped.
+     */
+    private void sendDirect(EventLoopGroup group, ObjectNode body, int index, long sendNanos, long timeout,
+                            java.util.function.Consumer<RequestResult> done) {
+        int n = roundRobin.getAndIncrement();
+        int p = n % spec.prefills().size();
+        URI prefill = spec.prefills().get(p);
+        URI decode = spec.decodes().get(n % spec.decodes().size());
+        body.put("bootstrap_host", prefill.getHost());
+        body.put("bootstrap_port", spec.bootstrapPorts().get(p));
+        body.put("bootstrap_room", ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
+        body.put("rid", "load-" + runId + "-" + index);
+        byte[] bytes = bytes(body);
+        prefillsOpen.incrementAndGet();
+        DiscardCall.start(group, prefill, PATH, bytes, how -> {
+            prefillAnswers.merge(how, 1, Integer::sum);
+            prefillsOpen.decrementAndGet();
+        });
+        ClientStream.start(group, decode, PATH, bytes, index, sendNanos, timeout, done);
+    }
+
+    /**
+     * A cold JVM takes hundreds of milliseconds over its first connection and its first large JSON
+     * body; that must not be measured as the first requests' TTFT. One body is built and thrown
+     * away and every target answers a GET /health over this client's own code path first.
+     */
+    private void warmUp(EventLoopGroup group) throws InterruptedException {
+        bytes(ClientStream.JSON.createObjectNode().put("content", Prompts.of(spec.seed(), -1, spec.promptTokens())));
+        List<URI> targets = spec.target() == Target.GATEWAY ? List.of(spec.url())
+                : java.util.stream.Stream.concat(spec.prefills().stream(), spec.decodes().stream()).toList();
+        CountDownLatch answered = new CountDownLatch(targets.size());
+        for (URI t : targets) {
+            DiscardCall.start(group, t, HttpCalls.get(t, "/health"), how -> answered.countDown());
+        }
+        if (!answered.await(10, TimeUnit.SECONDS)) {
+            progress.println("[load] warning: a target did not answer GET /health within 10 s");
+        }
+    }
+
+    private static byte[] bytes(ObjectNode body) {
+        return body.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    /** Polls the workers until none runs or queues anything, at most {@code --settle}. */
+    private boolean settle(WorkerProbe probe, List<URI> workers, long from) throws InterruptedException {
+        long limit = spec.settle().toNanos();
+        while (true) {
+            if (readAll(probe, workers).stream().allMatch(WorkerProbe.Snapshot::idle)) {
+                return true;
+            }
+            if (System.nanoTime() - from >= limit) {
+                progress.printf("[load] workers still busy after the %d s settle limit%n", spec.settle().toSeconds());
+                return false;
+            }
+            Thread.sleep(SETTLE_POLL_MS); // pacing of an external poll, not synchronisation
+        }
+    }
+
+    /** The dropped prefill answers arrive once the workers are idle; wait for them, bounded. */
+    private void awaitPrefills(long from) throws InterruptedException {
+        long limit = Math.max(spec.settle().toNanos(), 5_000_000_000L);
+        while (prefillsOpen.get() > 0 && System.nanoTime() - from < limit) {
+            Thread.sleep(20);
+        }
+    }
+
+    private static List<WorkerProbe.Snapshot> readAll(WorkerProbe probe, List<URI> workers) {
+        List<WorkerProbe.Snapshot> out = new ArrayList<>();
+        for (URI w : workers) {
+            out.add(probe.read(w));
+        }
+        return out;
+    }
+
+    private ObjectNode report(String startedAt, double seconds, List<WorkerProbe.Snapshot> before,
+                              List<WorkerProbe.Snapshot> after, boolean settled, double settleSeconds) {
+        ObjectNode o = ClientStream.JSON.createObjectNode();
+        o.put("label", spec.label());
+        o.put("target", spec.target().name().toLowerCase());
+        o.put("started_at", startedAt);
+        o.set("config", spec.toJson());
+        o.setAll(LoadReport.clients(results, seconds, spec.sloTtft(), spec.sloTpot(), spec.sloE2e()));
+        if (spec.target() == Target.DIRECT) {
+            ObjectNode router = o.putObject("router");
+            ObjectNode answers = router.putObject("prefill_answers");
+            new TreeMap<>(prefillAnswers).forEach(answers::put);
+            router.put("prefill_answers_missing", prefillsOpen.get());
+        }
+        o.set("workers", LoadReport.workers(before, after, settled, settleSeconds));
+        o.set("requests", LoadReport.perRequest(results));
+        return o;
+    }
+
+    /** The results so far (for tests). */
+    List<RequestResult> results() {
+        return List.copyOf(results);
+    }
+}

@@ -1,0 +1,102 @@
+package dev.sluice.testbed.load;
+
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Everything one load run needs. {@code target} GATEWAY sends to {@code url}; DIRECT plays a plain
+ * SGLang PD router over {@code prefills} (with their {@code bootstrapPorts}) and {@code decodes}.
+ *
+ * @param requests       arrivals to send; 0 = bounded by {@code duration} only
+ * @param duration       arrival window; null = bounded by {@code requests} only
+ * @param clientTimeout  a client gives up when no first token came this long after sending, or no
+ *                       byte this long after the previous one
+ * @param sloTtft        null = no TTFT objective (likewise {@code sloTpot}, {@code sloE2e})
+ * @param concurrencyLimit requests in flight at most; 0 = unlimited (open loop)
+ * @param workers        URLs whose {@code /metrics} and {@code /sim/stats} are read before and after
+ * @param settle         longest wait, after the clients are done, for every worker to go idle
+ */
+public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer> bootstrapPorts, List<URI> decodes,
+                       int requests, Duration duration, Arrival arrival, int burst, double rate, long seed,
+                       int promptTokens, int maxTokens, Duration clientTimeout, Duration sloTtft, Duration sloTpot,
+                       Duration sloE2e, int concurrencyLimit, String model, List<URI> workers, Duration settle,
+                       String label) {
+
+    public enum Target { GATEWAY, DIRECT }
+
+    public enum Arrival { BURST, POISSON, BURST_POISSON }
+
+    public LoadSpec {
+        Objects.requireNonNull(target, "target");
+        Objects.requireNonNull(arrival, "arrival");
+        Objects.requireNonNull(clientTimeout, "clientTimeout");
+        prefills = List.copyOf(prefills);
+        bootstrapPorts = List.copyOf(bootstrapPorts);
+        decodes = List.copyOf(decodes);
+        workers = List.copyOf(workers);
+        if (target == Target.GATEWAY && url == null) {
+            throw new IllegalArgumentException("--target gateway needs --url");
+        }
+        if (target == Target.DIRECT && (prefills.isEmpty() || decodes.isEmpty())) {
+            throw new IllegalArgumentException("--target direct needs --prefill and --decode");
+        }
+        if (target == Target.DIRECT && bootstrapPorts.size() != prefills.size()) {
+            throw new IllegalArgumentException("give one --bootstrap-port per --prefill (" + prefills.size() + ")");
+        }
+        if (requests <= 0 && duration == null) {
+            throw new IllegalArgumentException("give --requests or --duration");
+        }
+        if (arrival != Arrival.POISSON && burst <= 0 && requests <= 0) {
+            throw new IllegalArgumentException("--arrival " + arrival.name().toLowerCase().replace('_', '+')
+                    + " needs --burst");
+        }
+        if (arrival != Arrival.BURST && !(rate > 0)) {
+            throw new IllegalArgumentException("--rate must be > 0 for Poisson arrivals");
+        }
+        if (promptTokens < 1 || maxTokens < 1) {
+            throw new IllegalArgumentException("--prompt-tokens and --max-tokens must be >= 1");
+        }
+        if (clientTimeout.isZero() || clientTimeout.isNegative()) {
+            throw new IllegalArgumentException("--client-timeout must be > 0");
+        }
+    }
+
+    /** The settings, for the report (durations in ms, absent ones null). */
+    public com.fasterxml.jackson.databind.node.ObjectNode toJson() {
+        var o = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+        o.put("target", target.name().toLowerCase());
+        o.put("url", url == null ? null : url.toString());
+        o.put("prefill", prefills.toString());
+        o.put("bootstrap_port", bootstrapPorts.toString());
+        o.put("decode", decodes.toString());
+        o.put("requests", requests);
+        o.put("duration_ms", duration == null ? null : duration.toMillis());
+        o.put("arrival", arrival.name().toLowerCase().replace('_', '+'));
+        o.put("burst", burst);
+        o.put("rate", rate);
+        o.put("seed", seed);
+        o.put("prompt_tokens", promptTokens);
+        o.put("max_tokens", maxTokens);
+        o.put("client_timeout_ms", clientTimeout.toMillis());
+        o.put("slo_ttft_ms", sloTtft == null ? null : sloTtft.toMillis());
+        o.put("slo_tpot_ms", sloTpot == null ? null : sloTpot.toMillis());
+        o.put("slo_e2e_ms", sloE2e == null ? null : sloE2e.toMillis());
+        o.put("concurrency_limit", concurrencyLimit);
+        o.put("model", model);
+        o.put("workers", workersToRead().toString());
+        o.put("settle_ms", settle.toMillis());
+        return o;
+    }
+
+    /** The workers to read: the ones named, or in direct mode every prefill and decode. */
+    public List<URI> workersToRead() {
+        if (!workers.isEmpty() || target == Target.GATEWAY) {
+            return workers;
+        }
+        List<URI> all = new java.util.ArrayList<>(prefills);
+        all.addAll(decodes);
+        return all;
+    }
+}
