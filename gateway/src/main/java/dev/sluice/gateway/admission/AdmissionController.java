@@ -113,12 +113,13 @@ public final class AdmissionController {
                     seconds(excess / rate));
         }
         long ahead = queue.tokensAtOrAbove(t.priority) + inflightPrefillTokens;
-        double predictedWait = ahead / rate;
+        // predicted time to first token: what is ahead of it, then its own prefill
+        double predictedWait = (ahead + t.tokens) / rate;
         long deadline = Math.min(t.deadlineNanos, now + config.queueTimeout().toNanos());
         if (throughput.measured() && now + (long) (predictedWait * 1e9) > deadline) {
             return reject(RejectReason.DEADLINE_UNREACHABLE, String.format(
-                    "about %d prompt tokens are ahead at %.0f tokens/s: a wait of %.1f s is past the deadline",
-                    ahead, rate, predictedWait), seconds(predictedWait));
+                    "about %d prompt tokens are ahead at %.0f tokens/s: its first token would come in %.1f s, "
+                            + "past the deadline", ahead, rate, predictedWait), seconds(predictedWait));
         }
         for (Ticket v : victims) {
             removeQueued(v);
@@ -266,6 +267,17 @@ public final class AdmissionController {
                 return; // strict order: the head waits for room, nobody overtakes it
             }
             queue.poll();
+            if (pastUsefulness(head, now)) {
+                Ticket late = head;
+                long waitedMs = (now - late.enqueuedNanos) / 1_000_000;
+                pendingTokens -= late.tokens;
+                late.state = Ticket.State.ENDED;
+                Rejection r = new Rejection(RejectReason.QUEUE_TIMEOUT, "waited " + waitedMs + " ms; its first token "
+                        + "could no longer come before its deadline, so it was not sent to a worker",
+                        seconds(inflightPrefillTokens / throughput.tokensPerSecond()));
+                actions.add(() -> notifyRejected(late, r));
+                continue;
+            }
             WorkerWindow pw = windows.get(p);
             if (inflightPrefillTokens == 0) {
                 throughput.busy(true, now);
@@ -285,6 +297,27 @@ public final class AdmissionController {
                 granted.executor.execute(() -> granted.listener.granted(p, d));
             });
         }
+    }
+
+    /**
+     * A request is worth a GPU only if its first token can still come before its deadline (the
+     * client's, or the queue timeout): the prefill work in flight plus its own, at the measured
+     * rate. One that cannot is answered instead of being prefilled for a client about to leave.
+     */
+    private boolean pastUsefulness(Ticket t, long now) {
+        long deadline = deadlineOf(t);
+        if (now >= deadline) {
+            return true;
+        }
+        if (!throughput.measured()) {
+            return false;
+        }
+        double seconds = (inflightPrefillTokens + t.tokens) / throughput.tokensPerSecond();
+        return now + (long) (seconds * 1e9) > deadline;
+    }
+
+    private long deadlineOf(Ticket t) {
+        return Math.min(t.deadlineNanos, t.enqueuedNanos + config.queueTimeout().toNanos());
     }
 
     private Worker pickPrefill(long tokens) {

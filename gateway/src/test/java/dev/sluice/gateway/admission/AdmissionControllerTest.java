@@ -171,6 +171,29 @@ class AdmissionControllerTest {
     }
 
     @Test
+    void aQueuedRequestWhoseFirstTokenCanNoLongerMeetItsDeadlineIsNotSentToAWorker() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(5), 500_000, 1, 1_000_000, 10));
+        Ticket warm = ticket("warm", 10_000, 1, "t", new Recorder());
+        c.submit(warm);
+        now.addAndGet(Duration.ofSeconds(1).toNanos());
+        c.prefillDone(warm);
+        c.release(warm); // measured: ~10k tokens/s
+        Ticket big = ticket("big", 30_000, 1, "t", new Recorder());
+        c.submit(big);
+        Recorder late = new Recorder();
+        c.submit(ticket("late", 1_000, 1, "t", late)); // predicted first token in ~3.1 s: fits the 5 s
+        assertThat(late.granted()).isFalse();
+
+        now.addAndGet(Duration.ofMillis(4_950).toNanos()); // the prefill was slower than predicted
+        c.prefillDone(big);
+
+        assertThat(late.granted()).as("not prefilled for a client about to leave").isFalse();
+        assertThat(late.rejection.reason()).isEqualTo(RejectReason.QUEUE_TIMEOUT);
+        c.release(big);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
     void noUsableWorkerIsNoCapacityAndDrainingIsDraining() {
         AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
         workers.decode().get(0).markUsable(false);

@@ -38,7 +38,7 @@ class AdmissionEndToEndTest {
                           max_queued_requests: 3
                           max_pending_tokens: 6000
                           max_request_tokens: 4000
-                          queue_timeout: 3s
+                          queue_timeout: 10s
                           prefill: { max_inflight_requests: 1, max_inflight_tokens: 100000 }
                           initial_prefill_tokens_per_second: 2000
                           api_keys:
@@ -119,33 +119,34 @@ class AdmissionEndToEndTest {
 
     @Test
     void moreTokensThanTheBudgetIs429TokenBudgetExceededWithRetryAfterFromTheExcess() throws Exception {
-        CompletableFuture<HttpResponse<String>> a = send(prompt(3000, "a")); // 1.5 s of prefill
-        CompletableFuture<HttpResponse<String>> b = send(prompt(2500, "b"));
+        CompletableFuture<HttpResponse<String>> a = send(prompt(2500, "a")); // 1.25 s of prefill
+        CompletableFuture<HttpResponse<String>> b = send(prompt(2600, "b")); // first token in ~2.6 s: within 3 s
         assertThat(eventually(Duration.ofSeconds(5),
                 () -> bed.gateway.admission().snapshot().pendingTokens() > 5000)).isTrue();
 
         HttpResponse<String> res = send(prompt(1500, "c")).get();
         assertRejected(res, 429, "token_budget_exceeded");
-        // the excess (~1,000 tokens over 6,000) drains at ~2,000 tokens/s: about a second, not a constant
+        // the excess (~600 tokens over 6,000) drains at ~2,000 tokens/s: about a second, not a constant
         assertThat(retryAfter(res)).isBetween(1L, 3L);
         assertThat(a.get().statusCode()).isEqualTo(200);
         assertThat(b.get().statusCode()).isEqualTo(200);
     }
 
     @Test
-    void waitingPastTheQueueTimeoutIs429QueueTimeout() throws Exception {
-        // the prefill slows down 4x: the prediction (~1 s) says the next request fits in the 3 s
-        // queue_timeout, the real wait (~4 s) does not
+    void waitingPastTheClientsDeadlineIs429QueueTimeout() throws Exception {
+        // the prefill slows down 4x: the prediction (~1 s) says the next request fits the client's
+        // 2 s deadline, the real wait (~4 s) does not
         bed.prefill().faults().setSlowFactor(4);
         try {
             CompletableFuture<HttpResponse<String>> running = send(prompt(2000, "long"));
             assertThat(eventually(Duration.ofSeconds(5), () -> bed.gateway.admission().snapshot().dispatched() == 1)).isTrue();
             long t0 = System.nanoTime();
-            HttpResponse<String> res = send(prompt(10, "waiting")).get();
+            HttpResponse<String> res = send(prompt(10, "waiting"), "X-Sluice-Deadline-Ms", "2000").get();
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
 
             assertRejected(res, 429, "queue_timeout");
-            assertThat(waitedMs).isGreaterThanOrEqualTo(2900);
+            assertThat(waitedMs).isGreaterThanOrEqualTo(1900);
+            assertThat(JSON.readTree(res.body()).at("/error/message").asText()).contains("deadline");
             assertThat(running.get().statusCode()).isEqualTo(200);
         } finally {
             bed.prefill().faults().reset();

@@ -1,4 +1,4 @@
-package dev.sluice.gateway.testing;
+package dev.sluice.testbed.testing;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
