@@ -116,17 +116,13 @@ public final class PdTestbed implements AutoCloseable {
 
     /** Polls {@code condition} until it holds or {@code timeout} passes; the test's only way to wait. */
     public static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (System.nanoTime() < deadline) {
-            if (condition.getAsBoolean()) {
-                return true;
-            }
-            Thread.sleep(5);
-        }
-        return condition.getAsBoolean();
+        return dev.sluice.testbed.testing.Poll.eventually(timeout, condition);
     }
 
-    /** Every request has ended: no worker holds one, from the gateway's view and the workers'. */
+    /**
+     * Every request has ended: the gateway's queue, pending tokens, windows and in-flight counts
+     * are back to zero, and no simulated worker holds anything.
+     */
     public void assertQuiescent() throws InterruptedException {
         boolean idle = eventually(Duration.ofSeconds(10), () ->
                 gateway.workers().all().stream().allMatch(w -> w.inflight() == 0));
@@ -135,6 +131,10 @@ public final class PdTestbed implements AutoCloseable {
         for (Worker w : gateway.workers().all()) {
             assertThat(w.inflight()).as("inflight of %s", w).isZero();
         }
+        assertThat(eventually(Duration.ofSeconds(10), () -> gateway.admission().snapshot().idle()
+                && gateway.liveRequests() == 0))
+                .as("admission back to zero (queue, pending tokens, windows): %s, live requests %d",
+                        gateway.admission().snapshot(), gateway.liveRequests()).isTrue();
         for (PrefillServer p : cluster.prefills()) {
             assertThat(p.awaitIdle(Duration.ofSeconds(10))).as("prefill %s idle", p.url()).isTrue();
         }

@@ -62,13 +62,6 @@ final class SimClient {
 
     /** Polls until the condition holds or the timeout passes: the tests' only way to wait. */
     static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
-        long deadline = System.nanoTime() + timeout.toNanos();
-        while (System.nanoTime() < deadline) {
-            if (condition.getAsBoolean()) {
-                return true;
-            }
-            Thread.sleep(5);
-        }
-        return condition.getAsBoolean();
+        return dev.sluice.testbed.testing.Poll.eventually(timeout, condition);
     }
 }
