@@ -1,0 +1,56 @@
+package dev.sluice.gateway.admission;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.within;
+
+import org.junit.jupiter.api.Test;
+
+class PrefillThroughputTest {
+    private static final long MS = 1_000_000L;
+
+    @Test
+    void measuresTokensPerBusySecondIgnoringIdleTime() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        t.busy(true, 0);
+        t.completed(5000, 2000 * MS);
+        t.busy(false, 2000 * MS);
+        t.busy(true, 60_000 * MS); // a minute idle in between counts for nothing
+        t.completed(5000, 62_000 * MS);
+        t.busy(false, 62_000 * MS);
+
+        assertThat(t.measured()).isTrue();
+        assertThat(t.tokensPerSecond()).isCloseTo(2500, within(1.0));
+    }
+
+    @Test
+    void shortPromptsMeasureOverheadNotComputeAndAreLeftOut() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        long now = 0;
+        for (int i = 0; i < 1000; i++) { // 1,000 ten-token requests, 50 ms each
+            t.busy(true, now);
+            now += 50 * MS;
+            t.completed(10, now);
+            t.busy(false, now);
+            now += 10 * MS;
+        }
+        assertThat(t.measured()).as("200 tokens/s of overhead is not a prefill rate").isFalse();
+        assertThat(t.tokensPerSecond()).isEqualTo(8000);
+    }
+
+    @Test
+    void followsAChangeInRateOverTheHorizon() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        long now = 0;
+        t.busy(true, now);
+        for (int i = 0; i < 100; i++) { // 4,000 tokens/s for 25 s
+            now += 250 * MS;
+            t.completed(1000, now);
+        }
+        assertThat(t.tokensPerSecond()).isCloseTo(4000, within(50.0));
+        for (int i = 0; i < 200; i++) { // then 2,000 tokens/s for 50 s
+            now += 500 * MS;
+            t.completed(1000, now);
+        }
+        assertThat(t.tokensPerSecond()).isCloseTo(2000, within(100.0));
+    }
+}
