@@ -4,7 +4,6 @@ import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
@@ -27,13 +26,11 @@ public final class AdmissionController {
     private final ReentrantLock lock = new ReentrantLock();
     private final PriorityQueues queue;
     private final PrefillThroughput throughput;
-    private final Map<Worker, WorkerWindow> windows = new HashMap<>();
+    private final WorkerWindows windows;
     private long pendingTokens;
     private long inflightPrefillTokens;
     private int dispatched;
     private boolean draining;
-    private int prefillCursor;
-    private int decodeCursor;
 
     public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock) {
         this.config = config;
@@ -42,9 +39,7 @@ public final class AdmissionController {
         this.clock = clock;
         this.queue = new PriorityQueues(config.priorities().size());
         this.throughput = new PrefillThroughput(config.initialPrefillTokensPerSecond(), 10.0);
-        for (Worker w : workers.all()) {
-            windows.put(w, new WorkerWindow());
-        }
+        this.windows = new WorkerWindows(config, workers);
     }
 
     public AdmissionConfig config() {
@@ -151,7 +146,7 @@ public final class AdmissionController {
                 case QUEUED -> removeQueued(t);
                 case DISPATCHED -> {
                     releasePrefill(t, now, false);
-                    windows.get(t.decode).requests--;
+                    windows.decodeEnded(t.decode);
                     dispatched--;
                 }
                 default -> {
@@ -246,9 +241,7 @@ public final class AdmissionController {
                 depth[i] = queue.size(i);
                 tenants.add(queue.tenantsOf(i));
             }
-            Map<String, int[]> perWorker = new HashMap<>();
-            windows.forEach((w, win) -> perWorker.put(w.name() + "|" + w.role().label(),
-                    new int[] {win.requests, (int) Math.min(Integer.MAX_VALUE, win.tokens)}));
+            Map<String, int[]> perWorker = windows.snapshot();
             return new AdmissionSnapshot(queue.size(), depth, tenants, pendingTokens, inflightPrefillTokens, dispatched,
                     throughput.tokensPerSecond(), throughput.measured(), draining, perWorker);
         } finally {
@@ -261,8 +254,8 @@ public final class AdmissionController {
     private void dispatch(List<Runnable> actions, long now) {
         Ticket head;
         while ((head = queue.peek()) != null) {
-            Worker p = pickPrefill(head.tokens);
-            Worker d = p == null ? null : pickDecode();
+            Worker p = windows.pickPrefill(head.tokens);
+            Worker d = p == null ? null : windows.pickDecode();
             if (p == null || d == null) {
                 return; // strict order: the head waits for room, nobody overtakes it
             }
@@ -278,14 +271,11 @@ public final class AdmissionController {
                 actions.add(() -> notifyRejected(late, r));
                 continue;
             }
-            WorkerWindow pw = windows.get(p);
             if (inflightPrefillTokens == 0) {
                 throughput.busy(true, now);
             }
-            pw.requests++;
-            pw.tokens += head.tokens;
+            windows.dispatched(p, d, head.tokens);
             inflightPrefillTokens += head.tokens;
-            windows.get(d).requests++;
             dispatched++;
             head.state = Ticket.State.DISPATCHED;
             head.prefill = p;
@@ -320,40 +310,12 @@ public final class AdmissionController {
         return Math.min(t.deadlineNanos, t.enqueuedNanos + config.queueTimeout().toNanos());
     }
 
-    private Worker pickPrefill(long tokens) {
-        List<Worker> list = workers.prefill();
-        for (int i = 0; i < list.size(); i++) {
-            Worker w = list.get(Math.floorMod(prefillCursor + i, list.size()));
-            WorkerWindow win = windows.get(w);
-            if (w.isUsable() && win.requests < config.prefillMaxInflightRequests()
-                    && (win.requests == 0 || win.tokens + tokens <= config.prefillMaxInflightTokens())) {
-                prefillCursor = Math.floorMod(prefillCursor + i + 1, list.size());
-                return w;
-            }
-        }
-        return null;
-    }
-
-    private Worker pickDecode() {
-        List<Worker> list = workers.decode();
-        for (int i = 0; i < list.size(); i++) {
-            Worker w = list.get(Math.floorMod(decodeCursor + i, list.size()));
-            if (w.isUsable() && windows.get(w).requests < config.decodeMaxInflightStreams()) {
-                decodeCursor = Math.floorMod(decodeCursor + i + 1, list.size());
-                return w;
-            }
-        }
-        return null;
-    }
-
     private void releasePrefill(Ticket t, long now, boolean completed) {
         if (t.prefillReleased) {
             return;
         }
         t.prefillReleased = true;
-        WorkerWindow pw = windows.get(t.prefill);
-        pw.requests--;
-        pw.tokens -= t.tokens;
+        windows.prefillDone(t.prefill, t.tokens);
         inflightPrefillTokens -= t.tokens;
         pendingTokens -= t.tokens;
         if (completed) {
@@ -394,11 +356,5 @@ public final class AdmissionController {
         long min = Math.max(1, config.retryAfterMin().toSeconds());
         long max = Math.max(min, config.retryAfterMax().toSeconds());
         return Math.max(min, Math.min(max, (long) Math.ceil(s)));
-    }
-
-    /** In-flight counts of one worker (prefill: until prefill done; decode: until the request ends). */
-    private static final class WorkerWindow {
-        int requests;
-        long tokens;
     }
 }

@@ -45,7 +45,7 @@ public final class PdExchange implements TicketListener {
     final GenerationRequest request;
     final ClientSink client;
     private final String routeLabel;
-    private final long receivedNanos;
+    private final ExchangeTimeline timeline;
     private final Runnable onClientDone;
     final String rid;
 
@@ -57,9 +57,6 @@ public final class PdExchange implements TicketListener {
     PrefillHalf prefillHalf;
     DecodeHalf decodeHalf;
 
-    private long dispatchedNanos;
-    private long firstTokenNanos;
-    private long lastChunkNanos;
     private ScheduledFuture<?> timer;
     private boolean clientDoneSignalled;
     private boolean ended;
@@ -79,7 +76,7 @@ public final class PdExchange implements TicketListener {
         this.rid = RequestIds.next();
         this.client = new ClientSink(ctx, rid, keepAlive, pd.metrics());
         this.routeLabel = request.route().label();
-        this.receivedNanos = receivedNanos;
+        this.timeline = new ExchangeTimeline(receivedNanos, pd.timeouts(), request.stream());
         this.onClientDone = onClientDone;
         pd.live().add(this);
     }
@@ -145,7 +142,7 @@ public final class PdExchange implements TicketListener {
         decodeHalf = new DecodeHalf(this);
         prefillCall = new UpstreamCall(pd.pool(), prefill, prefillHalf);
         decodeCall = new UpstreamCall(pd.pool(), decode, decodeHalf);
-        dispatchedNanos = System.nanoTime();
+        timeline.dispatchedNanos = System.nanoTime();
         armTimer();
         prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill));
         decodeCall.start(loop, workerRequest(body, decode));
@@ -167,12 +164,12 @@ public final class PdExchange implements TicketListener {
     /** The first token reached the gateway (first decode chunk, or the prefill half finished). */
     void firstToken() {
         long now = System.nanoTime();
-        if (firstTokenNanos == 0) {
-            firstTokenNanos = now;
+        if (timeline.firstTokenNanos == 0) {
+            timeline.firstTokenNanos = now;
             prefillFinished();
-            pd.metrics().firstToken(routeLabel, java.time.Duration.ofNanos(now - receivedNanos));
+            pd.metrics().firstToken(routeLabel, java.time.Duration.ofNanos(now - timeline.receivedNanos));
         }
-        lastChunkNanos = now;
+        timeline.lastChunkNanos = now;
     }
 
     /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
@@ -201,15 +198,15 @@ public final class PdExchange implements TicketListener {
     }
 
     boolean pastFirstToken() {
-        return firstTokenNanos != 0;
+        return timeline.pastFirstToken();
     }
 
     void chunkRelayed() {
         long now = System.nanoTime();
-        if (lastChunkNanos != 0 && now > lastChunkNanos && now - firstTokenNanos > 0) {
-            pd.metrics().interTokenGap(routeLabel, now - lastChunkNanos);
+        if (timeline.lastChunkNanos != 0 && now > timeline.lastChunkNanos && now - timeline.firstTokenNanos > 0) {
+            pd.metrics().interTokenGap(routeLabel, now - timeline.lastChunkNanos);
         }
-        lastChunkNanos = now;
+        timeline.lastChunkNanos = now;
         if (!client.writable()) {
             // the client cannot take more: stop reading the decode until it drains
             decodeCall.pauseReading();
@@ -358,16 +355,16 @@ public final class PdExchange implements TicketListener {
             pd.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), rid, routeLabel, client.status(),
                     outcome.label(), detail));
         }
-        pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - receivedNanos));
+        pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - timeline.receivedNanos));
         log.info("request rid={} route={} prefill={} decode={} stream={} batch={} tokens={} priority={} tenant={} "
                         + "queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel, name(prefill),
                 name(decode), request.stream(), request.batchSize(), ticket == null ? "-" : ticket.tokens(),
                 ticket == null ? "-" : pd.admission().config().priorities().get(ticket.priority()),
                 ticket == null ? "-" : ticket.tenant(),
-                ticket == null || dispatchedNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos()),
+                ticket == null || timeline.dispatchedNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos()),
                 client.status(), outcome.label(),
-                firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(firstTokenNanos - dispatchedNanos),
-                TimeUnit.NANOSECONDS.toMillis(now - receivedNanos), detail.isEmpty() ? "" : " detail=\"" + detail + "\"");
+                timeline.firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(timeline.firstTokenNanos - timeline.dispatchedNanos),
+                TimeUnit.NANOSECONDS.toMillis(now - timeline.receivedNanos), detail.isEmpty() ? "" : " detail=\"" + detail + "\"");
     }
 
     private static String name(Worker w) {
@@ -377,35 +374,17 @@ public final class PdExchange implements TicketListener {
     // ---- deadlines: first token, stream idle, whole request ----
 
     private void armTimer() {
-        long next = nextDeadline();
-        long delay = Math.max(1, next - System.nanoTime());
+        long delay = Math.max(1, timeline.nextDeadline(client.ended()) - System.nanoTime());
         timer = ctx.channel().eventLoop().schedule(this::checkDeadlines, delay, TimeUnit.NANOSECONDS);
-    }
-
-    private long nextDeadline() {
-        var t = pd.timeouts();
-        long whole = receivedNanos + t.request().toNanos();
-        long phase = firstTokenNanos == 0
-                ? dispatchedNanos + t.firstToken().toNanos()
-                : request.stream() && !client.ended() ? lastChunkNanos + t.idleStream().toNanos() : whole;
-        return Math.min(whole, phase);
     }
 
     private void checkDeadlines() {
         if (ended) {
             return;
         }
-        long now = System.nanoTime();
-        var t = pd.timeouts();
-        if (now - receivedNanos >= t.request().toNanos()) {
-            fail(ApiError.timeout("request exceeded timeouts.request=" + t.request().toMillis() + " ms"), "timeout");
-        } else if (firstTokenNanos == 0 && now - dispatchedNanos >= t.firstToken().toNanos()) {
-            fail(ApiError.timeout("no first token within timeouts.first_token=" + t.firstToken().toMillis() + " ms"),
-                    "timeout");
-        } else if (firstTokenNanos != 0 && request.stream() && !client.ended()
-                && now - lastChunkNanos >= t.idleStream().toNanos()) {
-            fail(ApiError.timeout("decode stream idle longer than timeouts.idle_stream=" + t.idleStream().toMillis()
-                    + " ms"), "stall");
+        ExchangeTimeline.Expiry expiry = timeline.expired(System.nanoTime(), client.ended());
+        if (expiry != null) {
+            fail(expiry.error(), expiry.abortCause());
         }
         if (!ended) {
             armTimer();
