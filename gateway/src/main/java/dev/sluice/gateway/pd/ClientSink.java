@@ -6,7 +6,6 @@ import dev.sluice.gateway.metrics.GatewayMetrics;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
@@ -54,10 +53,6 @@ final class ClientSink {
 
     int status() {
         return status;
-    }
-
-    Channel channel() {
-        return ctx.channel();
     }
 
     boolean writable() {

@@ -81,10 +81,6 @@ public final class PdExchange implements TicketListener {
         pd.live().add(this);
     }
 
-    public String rid() {
-        return rid;
-    }
-
     /**
      * Asks admission control for a pair. The answer comes at once (a rejection, or a grant when
      * there is room) or later from the queue, through {@link #granted} / {@link #rejected}.

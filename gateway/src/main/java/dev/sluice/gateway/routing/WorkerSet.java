@@ -5,12 +5,13 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
 
-/** The configured prefill and decode workers and the policies that choose among them. */
+/**
+ * The configured prefill and decode workers. Prefill/decode pairs are picked by admission
+ * ({@code WorkerWindows}, which knows each worker's window); this picks the source of info GETs.
+ */
 public final class WorkerSet {
     private final List<Worker> prefill;
     private final List<Worker> decode;
-    private final SelectionPolicy prefillPolicy = new RoundRobinPolicy();
-    private final SelectionPolicy decodePolicy = new RoundRobinPolicy();
     private final SelectionPolicy infoPolicy = new RoundRobinPolicy();
 
     public WorkerSet(WorkersConfig config) {
@@ -30,14 +31,6 @@ public final class WorkerSet {
         List<Worker> all = new ArrayList<>(prefill);
         all.addAll(decode);
         return all;
-    }
-
-    public Optional<Worker> selectPrefill() {
-        return prefillPolicy.select(prefill);
-    }
-
-    public Optional<Worker> selectDecode() {
-        return decodePolicy.select(decode);
     }
 
     /** A usable prefill worker for informational GETs ({@code /v1/models}, {@code /get_server_info}). */

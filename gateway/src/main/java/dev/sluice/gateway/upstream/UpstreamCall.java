@@ -76,11 +76,6 @@ public final class UpstreamCall {
         return channel != null;
     }
 
-    /** True until the response completed, failed or was cancelled. */
-    public boolean isOpen() {
-        return state != State.DONE;
-    }
-
     /** Stop reading the worker (the client cannot take more); TCP pushes back on the worker. */
     public void pauseReading() {
         if (channel != null && !paused && state == State.ACTIVE) {

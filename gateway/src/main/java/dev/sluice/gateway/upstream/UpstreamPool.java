@@ -161,9 +161,5 @@ public final class UpstreamPool {
             }
             idle.addFirst(ch);
         }
-
-        boolean isIdle(Channel ch) {
-            return idle.contains(ch);
-        }
     }
 }
