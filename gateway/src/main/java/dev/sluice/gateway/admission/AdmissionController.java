@@ -118,6 +118,7 @@ public final class AdmissionController {
         }
         for (Ticket v : victims) {
             removeQueued(v);
+            v.state = Ticket.State.ENDED; // under the lock: a concurrent release must see it as ended
             Rejection evicted = new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
                     seconds(ahead / rate));
             actions.add(() -> notifyRejected(v, evicted));
@@ -332,8 +333,8 @@ public final class AdmissionController {
         }
     }
 
+    /** Outside the lock; the caller has already ended the ticket under it. */
     private void notifyRejected(Ticket t, Rejection r) {
-        t.state = Ticket.State.ENDED;
         observer.rejected(t, r.reason());
         t.executor.execute(() -> t.listener.rejected(r));
     }

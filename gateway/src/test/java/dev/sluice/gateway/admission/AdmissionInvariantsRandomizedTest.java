@@ -114,12 +114,17 @@ class AdmissionInvariantsRandomizedTest {
                         immediate.incrementAndGet();
                         endings.get(id).incrementAndGet();
                     } else if (rnd.nextInt(8) == 0) {
-                        // the client leaves while (probably) queued
-                        loops.execute(() -> {
+                        // the client leaves: at once (often still queued) or a little later (often in flight)
+                        Runnable leave = () -> {
                             if (c.release(t)) {
                                 cancelledQueued.incrementAndGet();
                             }
-                        });
+                        };
+                        if (rnd.nextBoolean()) {
+                            leave.run();
+                        } else {
+                            loops.execute(leave);
+                        }
                     }
                     if (rnd.nextInt(4) == 0) {
                         Thread.onSpinWait();
