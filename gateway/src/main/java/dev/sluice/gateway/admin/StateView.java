@@ -9,6 +9,7 @@ import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerStatus;
 import dev.sluice.gateway.routing.WorkerTelemetry;
 import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import java.time.Instant;
@@ -65,8 +66,11 @@ public final class StateView {
         ArrayNode list = root.putArray("workers");
         for (Worker w : workers.all()) {
             ObjectNode o = list.addObject();
-            o.put("role", w.role().label()).put("worker", w.name()).put("url", w.url()).put("usable", w.isUsable())
-                    .put("inflight", w.inflight());
+            o.put("role", w.role().label()).put("worker", w.name()).put("url", w.url())
+                    .put("usable", w.isAvailable()).put("inflight", w.inflight());
+            WorkerStatus st = w.status();
+            o.put("state", st.state().label()).put("state_reason", st.reason())
+                    .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
             int[] window = s.perWorker().getOrDefault(w.name() + "|" + w.role().label(), new int[2]);
             o.putObject("window").put("requests", window[0]).put("tokens", window[1]);
             WorkerTelemetry t = w.telemetry();

@@ -72,8 +72,8 @@ public final class AdmissionController {
         if (draining) {
             return reject(RejectReason.DRAINING, "the gateway is draining for shutdown; retry on another instance", 1);
         }
-        if (!anyUsable(workers.prefill()) || !anyUsable(workers.decode())) {
-            return reject(RejectReason.NO_CAPACITY, "no usable " + (anyUsable(workers.prefill()) ? "decode" : "prefill")
+        if (!anyAvailable(workers.prefill()) || !anyAvailable(workers.decode())) {
+            return reject(RejectReason.NO_CAPACITY, "no available " + (anyAvailable(workers.prefill()) ? "decode" : "prefill")
                     + " worker", seconds(config.retryAfterMin().toSeconds()));
         }
         if (t.tokens > config.maxRequestTokens()) {
@@ -161,6 +161,75 @@ public final class AdmissionController {
         }
         actions.forEach(Runnable::run);
         return wasQueued;
+    }
+
+    /**
+     * An attempt failed in a way that is safe to retry: the request gives back its pair (the
+     * prefill window and the decode slot) but keeps its one ticket and its pending tokens, and
+     * goes back to the front of its class to be paired again, away from {@code failed} where
+     * another pair fits. The listener hears {@code granted} again (or {@code rejected} at its
+     * deadline), exactly as the first time.
+     *
+     * @return false if the ticket was not dispatched (already ended): nothing changed
+     */
+    public boolean requeue(Ticket t, List<Worker> failed) {
+        List<Runnable> actions = new ArrayList<>(2);
+        lock.lock();
+        try {
+            if (t.state != Ticket.State.DISPATCHED) {
+                return false;
+            }
+            long now = clock.getAsLong();
+            if (t.prefillReleased) {
+                pendingTokens += t.tokens; // it will be prefilled again
+            } else {
+                windows.prefillDone(t.prefill, t.tokens);
+                inflightPrefillTokens -= t.tokens;
+                if (inflightPrefillTokens == 0) {
+                    throughput.busy(false, now);
+                }
+            }
+            t.prefillReleased = false;
+            windows.decodeEnded(t.decode);
+            dispatched--;
+            failed.forEach(t::avoid);
+            t.prefill = null;
+            t.decode = null;
+            t.state = Ticket.State.QUEUED;
+            t.enqueuedNanos = now; // admission.queue_timeout bounds each wait for a pair
+            queue.addFirst(t);
+            dispatch(actions, now);
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
+        return true;
+    }
+
+    /**
+     * How long the ticket's prefill should take: the prompt tokens its prefill worker had to get
+     * through when it was dispatched (its own included) at the measured prefill rate. The stall
+     * watchdog allows a multiple of this.
+     */
+    public long expectedPrefillNanos(Ticket t) {
+        lock.lock();
+        try {
+            return (long) (t.windowTokensAtDispatch / throughput.tokensPerSecond() * 1e9);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Runs the dispatcher (a worker became routable again). */
+    public void kick() {
+        List<Runnable> actions = new ArrayList<>(2);
+        lock.lock();
+        try {
+            dispatch(actions, clock.getAsLong());
+        } finally {
+            lock.unlock();
+        }
+        actions.forEach(Runnable::run);
     }
 
     /** The prefill is done (first token seen, or the prefill half finished): its tokens stop being pending. */
@@ -255,10 +324,18 @@ public final class AdmissionController {
     private void dispatch(List<Runnable> actions, long now) {
         Ticket head;
         while ((head = queue.peek()) != null) {
-            Worker p = windows.pickPrefill(head.tokens);
-            Worker d = p == null ? null : windows.pickDecode();
+            Worker p = windows.pickPrefill(head.tokens, head.avoid);
+            Worker d = p == null ? null : windows.pickDecode(head.avoid);
             if (p == null || d == null) {
                 return; // strict order: the head waits for room, nobody overtakes it
+            }
+            // a half-open worker takes a limited number of trial requests
+            if (!p.takeForNewRequest()) {
+                return;
+            }
+            if (!d.takeForNewRequest()) {
+                p.returnTrial();
+                return;
             }
             queue.poll();
             if (pastUsefulness(head, now)) {
@@ -276,6 +353,7 @@ public final class AdmissionController {
                 throughput.busy(true, now);
             }
             windows.dispatched(p, d, head.tokens);
+            head.windowTokensAtDispatch = windows.windowTokens(p);
             inflightPrefillTokens += head.tokens;
             dispatched++;
             head.state = Ticket.State.DISPATCHED;
@@ -339,9 +417,9 @@ public final class AdmissionController {
         t.executor.execute(() -> t.listener.rejected(r));
     }
 
-    private static boolean anyUsable(List<Worker> list) {
+    private static boolean anyAvailable(List<Worker> list) {
         for (Worker w : list) {
-            if (w.isUsable()) {
+            if (w.isAvailable()) {
                 return true;
             }
         }

@@ -44,7 +44,13 @@ final class PriorityQueues {
     }
 
     void add(Ticket t) {
-        lanes[t.priority].add(t);
+        lanes[t.priority].add(t, false);
+        size++;
+    }
+
+    /** Puts a ticket back at the very front of its class (a retry: it already waited its turn). */
+    void addFirst(Ticket t) {
+        lanes[t.priority].add(t, true);
         size++;
     }
 
@@ -126,14 +132,20 @@ final class PriorityQueues {
         int size;
         long tokens;
 
-        void add(Ticket t) {
+        void add(Ticket t, boolean front) {
             ArrayDeque<Ticket> q = tenants.get(t.tenant);
             if (q == null) {
                 q = new ArrayDeque<>();
                 tenants.put(t.tenant, q);
                 rotation.addLast(t.tenant);
             }
-            q.addLast(t);
+            if (front) {
+                q.addFirst(t);
+                rotation.remove(t.tenant);
+                rotation.addFirst(t.tenant);
+            } else {
+                q.addLast(t);
+            }
             size++;
             tokens += t.tokens;
         }

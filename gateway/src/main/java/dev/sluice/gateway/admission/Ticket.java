@@ -1,7 +1,9 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.routing.Worker;
+import java.util.HashSet;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.Executor;
 
 /**
@@ -25,6 +27,10 @@ public final class Ticket {
     Worker decode;
     boolean prefillReleased;
     long dispatchedNanos;
+    /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
+    long windowTokensAtDispatch;
+    /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
+    Set<Worker> avoid = Set.of();
 
     /**
      * @param deadlineNanos absolute {@code System.nanoTime()} deadline of the client, or {@code Long.MAX_VALUE}
@@ -48,12 +54,31 @@ public final class Ticket {
         return tokens;
     }
 
+    /** The client's absolute deadline ({@code System.nanoTime()}), or {@code Long.MAX_VALUE}. */
+    public long deadlineNanos() {
+        return deadlineNanos;
+    }
+
     public int priority() {
         return priority;
     }
 
     public String tenant() {
         return tenant;
+    }
+
+    /** Prompt tokens the prefill had to work through for this request when it was dispatched, its own included. */
+    public long windowTokensAtDispatch() {
+        return windowTokensAtDispatch;
+    }
+
+    void avoid(Worker w) {
+        if (w != null) {
+            if (avoid.isEmpty()) {
+                avoid = new HashSet<>();
+            }
+            avoid.add(w);
+        }
     }
 
     /** Time spent queued (so far, or until dispatch). */

@@ -6,11 +6,12 @@ import dev.sluice.gateway.routing.WorkerSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * What each worker has been given and not yet finished: per prefill worker, requests and prompt
  * tokens dispatched and not yet prefilled (its window); per decode worker, requests until they
- * end. Picks the pair for the next request, round robin among usable workers with room (the
+ * end. Picks the pair for the next request, round robin among routable workers with room (the
  * place for load- or prefix-aware routing later). Guarded by the controller's lock.
  */
 final class WorkerWindows {
@@ -28,32 +29,51 @@ final class WorkerWindows {
         }
     }
 
-    /** A usable prefill worker whose window takes {@code tokens} more (alone, if it is larger), or null. */
-    Worker pickPrefill(long tokens) {
-        List<Worker> list = workers.prefill();
+    /**
+     * A routable prefill worker whose window takes {@code tokens} more (alone, if it is larger),
+     * or null. Workers in {@code avoid} (where this request already failed) are taken only when no
+     * other one fits.
+     */
+    Worker pickPrefill(long tokens, Set<Worker> avoid) {
+        Worker w = pick(workers.prefill(), true, tokens, avoid, false);
+        return w != null || avoid.isEmpty() ? w : pick(workers.prefill(), true, tokens, avoid, true);
+    }
+
+    /** A routable decode worker below its stream cap, or null; {@code avoid} as for prefill. */
+    Worker pickDecode(Set<Worker> avoid) {
+        Worker w = pick(workers.decode(), false, 0, avoid, false);
+        return w != null || avoid.isEmpty() ? w : pick(workers.decode(), false, 0, avoid, true);
+    }
+
+    private Worker pick(List<Worker> list, boolean prefill, long tokens, Set<Worker> avoid, boolean avoidedToo) {
+        int cursor = prefill ? prefillCursor : decodeCursor;
         for (int i = 0; i < list.size(); i++) {
-            Worker w = list.get(Math.floorMod(prefillCursor + i, list.size()));
-            Window win = windows.get(w);
-            if (w.isUsable() && win.requests < config.prefillMaxInflightRequests()
-                    && (win.requests == 0 || win.tokens + tokens <= config.prefillMaxInflightTokens())) {
-                prefillCursor = Math.floorMod(prefillCursor + i + 1, list.size());
-                return w;
+            Worker w = list.get(Math.floorMod(cursor + i, list.size()));
+            if (!w.routable() || (avoid.contains(w) != avoidedToo) || !fits(w, prefill, tokens)) {
+                continue;
             }
+            if (prefill) {
+                prefillCursor = Math.floorMod(cursor + i + 1, list.size());
+            } else {
+                decodeCursor = Math.floorMod(cursor + i + 1, list.size());
+            }
+            return w;
         }
         return null;
     }
 
-    /** A usable decode worker below its stream cap, or null. */
-    Worker pickDecode() {
-        List<Worker> list = workers.decode();
-        for (int i = 0; i < list.size(); i++) {
-            Worker w = list.get(Math.floorMod(decodeCursor + i, list.size()));
-            if (w.isUsable() && windows.get(w).requests < config.decodeMaxInflightStreams()) {
-                decodeCursor = Math.floorMod(decodeCursor + i + 1, list.size());
-                return w;
-            }
+    private boolean fits(Worker w, boolean prefill, long tokens) {
+        Window win = windows.get(w);
+        if (!prefill) {
+            return win.requests < config.decodeMaxInflightStreams();
         }
-        return null;
+        return win.requests < config.prefillMaxInflightRequests()
+                && (win.requests == 0 || win.tokens + tokens <= config.prefillMaxInflightTokens());
+    }
+
+    /** Prompt tokens in a prefill worker's window (for the expected prefill time of a new request). */
+    long windowTokens(Worker prefill) {
+        return windows.get(prefill).tokens;
     }
 
     void dispatched(Worker prefill, Worker decode, long tokens) {

@@ -36,17 +36,25 @@ final class StatusView {
             }
         }
         b.append("\n\n");
-        b.append(String.format("%-8s %-22s %-4s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "UP", "INFLIGHT",
+        b.append(String.format("%-8s %-22s %-9s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "STATE", "INFLIGHT",
                 "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
         for (JsonNode w : s.path("workers")) {
             JsonNode t = w.path("telemetry");
-            b.append(String.format("%-8s %-22s %-4s %8d %12s %6s %6s %7s %7s %6s%n", w.path("role").asText(),
-                    w.path("worker").asText(), w.path("usable").asBoolean() ? "yes" : "NO", w.path("inflight").asLong(),
+            String state = w.path("state").asText("?");
+            b.append(String.format("%-8s %-22s %-9s %8d %12s %6s %6s %7s %7s %6s%n", w.path("role").asText(),
+                    w.path("worker").asText(), state.equals("healthy") ? state : state.toUpperCase(java.util.Locale.ROOT),
+                    w.path("inflight").asLong(),
                     w.path("window").path("requests").asLong() + "/" + w.path("window").path("tokens").asLong(),
                     num(t.path("queue_requests"), 1), num(t.path("running_requests"), 1),
                     num(t.path("token_usage"), 100), num(t.path("cache_hit_rate"), 100),
                     t.path("age_seconds").isNull() ? "never" : (t.path("stale").asBoolean() ? "STALE " : "")
                             + t.path("age_seconds").asDouble() + "s"));
+        }
+        for (JsonNode w : s.path("workers")) {
+            if (!w.path("state_reason").asText("").isEmpty()) {
+                b.append(String.format("  %s %s: %s since %s%n", w.path("role").asText(), w.path("worker").asText(),
+                        truncate(w.path("state_reason").asText(), 90), w.path("state_since").asText("start")));
+            }
         }
         JsonNode errors = s.path("recent_errors");
         b.append(String.format("%nrecent errors (%d)%n", errors.size()));

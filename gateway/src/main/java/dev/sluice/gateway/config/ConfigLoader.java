@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.sluice.gateway.config.GatewayConfig.AdminConfig;
-import dev.sluice.gateway.config.GatewayConfig.HealthConfig;
 import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.config.GatewayConfig.HttpConfig;
 import dev.sluice.gateway.config.GatewayConfig.ListenConfig;
@@ -55,12 +54,12 @@ public final class ConfigLoader {
         }
         ConfigNode root = new ConfigNode(tree, "")
                 .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health",
-                        "admission", "telemetry", "admin"));
+                        "admission", "telemetry", "admin", "retries"));
         return new GatewayConfig(listen(root.child("listen")), mode(root.child("disaggregation")),
                 workers(root.child("workers")), timeouts(root.child("timeouts")), http(root.child("http")),
                 upstream(root.child("upstream")), health(root.child("health")),
                 AdmissionConfigReader.read(root.child("admission")), telemetry(root.child("telemetry")),
-                admin(root.child("admin")));
+                admin(root.child("admin")), retries(root.child("retries")));
     }
 
     private static ListenConfig listen(ConfigNode n) {
@@ -158,10 +157,58 @@ public final class ConfigLoader {
     }
 
     private static HealthConfig health(ConfigNode n) {
-        n.allowOnly(Set.of("interval", "timeout", "unhealthy_threshold"));
+        n.allowOnly(Set.of("interval", "timeout", "unhealthy_threshold", "healthy_threshold", "generate_interval",
+                "generate_timeout", "decode_max_kv_usage", "passive", "watchdog"));
+        Duration ms = Duration.ofMillis(1);
+        double kv = n.child("decode_max_kv_usage").doubleAtLeast(0.98, 0.01);
+        if (kv > 1.0) {
+            throw n.child("decode_max_kv_usage").fail(String.valueOf(kv), "a fraction in (0, 1]");
+        }
         return new HealthConfig(
                 n.child("interval").durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)),
                 n.child("timeout").durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10)),
-                n.child("unhealthy_threshold").intIn(2, 1, 100));
+                n.child("unhealthy_threshold").intIn(2, 1, 100),
+                n.child("healthy_threshold").intIn(2, 1, 100),
+                n.child("generate_interval").durationAtLeast(Duration.ofSeconds(10), Duration.ZERO),
+                n.child("generate_timeout").durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(10)),
+                kv, passive(n.child("passive")), watchdog(n.child("watchdog")));
+    }
+
+    private static HealthConfig.Passive passive(ConfigNode n) {
+        n.allowOnly(Set.of("window", "consecutive_failures", "failure_ratio", "min_requests", "base_ejection",
+                "max_ejection", "half_open_requests", "max_ejected_percent"));
+        double ratio = n.child("failure_ratio").doubleAtLeast(0.5, 0.01);
+        if (ratio > 1.0) {
+            throw n.child("failure_ratio").fail(String.valueOf(ratio), "a fraction in (0, 1]");
+        }
+        Duration base = n.child("base_ejection").durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(10));
+        return new HealthConfig.Passive(
+                n.child("window").durationAtLeast(Duration.ofSeconds(30), Duration.ofMillis(100)),
+                n.child("consecutive_failures").intIn(3, 1, 1000),
+                ratio,
+                n.child("min_requests").intIn(10, 1, 100_000),
+                base,
+                n.child("max_ejection").durationAtLeast(Duration.ofMinutes(5), base),
+                n.child("half_open_requests").intIn(2, 1, 1000),
+                n.child("max_ejected_percent").intIn(100, 0, 100));
+    }
+
+    private static HealthConfig.Watchdog watchdog(ConfigNode n) {
+        n.allowOnly(Set.of("prefill_factor", "prefill_floor", "first_token_after_prefill"));
+        return new HealthConfig.Watchdog(
+                n.child("prefill_factor").doubleAtLeast(3.0, 1.0),
+                n.child("prefill_floor").durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
+                n.child("first_token_after_prefill").durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)));
+    }
+
+    private static RetryConfig retries(ConfigNode n) {
+        n.allowOnly(Set.of("max_retries", "backoff_base", "backoff_max", "jitter"));
+        Duration base = n.child("backoff_base").durationAtLeast(Duration.ofMillis(50), Duration.ZERO);
+        double jitter = n.child("jitter").doubleAtLeast(0.5, 0.0);
+        if (jitter > 1.0) {
+            throw n.child("jitter").fail(String.valueOf(jitter), "a fraction in [0, 1]");
+        }
+        return new RetryConfig(n.child("max_retries").intIn(2, 0, 10), base,
+                n.child("backoff_max").durationAtLeast(Duration.ofSeconds(1), base), jitter);
     }
 }

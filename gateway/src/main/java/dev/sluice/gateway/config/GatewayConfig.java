@@ -17,7 +17,8 @@ public record GatewayConfig(
         HealthConfig health,
         AdmissionConfig admission,
         TelemetryConfig telemetry,
-        AdminConfig admin) {
+        AdminConfig admin,
+        RetryConfig retries) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -30,6 +31,7 @@ public record GatewayConfig(
         Objects.requireNonNull(admission, "admission");
         Objects.requireNonNull(telemetry, "telemetry");
         Objects.requireNonNull(admin, "admin");
+        Objects.requireNonNull(retries, "retries");
     }
 
     /** Where the gateway accepts client traffic. */
@@ -57,10 +59,6 @@ public record GatewayConfig(
 
     /** Connection pooling towards workers: per event loop, per worker. */
     public record UpstreamConfig(int maxConnectionsPerWorker, java.time.Duration idleTimeout) {
-    }
-
-    /** Active health probing of workers ({@code GET /health}). */
-    public record HealthConfig(java.time.Duration interval, java.time.Duration timeout, int unhealthyThreshold) {
     }
 
     /** Polling of every worker's {@code /get_load} and {@code /metrics}; older than {@code staleAfter} is unknown. */

@@ -33,13 +33,16 @@ public final class TelemetryPoller implements AutoCloseable {
     private final UpstreamPool pool;
     private final EventLoop loop;
     private final TelemetryConfig config;
+    private final HealthTable health;
     private ScheduledFuture<?> task;
 
-    public TelemetryPoller(WorkerSet workers, UpstreamPool pool, EventLoop loop, TelemetryConfig config) {
+    public TelemetryPoller(WorkerSet workers, UpstreamPool pool, EventLoop loop, TelemetryConfig config,
+                           HealthTable health) {
         this.workers = workers;
         this.pool = pool;
         this.loop = loop;
         this.config = config;
+        this.health = health;
     }
 
     public void start() {
@@ -50,7 +53,12 @@ public final class TelemetryPoller implements AutoCloseable {
         for (Worker w : workers.all()) {
             Future<UpstreamFetch.Result> metrics = UpstreamFetch.get(pool, loop, w, "/metrics", config.timeout(), MAX_BODY);
             Future<UpstreamFetch.Result> load = UpstreamFetch.get(pool, loop, w, "/get_load", config.timeout(), MAX_BODY);
-            metrics.addListener(f1 -> load.addListener(f2 -> record(w, metrics.getNow(), load.getNow())));
+            metrics.addListener(f1 -> load.addListener(f2 -> {
+                record(w, metrics.getNow(), load.getNow());
+                // a decode whose KV cache is nearly full takes no new streams (stale reads as unknown: NaN)
+                health.telemetry(w, w.telemetry().value(Field.TOKEN_USAGE, System.nanoTime(),
+                        config.staleAfter().toNanos()));
+            }));
         }
     }
 

@@ -132,6 +132,19 @@ public final class GatewayMetrics implements AutoCloseable {
                 .tags("priority", priority).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry).record(wait);
     }
 
+    public void retry(String reason) {
+        counter("sluice.retries", "reason", reason).increment();
+    }
+
+    public void workerEjection(String role, String worker, String reason) {
+        counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason).increment();
+    }
+
+    /** Exports an ejection counter at 0 before the first ejection, so rate() and dashboards see the first one. */
+    public void preRegisterEjection(String role, String worker, String reason) {
+        counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason);
+    }
+
     public void kvTransferFailure(String worker) {
         counter("sluice.kv.transfer.failures", "worker", worker).increment();
     }
@@ -151,7 +164,9 @@ public final class GatewayMetrics implements AutoCloseable {
             "sluice.kv.transfer.failures", "KV transfer failures the workers reported to the gateway, by worker",
             "sluice.rejections", "requests admission control rejected, by reason",
             "sluice.prompt.tokens", "prompt tokens the workers reported for completed requests",
-            "sluice.completion.tokens", "completion tokens the workers reported");
+            "sluice.completion.tokens", "completion tokens the workers reported",
+            "sluice.retries", "requests sent again to another prefill/decode pair, by reason",
+            "sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason");
 
     public String scrape() {
         return registry.scrape();

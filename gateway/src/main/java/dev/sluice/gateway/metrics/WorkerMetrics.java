@@ -3,6 +3,7 @@ package dev.sluice.gateway.metrics;
 import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -21,8 +22,13 @@ final class WorkerMetrics {
         long staleNanos = telemetry.staleAfter().toNanos();
         for (Worker w : workers.all()) {
             String[] tags = {"role", w.role().label(), "worker", w.name()};
-            Gauge.builder("sluice.worker.up", w, x -> x.isUsable() ? 1 : 0)
-                    .description("1 when the worker is usable (health probe passing), else 0").tags(tags).register(registry);
+            Gauge.builder("sluice.worker.up", w, x -> x.isAvailable() ? 1 : 0)
+                    .description("1 when the worker counts as capacity (healthy, degraded or half-open), 0 when ejected or draining").tags(tags).register(registry);
+            for (WorkerState state : WorkerState.values()) {
+                Gauge.builder("sluice.worker.state", w, x -> x.state() == state ? 1 : 0)
+                        .description("1 for the state the worker is in (healthy, degraded, ejected, half_open, draining)")
+                        .tags(tags).tag("state", state.label()).register(registry);
+            }
             Gauge.builder("sluice.inflight.requests", w, Worker::inflight)
                     .description("requests dispatched to the worker and not yet ended").tags(tags).register(registry);
             Gauge.builder("sluice.worker.telemetry.up", w, x -> x.telemetry().lastPollOk() ? 1 : 0)

@@ -43,18 +43,18 @@ final class DecodeHalf extends PdHalf {
     private byte[] heldBody;
     private boolean endHeld;
 
-    DecodeHalf(PdExchange ex) {
-        super(ex);
+    DecodeHalf(SglangAttempt at) {
+        super(at);
     }
 
     @Override
     Worker worker() {
-        return ex.decode;
+        return at.decode;
     }
 
     @Override
     UpstreamCall call() {
-        return ex.decodeCall;
+        return at.decodeCall;
     }
 
     @Override
@@ -112,13 +112,16 @@ final class DecodeHalf extends PdHalf {
             data.getBytes(data.readerIndex(), bytes);
             String message = WorkerErrorBody.message(bytes);
             countFailure("stream_error", message);
+            int eventStatus = WorkerErrorBody.statusOfEvent(bytes);
+            AttemptFailure f = AttemptFailure.fromStatus(ApiError.fromWorker(eventStatus, "decode", at.decode.name(),
+                    message), at.decode, eventStatus, message);
             if (!ex.client.committed()) {
                 // nothing sent yet: the client gets a real status instead of a 200 that says "error" inside
                 markDone();
-                ex.fail(ApiError.fromWorker(WorkerErrorBody.statusOfEvent(bytes), "decode", ex.decode.name(), message),
-                        "peer_failed");
+                at.failed(f);
                 return false;
             }
+            ex.countAgainstWorker(f); // relayed to the client as the worker sent it; health still counts it
         }
         if (!ex.client.committed()) {
             ex.client.commitStream(HttpResponseStatus.valueOf(status), contentType);
@@ -183,13 +186,14 @@ final class DecodeHalf extends PdHalf {
         if (!ok) {
             String message = WorkerErrorBody.message(bytes);
             countFailure("status", message);
-            ex.fail(ApiError.fromWorker(status, "decode", ex.decode.name(), message), "peer_failed");
+            at.failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "decode", at.decode.name(), message),
+                    at.decode, status, message));
             return;
         }
         if (body.overflowed()) {
             countFailure("malformed", "");
-            ex.fail(ApiError.malformed("decode", ex.decode.name(), "response larger than http.max_response_body"),
-                    "peer_failed");
+            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
+                    "response larger than http.max_response_body"), at.decode));
             return;
         }
         if (ex.request.logprobs() && merger == null) {
@@ -215,15 +219,18 @@ final class DecodeHalf extends PdHalf {
             }
         } catch (IOException e) {
             countFailure("malformed", "");
-            ex.fail(ApiError.malformed("decode", ex.decode.name(), "body is not JSON: " + e.getMessage()), "peer_failed");
+            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(), "body is not JSON: "
+                    + e.getMessage()), at.decode));
             return;
         }
         ex.client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
                 ? HttpHeaderValues.APPLICATION_JSON : contentType, Unpooled.wrappedBuffer(out));
+        ex.pd.health().success(at.decode);
         ex.clientResponseEnded();
     }
 
     private void endClient() {
+        ex.pd.health().success(at.decode);
         ex.client.end();
         ex.clientResponseEnded();
     }
@@ -233,7 +240,7 @@ final class DecodeHalf extends PdHalf {
         if (done()) {
             return;
         }
-        ex.fail(connectionFailed(failure), "peer_failed");
+        at.failed(connectionFailed(failure));
     }
 
     private static boolean startsWith(ByteBuf data, byte[] prefix) {

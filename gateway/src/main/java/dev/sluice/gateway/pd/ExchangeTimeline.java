@@ -1,29 +1,68 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.config.TimeoutsConfig;
 
 /**
- * One request's moments (received, dispatched, first token, last chunk) and the deadlines they
- * imply: {@code first_token} until the first token, {@code idle_stream} between the chunks of a
- * started stream, {@code request} for the whole life. Event-loop confined.
+ * One request's moments (received, current attempt dispatched, its prefill done, first token,
+ * last chunk) and the deadlines they imply. Two kinds of deadline: the client's ({@code
+ * timeouts.request}, {@code timeouts.first_token}), and the stall watchdog's, which catches a
+ * worker that stopped making progress long before those: a prefill far past its expected time
+ * ({@code health.watchdog}), a decode silent after its prefill finished, a started stream idle
+ * for {@code timeouts.idle_stream}. Event-loop confined.
  */
 final class ExchangeTimeline {
+    /** Which deadline passed. */
+    enum Kind {
+        REQUEST, FIRST_TOKEN, PREFILL_STALL, DECODE_STALL, IDLE_STREAM;
+
+        /** Stalls caught before anything reached the client may be retried elsewhere. */
+        boolean stallBeforeFirstToken() {
+            return this == PREFILL_STALL || this == DECODE_STALL;
+        }
+    }
+
     /** A deadline that passed: what the client is told and the abort cause it is counted under. */
-    record Expiry(ApiError error, String abortCause) {
+    record Expiry(Kind kind, ApiError error, String abortCause) {
     }
 
     final long receivedNanos;
+    /** When the current attempt was sent; 0 while the request waits for a (new) pair. */
     long dispatchedNanos;
+    long prefillDoneNanos;
     long firstTokenNanos;
     long lastChunkNanos;
+    private long prefillStallNanos;
     private final TimeoutsConfig timeouts;
+    private final HealthConfig.Watchdog watchdog;
     private final boolean stream;
 
-    ExchangeTimeline(long receivedNanos, TimeoutsConfig timeouts, boolean stream) {
+    ExchangeTimeline(long receivedNanos, TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, boolean stream) {
         this.receivedNanos = receivedNanos;
         this.timeouts = timeouts;
+        this.watchdog = watchdog;
         this.stream = stream;
+    }
+
+    /** An attempt was sent; its prefill is expected to take {@code expectedPrefillNanos}. */
+    void attemptStarted(long now, long expectedPrefillNanos) {
+        dispatchedNanos = now;
+        prefillDoneNanos = 0;
+        prefillStallNanos = Math.max(watchdog.prefillFloor().toNanos(),
+                (long) (watchdog.prefillFactor() * expectedPrefillNanos));
+    }
+
+    /** The attempt was given up (a retry follows): no attempt deadlines until the next one. */
+    void attemptEnded() {
+        dispatchedNanos = 0;
+        prefillDoneNanos = 0;
+    }
+
+    void prefillDone(long now) {
+        if (prefillDoneNanos == 0) {
+            prefillDoneNanos = now;
+        }
     }
 
     boolean pastFirstToken() {
@@ -32,25 +71,44 @@ final class ExchangeTimeline {
 
     /** When the next deadline falls, given whether the client's response has ended. */
     long nextDeadline(boolean clientEnded) {
-        long whole = receivedNanos + timeouts.request().toNanos();
-        long phase = firstTokenNanos == 0
-                ? dispatchedNanos + timeouts.firstToken().toNanos()
-                : stream && !clientEnded ? lastChunkNanos + timeouts.idleStream().toNanos() : whole;
-        return Math.min(whole, phase);
+        long next = receivedNanos + timeouts.request().toNanos();
+        if (firstTokenNanos == 0 && dispatchedNanos != 0) {
+            next = Math.min(next, dispatchedNanos + timeouts.firstToken().toNanos());
+            if (prefillDoneNanos == 0) {
+                next = Math.min(next, dispatchedNanos + prefillStallNanos);
+            } else if (stream) {
+                next = Math.min(next, prefillDoneNanos + watchdog.firstTokenAfterPrefill().toNanos());
+            }
+        } else if (firstTokenNanos != 0 && stream && !clientEnded) {
+            next = Math.min(next, lastChunkNanos + timeouts.idleStream().toNanos());
+        }
+        return next;
     }
 
     /** The deadline that has passed at {@code now}, or null. */
     Expiry expired(long now, boolean clientEnded) {
         if (now - receivedNanos >= timeouts.request().toNanos()) {
-            return new Expiry(ApiError.timeout("request exceeded timeouts.request=" + timeouts.request().toMillis()
-                    + " ms"), "timeout");
+            return new Expiry(Kind.REQUEST, ApiError.timeout("request exceeded timeouts.request="
+                    + timeouts.request().toMillis() + " ms"), "timeout");
         }
-        if (firstTokenNanos == 0 && now - dispatchedNanos >= timeouts.firstToken().toNanos()) {
-            return new Expiry(ApiError.timeout("no first token within timeouts.first_token="
-                    + timeouts.firstToken().toMillis() + " ms"), "timeout");
+        if (firstTokenNanos == 0 && dispatchedNanos != 0) {
+            if (now - dispatchedNanos >= timeouts.firstToken().toNanos()) {
+                return new Expiry(Kind.FIRST_TOKEN, ApiError.timeout("no first token within timeouts.first_token="
+                        + timeouts.firstToken().toMillis() + " ms"), "timeout");
+            }
+            if (prefillDoneNanos == 0 && now - dispatchedNanos >= prefillStallNanos) {
+                return new Expiry(Kind.PREFILL_STALL, ApiError.timeout("prefill stalled: not finished "
+                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog)"), "stall");
+            }
+            if (prefillDoneNanos != 0 && stream
+                    && now - prefillDoneNanos >= watchdog.firstTokenAfterPrefill().toNanos()) {
+                return new Expiry(Kind.DECODE_STALL, ApiError.timeout("decode stalled: no first token "
+                        + watchdog.firstTokenAfterPrefill().toMillis()
+                        + " ms after the prefill finished (health.watchdog.first_token_after_prefill)"), "stall");
+            }
         }
         if (firstTokenNanos != 0 && stream && !clientEnded && now - lastChunkNanos >= timeouts.idleStream().toNanos()) {
-            return new Expiry(ApiError.timeout("decode stream idle longer than timeouts.idle_stream="
+            return new Expiry(Kind.IDLE_STREAM, ApiError.timeout("decode stream idle longer than timeouts.idle_stream="
                     + timeouts.idleStream().toMillis() + " ms"), "stall");
         }
         return null;

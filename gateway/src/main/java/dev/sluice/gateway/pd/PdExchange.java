@@ -10,29 +10,25 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
+import dev.sluice.gateway.health.FailureKind;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.EventLoop;
-import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpVersion;
-import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ScheduledFuture;
-import java.util.Optional;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One client request served by a prefill/decode pair, SGLang style: the same body to both halves
- * at once, the decode's response to the client. If either half fails, times out, or the client
- * leaves, both halves are stopped at once: their connections closed and an
- * {@code /abort_request} sent to every worker that still holds the request. Lives on the
- * client's event loop; no locks.
+ * One client request, from admission until its response and every attempt at it have ended. It
+ * owns what does not depend on the protocol: the admission ticket, the client's response, the
+ * deadlines and the stall watchdog, retries on another pair, and what health learns from the
+ * outcome. Each try on a prefill/decode pair is an {@link SglangAttempt}. If a half fails, stalls
+ * or times out, or the client leaves, both halves are stopped at once; a failure that is safe to
+ * retry (nothing reached the client yet, see {@link AttemptFailure}) sends the request, with its
+ * one ticket, back to admission for another pair. Lives on the client's event loop; no locks.
  */
 public final class PdExchange implements TicketListener {
     private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
@@ -47,20 +43,16 @@ public final class PdExchange implements TicketListener {
     private final String routeLabel;
     private final ExchangeTimeline timeline;
     private final Runnable onClientDone;
+    /** The request's id: the first attempt's rid on the workers, and the id in every log line. */
     final String rid;
 
-    Worker prefill;
-    Worker decode;
-    BootstrapAssignment assignment;
-    UpstreamCall prefillCall;
-    UpstreamCall decodeCall;
-    PrefillHalf prefillHalf;
-    DecodeHalf decodeHalf;
-
+    /** The attempt that speaks for the request now (null before the first grant). */
+    private SglangAttempt attempt;
+    private final List<SglangAttempt> attempts = new ArrayList<>(1);
     private ScheduledFuture<?> timer;
+    private ScheduledFuture<?> retryTimer;
     private boolean clientDoneSignalled;
     private boolean ended;
-    private boolean prefillStopPending;
     private Ticket ticket;
     private PromptText prompt;
     private boolean promptTokensReported;
@@ -76,7 +68,8 @@ public final class PdExchange implements TicketListener {
         this.rid = RequestIds.next();
         this.client = new ClientSink(ctx, rid, keepAlive, pd.metrics());
         this.routeLabel = request.route().label();
-        this.timeline = new ExchangeTimeline(receivedNanos, pd.timeouts(), request.stream());
+        this.timeline = new ExchangeTimeline(receivedNanos, pd.timeouts(), pd.health().config().watchdog(),
+                request.stream());
         this.onClientDone = onClientDone;
         pd.live().add(this);
     }
@@ -116,60 +109,46 @@ public final class PdExchange implements TicketListener {
         start(p, d);
     }
 
-    /** Rewrites the body for the granted pair and sends both halves. */
+    /** Rewrites the body for the granted pair (fresh rid and rooms on a retry) and sends both halves. */
     private void start(Worker p, Worker d) {
-        prefill = p;
-        decode = d;
-        prefill.acquired();
-        decode.acquired();
-        assignment = SglangBootstrap.assign(request, prefill, rid);
+        String attemptRid = attempts.isEmpty() ? rid : RequestIds.next();
+        SglangAttempt a = new SglangAttempt(this, p, d, attemptRid);
+        a.assignment = SglangBootstrap.assign(request, p, attemptRid);
         byte[] bytes;
         try {
             bytes = JSON.writeValueAsBytes(request.body());
         } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            prefill.released();
-            decode.released();
+            pd.admission().release(ticket);
             fail(ApiError.internal("cannot serialise the request: " + e.getMessage()), null);
             return;
         }
+        attempt = a;
+        attempts.add(a);
         ByteBuf body = ctx.alloc().buffer(bytes.length).writeBytes(bytes);
-        EventLoop loop = ctx.channel().eventLoop();
-        prefillHalf = new PrefillHalf(this);
-        decodeHalf = new DecodeHalf(this);
-        prefillCall = new UpstreamCall(pd.pool(), prefill, prefillHalf);
-        decodeCall = new UpstreamCall(pd.pool(), decode, decodeHalf);
-        timeline.dispatchedNanos = System.nanoTime();
+        timeline.attemptStarted(System.nanoTime(), pd.admission().expectedPrefillNanos(ticket));
         armTimer();
-        prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill));
-        decodeCall.start(loop, workerRequest(body, decode));
+        a.send(ctx.channel().eventLoop(), body);
     }
 
-    private FullHttpRequest workerRequest(ByteBuf body, Worker worker) {
-        FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
-                request.route().path(), body);
-        req.headers().set(HttpHeaderNames.HOST, worker.name())
-                .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
-                .set(HttpHeaderNames.ACCEPT, request.stream() ? "text/event-stream" : "application/json")
-                .set("X-Request-Id", rid);
-        return req;
-    }
-
-    // ---- events from the halves and the client ----
+    // ---- events from the attempt and the client ----
 
     /** The first token reached the gateway (first decode chunk, or the prefill half finished). */
     void firstToken() {
         long now = System.nanoTime();
         if (timeline.firstTokenNanos == 0) {
             timeline.firstTokenNanos = now;
-            prefillFinished();
+            prefillFinished(attempt);
             pd.metrics().firstToken(routeLabel, java.time.Duration.ofNanos(now - timeline.receivedNanos));
         }
         timeline.lastChunkNanos = now;
     }
 
     /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
-    void prefillFinished() {
+    void prefillFinished(SglangAttempt a) {
+        if (a != attempt) {
+            return;
+        }
+        timeline.prefillDone(System.nanoTime());
         if (ticket != null) {
             pd.admission().prefillDone(ticket);
         }
@@ -205,13 +184,13 @@ public final class PdExchange implements TicketListener {
         timeline.lastChunkNanos = now;
         if (!client.writable()) {
             // the client cannot take more: stop reading the decode until it drains
-            decodeCall.pauseReading();
+            attempt.decodeCall.pauseReading();
         }
     }
 
     public void clientWritabilityChanged(boolean writable) {
-        if (writable && decodeCall != null) {
-            decodeCall.resumeReading();
+        if (writable && attempt != null && attempt.decodeCall != null) {
+            attempt.decodeCall.resumeReading();
         }
     }
 
@@ -221,13 +200,18 @@ public final class PdExchange implements TicketListener {
             return;
         }
         client.abandon();
+        cancelRetry();
         if (ticket != null && pd.admission().release(ticket)) {
             outcome = Outcome.CLIENT_DISCONNECT;
             detail = "client disconnected while queued";
-        } else if (!halvesDone()) {
-            stopHalves("client_disconnect");
+        } else if (attempt != null && !attempt.givenUp() && !attempt.done()) {
+            attempt.giveUp();
+            attempt.stop("client_disconnect");
             outcome = Outcome.CLIENT_DISCONNECT;
             detail = "client disconnected";
+        } else if (outcome == Outcome.OK) {
+            outcome = Outcome.CLIENT_DISCONNECT;
+            detail = "client disconnected between attempts";
         }
         signalClientDone();
         maybeEnd();
@@ -243,6 +227,26 @@ public final class PdExchange implements TicketListener {
                 "the gateway shut down before this request finished", 1), "drain");
     }
 
+    /**
+     * Health took {@code w} out of rotation. Any thread. A request still waiting on it for its first
+     * byte is failed over at once (or answered), instead of waiting out its deadline on a dead worker.
+     */
+    public void workerEjected(Worker w) {
+        ctx.executor().execute(() -> {
+            SglangAttempt a = attempt;
+            if (ended || a == null || a.givenUp() || client.committed()) {
+                return;
+            }
+            boolean needed = w == a.decode || (w == a.prefill && timeline.prefillDoneNanos == 0);
+            if (needed) {
+                attemptFailed(a, new AttemptFailure(ApiError.rejected(
+                        io.netty.handler.codec.http.HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_ejected",
+                        w.role().label() + " worker " + w.name() + " was taken out of rotation while this request "
+                                + "waited on it: " + w.status().reason(), 1), null, null, "worker_ejected"));
+            }
+        });
+    }
+
     /** The client response is complete (decode relayed to its end). */
     void clientResponseEnded() {
         signalClientDone();
@@ -255,20 +259,91 @@ public final class PdExchange implements TicketListener {
         }
     }
 
+    /** Counts a failure against its worker in health (and nothing else: the request goes on or is handled). */
+    void countAgainstWorker(AttemptFailure f) {
+        if (f.culprit() != null && f.kind() != null) {
+            pd.health().failure(f.culprit(), f.kind(), f.error().message());
+        }
+    }
+
     /**
-     * Fails the request: both halves stopped, the client told (a full error response, or a last
-     * error event in a started stream). {@code abortCause} labels the abort metric.
+     * An attempt failed. Health counts it against the worker at fault; then, if nothing has reached
+     * the client, the failure is safe to retry and attempts and time are left, both halves are
+     * stopped and the request goes back to admission for another pair; otherwise it fails.
+     */
+    void attemptFailed(SglangAttempt a, AttemptFailure f) {
+        if (ended || a != attempt || a.givenUp()) {
+            countAgainstWorker(f); // a stale attempt's late news still says something about its worker
+            return;
+        }
+        countAgainstWorker(f);
+        String abortCause = "stall".equals(f.retryReason()) ? "stall"
+                : "worker_ejected".equals(f.retryReason()) ? "worker_ejected" : "peer_failed";
+        long backoff = retryBackoffNanos();
+        if (f.retryReason() == null || backoff < 0 || client.committed() || client.ended()) {
+            fail(f.error(), abortCause);
+            return;
+        }
+        a.giveUp();
+        a.stop(abortCause);
+        timeline.attemptEnded();
+        pd.metrics().retry(f.retryReason());
+        log.info("retry rid={} attempt={} reason={} failed_prefill={} failed_decode={} backoff_ms={} detail=\"{}\"",
+                rid, attempts.size(), f.retryReason(), a.prefill.name(), a.decode.name(), backoff / 1_000_000,
+                f.error().message());
+        List<Worker> failed = f.culprit() != null ? List.of(f.culprit()) : List.of();
+        if (f.retryReason().equals("stall") && f.culprit() == null) {
+            failed = List.of(a.prefill, a.decode);
+        }
+        List<Worker> avoid = failed;
+        retryTimer = ctx.executor().schedule(() -> {
+            retryTimer = null;
+            if (!ended && !client.ended() && !pd.admission().requeue(ticket, avoid)) {
+                fail(f.error(), null);
+            }
+        }, backoff, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * The wait before the next attempt ({@code retries}: base x 2^(n-1), capped, with jitter), or -1
+     * when no retry is left or it would not fit in the request's deadline.
+     */
+    private long retryBackoffNanos() {
+        var cfg = pd.retries();
+        int retriesSoFar = attempts.size() - 1;
+        if (retriesSoFar >= cfg.maxRetries() || ticket == null) {
+            return -1;
+        }
+        double base = Math.min(cfg.backoffMax().toNanos(), cfg.backoffBase().toNanos() * Math.pow(2, retriesSoFar));
+        long wait = (long) (base * (1 - cfg.jitter() * ThreadLocalRandom.current().nextDouble()));
+        long now = System.nanoTime();
+        long deadline = Math.min(ticket.deadlineNanos(), timeline.receivedNanos + pd.timeouts().request().toNanos());
+        return now + wait >= deadline ? -1 : wait;
+    }
+
+    private void cancelRetry() {
+        if (retryTimer != null) {
+            retryTimer.cancel(false);
+            retryTimer = null;
+        }
+    }
+
+    /**
+     * Fails the request: the current attempt stopped (both halves), the client told (a full error
+     * response, or a last error event in a started stream). {@code abortCause} labels the abort metric.
      */
     void fail(ApiError error, String abortCause) {
         if (ended) {
             return;
         }
+        cancelRetry();
         if (outcome == Outcome.OK) {
             outcome = error.outcome();
             detail = error.code() + ": " + error.message();
         }
-        if (abortCause != null) {
-            stopHalves(abortCause);
+        if (abortCause != null && attempt != null && !attempt.givenUp()) {
+            attempt.giveUp();
+            attempt.stop(abortCause);
         }
         if (!client.ended()) {
             client.sendError(error);
@@ -277,51 +352,13 @@ public final class PdExchange implements TicketListener {
         maybeEnd();
     }
 
-    /**
-     * Decode first: the decode must have dropped the request before the prefill drops its room,
-     * or the decode sees its KV vanish and reports a KV transfer failure for a request nobody
-     * wants any more. So while the decode's abort is in flight the prefill keeps its room (at
-     * most {@link #DECODE_ACK_WAIT_MS}); then it is stopped too. On a client disconnect both
-     * workers get an abort even when a half's response already ended (the prefill may still hold
-     * KV for the room; an abort of a finished rid is a no-op on the worker).
-     */
-    private void stopHalves(String cause) {
-        boolean clientLeft = "client_disconnect".equals(cause);
-        boolean running = (decodeHalf != null && !decodeHalf.done()) || (prefillHalf != null && !prefillHalf.done());
-        if (running) {
-            pd.metrics().abortCause(cause);
-        }
-        Future<Void> decodeGone = decodeHalf == null ? null : decodeHalf.stop(clientLeft);
-        if (prefillHalf == null) {
-            return;
-        }
-        if (decodeGone == null || decodeGone.isDone() || prefillHalf.done()) {
-            prefillHalf.stop(clientLeft);
-            return;
-        }
-        prefillStopPending = true;
-        Runnable stopPrefill = () -> {
-            if (prefillStopPending) {
-                prefillStopPending = false;
-                prefillHalf.stop(clientLeft);
-                maybeEnd();
+    private boolean attemptsDone() {
+        for (SglangAttempt a : attempts) {
+            if (!a.done()) {
+                return false;
             }
-        };
-        var timer = ctx.executor().schedule(stopPrefill, DECODE_ACK_WAIT_MS, TimeUnit.MILLISECONDS);
-        decodeGone.addListener(f -> {
-            timer.cancel(false);
-            stopPrefill.run();
-        });
-    }
-
-    /** Abort the half's request on its worker, if the worker may still hold it. */
-    Future<Void> sendAbort(Worker worker) {
-        return pd.aborts().abort(ctx.channel().eventLoop(), worker, assignment.itemRids());
-    }
-
-    private boolean halvesDone() {
-        return !prefillStopPending && (prefillHalf == null || prefillHalf.done())
-                && (decodeHalf == null || decodeHalf.done());
+        }
+        return retryTimer == null;
     }
 
     private void signalClientDone() {
@@ -332,7 +369,7 @@ public final class PdExchange implements TicketListener {
     }
 
     private void maybeEnd() {
-        if (ended || !client.ended() || !halvesDone()) {
+        if (ended || !client.ended() || !attemptsDone()) {
             return;
         }
         ended = true;
@@ -352,24 +389,27 @@ public final class PdExchange implements TicketListener {
                     outcome.label(), detail));
         }
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - timeline.receivedNanos));
-        log.info("request rid={} route={} prefill={} decode={} stream={} batch={} tokens={} priority={} tenant={} "
-                        + "queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel, name(prefill),
-                name(decode), request.stream(), request.batchSize(), ticket == null ? "-" : ticket.tokens(),
+        SglangAttempt a = attempt;
+        log.info("request rid={} route={} prefill={} decode={} attempts={} stream={} batch={} tokens={} priority={} "
+                        + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel,
+                a == null ? "-" : a.prefill.name(), a == null ? "-" : a.decode.name(), attempts.size(), request.stream(),
+                request.batchSize(), ticket == null ? "-" : ticket.tokens(),
                 ticket == null ? "-" : pd.admission().config().priorities().get(ticket.priority()),
                 ticket == null ? "-" : ticket.tenant(),
-                ticket == null || timeline.dispatchedNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos()),
+                ticket == null || a == null ? "-" : TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos()),
                 client.status(), outcome.label(),
-                timeline.firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(timeline.firstTokenNanos - timeline.dispatchedNanos),
-                TimeUnit.NANOSECONDS.toMillis(now - timeline.receivedNanos), detail.isEmpty() ? "" : " detail=\"" + detail + "\"");
+                timeline.firstTokenNanos == 0 ? "-" : TimeUnit.NANOSECONDS.toMillis(timeline.firstTokenNanos
+                        - timeline.receivedNanos),
+                TimeUnit.NANOSECONDS.toMillis(now - timeline.receivedNanos), detail.isEmpty() ? "" : " detail=\""
+                        + detail + "\"");
     }
 
-    private static String name(Worker w) {
-        return w == null ? "-" : w.name();
-    }
-
-    // ---- deadlines: first token, stream idle, whole request ----
+    // ---- deadlines and the stall watchdog ----
 
     private void armTimer() {
+        if (timer != null) {
+            timer.cancel(false);
+        }
         long delay = Math.max(1, timeline.nextDeadline(client.ended()) - System.nanoTime());
         timer = ctx.channel().eventLoop().schedule(this::checkDeadlines, delay, TimeUnit.NANOSECONDS);
     }
@@ -380,10 +420,39 @@ public final class PdExchange implements TicketListener {
         }
         ExchangeTimeline.Expiry expiry = timeline.expired(System.nanoTime(), client.ended());
         if (expiry != null) {
-            fail(expiry.error(), expiry.abortCause());
+            expired(expiry);
         }
         if (!ended) {
             armTimer();
+        }
+    }
+
+    /**
+     * A deadline passed. A stall before the first token is the watchdog's: it counts against the
+     * worker that stalled and may be retried elsewhere; when a prefill is late, its decode may be
+     * the one stuck (it never took the KV), so the decode gets an immediate active check too.
+     */
+    private void expired(ExchangeTimeline.Expiry e) {
+        SglangAttempt a = attempt;
+        if (a == null || a.givenUp()) {
+            fail(e.error(), null);
+            return;
+        }
+        switch (e.kind()) {
+            case PREFILL_STALL -> {
+                pd.health().suspect(a.decode);
+                attemptFailed(a, new AttemptFailure(e.error(), a.prefill, FailureKind.STALL, "stall"));
+            }
+            case DECODE_STALL -> attemptFailed(a, new AttemptFailure(e.error(), a.decode, FailureKind.STALL, "stall"));
+            case IDLE_STREAM -> {
+                countAgainstWorker(new AttemptFailure(e.error(), a.decode, FailureKind.STALL, null));
+                fail(e.error(), e.abortCause());
+            }
+            default -> {
+                Worker late = timeline.prefillDoneNanos == 0 ? a.prefill : a.decode;
+                countAgainstWorker(new AttemptFailure(e.error(), late, FailureKind.TIMEOUT, null));
+                fail(e.error(), e.abortCause());
+            }
         }
     }
 }

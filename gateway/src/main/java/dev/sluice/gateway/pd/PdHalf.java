@@ -8,16 +8,18 @@ import dev.sluice.gateway.upstream.UpstreamListener;
 import io.netty.util.concurrent.Future;
 
 /**
- * What the prefill and decode halves of an exchange share: ending exactly once (giving the
+ * What the prefill and decode halves of an attempt share: ending exactly once (giving the
  * worker's in-flight slot back), being stopped with an abort to a worker that may hold the
- * request, and turning a connection-level failure into an error with the right status.
+ * request, and turning a connection-level failure into a classified {@link AttemptFailure}.
  */
 abstract class PdHalf implements UpstreamListener {
+    final SglangAttempt at;
     final PdExchange ex;
     private boolean done;
 
-    PdHalf(PdExchange ex) {
-        this.ex = ex;
+    PdHalf(SglangAttempt at) {
+        this.at = at;
+        this.ex = at.ex;
     }
 
     abstract Worker worker();
@@ -41,30 +43,29 @@ abstract class PdHalf implements UpstreamListener {
     final Future<Void> stop(boolean always) {
         boolean sent = call().sent();
         if (done) {
-            return always && sent ? ex.sendAbort(worker()) : null;
+            return always && sent ? at.sendAbort(worker()) : null;
         }
         markDone();
         call().cancel();
-        return sent ? ex.sendAbort(worker()) : ex.ctx.executor().newSucceededFuture(null);
+        return sent ? at.sendAbort(worker()) : ex.ctx.executor().newSucceededFuture(null);
     }
 
     /**
-     * The connection failed before the response completed: a connect failure takes the worker out
-     * of rotation (nothing reached it); otherwise it may still hold the request and is told to abort.
+     * The connection failed before the response completed. Unless nothing reached the worker (a
+     * connect failure) it may still hold the request and is told to abort.
      */
-    final ApiError connectionFailed(UpstreamFailure failure) {
+    final AttemptFailure connectionFailed(UpstreamFailure failure) {
         markDone();
         Worker w = worker();
-        if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
-            w.markUsable(false);
-        } else {
-            ex.sendAbort(w);
+        if (failure.kind() != UpstreamFailure.Kind.CONNECT) {
+            at.sendAbort(w);
         }
         countFailure(failure.label(), "");
         String role = w.role().label();
-        return failure.kind() == UpstreamFailure.Kind.MALFORMED
+        ApiError error = failure.kind() == UpstreamFailure.Kind.MALFORMED
                 ? ApiError.malformed(role, w.name(), failure.detail())
                 : ApiError.unreachable(role, w.name(), failure.label() + ": " + failure.detail());
+        return AttemptFailure.fromConnection(error, w, failure);
     }
 
     final void countFailure(String kind, String message) {

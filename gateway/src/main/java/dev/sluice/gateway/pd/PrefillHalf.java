@@ -24,19 +24,19 @@ final class PrefillHalf extends PdHalf {
     private final BoundedBody body;
     private int status;
 
-    PrefillHalf(PdExchange ex) {
-        super(ex);
+    PrefillHalf(SglangAttempt at) {
+        super(at);
         this.body = new BoundedBody(ex.request.logprobs() ? ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
     }
 
     @Override
     Worker worker() {
-        return ex.prefill;
+        return at.prefill;
     }
 
     @Override
     UpstreamCall call() {
-        return ex.prefillCall;
+        return at.prefillCall;
     }
 
     @Override
@@ -60,23 +60,28 @@ final class PrefillHalf extends PdHalf {
         markDone();
         byte[] bytes = body.toByteArray();
         String text = new String(bytes, StandardCharsets.UTF_8);
+        String message = WorkerErrorBody.message(bytes);
         if (status / 100 != 2) {
-            failed(ApiError.fromWorker(status, "prefill", ex.prefill.name(), WorkerErrorBody.message(bytes)), "status");
+            failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "prefill", at.prefill.name(), message),
+                    at.prefill, status, message), "status");
         } else if (text.contains("data: {\"error\"") || text.contains("data:{\"error\"")) {
             int s = WorkerErrorBody.statusOfEvent(text.substring(text.indexOf("data:")).getBytes(StandardCharsets.UTF_8));
-            failed(ApiError.fromWorker(s, "prefill", ex.prefill.name(), WorkerErrorBody.message(bytes)), "stream_error");
+            failed(AttemptFailure.fromStatus(ApiError.fromWorker(s, "prefill", at.prefill.name(), message),
+                    at.prefill, s, message), "stream_error");
         } else if (ex.request.logprobs()) {
             try {
                 if (body.overflowed()) {
                     throw new IOException("body larger than http.max_response_body");
                 }
-                ex.decodeHalf.prefillLogprobsReady(LogprobMerger.fromPrefill(bytes));
+                at.decodeHalf.prefillLogprobsReady(LogprobMerger.fromPrefill(bytes));
             } catch (IOException e) {
-                failed(ApiError.malformed("prefill", ex.prefill.name(), e.getMessage()), "malformed");
+                failed(AttemptFailure.malformed(ApiError.malformed("prefill", at.prefill.name(), e.getMessage()),
+                        at.prefill), "malformed");
             }
         }
         if (status / 100 == 2) {
-            ex.prefillFinished();
+            ex.pd.health().success(at.prefill);
+            ex.prefillFinished(at);
             if (!ex.request.stream()) {
                 // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
                 ex.firstToken();
@@ -94,18 +99,19 @@ final class PrefillHalf extends PdHalf {
         ex.halfEnded();
     }
 
-    private void failed(ApiError error, String kind) {
-        countFailure(kind, error.message());
-        late(error);
+    private void failed(AttemptFailure f, String kind) {
+        countFailure(kind, f.error().message());
+        late(f);
     }
 
-    private void late(ApiError error) {
+    private void late(AttemptFailure f) {
         if (ex.pastFirstToken() && ex.request.stream()) {
             // the decode already has the KV and streams: the prefill's late failure changes nothing for the client
-            log.warn("prefill failed after first token rid={} worker={} detail=\"{}\"", ex.rid, ex.prefill.name(),
-                    error.message());
+            log.warn("prefill failed after first token rid={} worker={} detail=\"{}\"", at.rid, at.prefill.name(),
+                    f.error().message());
+            ex.countAgainstWorker(f);
             return;
         }
-        ex.fail(error, "peer_failed");
+        at.failed(f);
     }
 }

@@ -17,7 +17,7 @@ public final class RoundRobinPolicy implements SelectionPolicy {
         long start = next.getAndIncrement();
         for (int i = 0; i < n; i++) {
             Worker w = candidates.get((int) Math.floorMod(start + i, (long) n));
-            if (w.isUsable()) {
+            if (w.isAvailable()) {
                 return Optional.of(w);
             }
         }

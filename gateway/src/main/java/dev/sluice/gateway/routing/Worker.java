@@ -5,15 +5,17 @@ import java.util.Objects;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * One prefill or decode server as the gateway sees it: its address, whether it is usable right
- * now (health probes and passive failures decide), and how many requests it holds.
+ * One prefill or decode server as the gateway sees it: its address, its state (published by the
+ * health table: healthy, degraded, ejected, half-open, draining), and how many requests it holds.
  */
 public final class Worker {
     private final WorkerRole role;
     private final WorkerEndpoint endpoint;
     private final String name;
     private final AtomicInteger inflight = new AtomicInteger();
-    private volatile boolean usable;
+    private volatile WorkerStatus status = WorkerStatus.STARTING;
+    /** Requests a half-open worker may still be given on trial (set by the health table). */
+    private final AtomicInteger trialPermits = new AtomicInteger();
     private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
 
     public Worker(WorkerRole role, WorkerEndpoint endpoint) {
@@ -48,12 +50,55 @@ public final class Worker {
         return name;
     }
 
-    public boolean isUsable() {
-        return usable;
+    public WorkerStatus status() {
+        return status;
     }
 
-    public void markUsable(boolean usable) {
-        this.usable = usable;
+    public WorkerState state() {
+        return status.state();
+    }
+
+    /** Published by the health table only. */
+    public void status(WorkerStatus status) {
+        this.status = Objects.requireNonNull(status, "status");
+    }
+
+    /** The number of trial requests a half-open worker may be given (set by the health table). */
+    public void grantTrials(int n) {
+        trialPermits.set(n);
+    }
+
+    /** Counts as capacity (healthy, degraded or half-open): see {@link WorkerState#available()}. */
+    public boolean isAvailable() {
+        return status.state().available();
+    }
+
+    /** May be given a new request now: healthy, or half-open with a trial permit left (not consumed). */
+    public boolean routable() {
+        WorkerState s = status.state();
+        return s == WorkerState.HEALTHY || (s == WorkerState.HALF_OPEN && trialPermits.get() > 0);
+    }
+
+    /**
+     * Called when a new request is given to this worker: a half-open worker uses up one trial
+     * permit. False when none was left (another request took the last one).
+     */
+    public boolean takeForNewRequest() {
+        WorkerState s = status.state();
+        if (s == WorkerState.HEALTHY) {
+            return true;
+        }
+        if (s != WorkerState.HALF_OPEN) {
+            return false;
+        }
+        int n;
+        do {
+            n = trialPermits.get();
+            if (n <= 0) {
+                return false;
+            }
+        } while (!trialPermits.compareAndSet(n, n - 1));
+        return true;
     }
 
     public WorkerTelemetry telemetry() {
@@ -62,6 +107,13 @@ public final class Worker {
 
     public void telemetry(WorkerTelemetry t) {
         this.telemetry = t;
+    }
+
+    /** Gives back a trial permit taken by {@link #takeForNewRequest} for a request that was not sent after all. */
+    public void returnTrial() {
+        if (status.state() == WorkerState.HALF_OPEN) {
+            trialPermits.incrementAndGet();
+        }
     }
 
     public int inflight() {

@@ -27,6 +27,11 @@ public final class WorkerSet {
         return decode;
     }
 
+    /** The workers of one role. */
+    public List<Worker> role(WorkerRole role) {
+        return role == WorkerRole.PREFILL ? prefill : decode;
+    }
+
     public List<Worker> all() {
         List<Worker> all = new ArrayList<>(prefill);
         all.addAll(decode);
@@ -38,8 +43,8 @@ public final class WorkerSet {
         return infoPolicy.select(prefill);
     }
 
-    /** Ready means a request could be served now: one usable worker of each role. */
+    /** Ready means a request could be served: one available worker of each role (healthy, degraded or half-open). */
     public boolean ready() {
-        return prefill.stream().anyMatch(Worker::isUsable) && decode.stream().anyMatch(Worker::isUsable);
+        return prefill.stream().anyMatch(Worker::isAvailable) && decode.stream().anyMatch(Worker::isAvailable);
     }
 }

@@ -16,11 +16,15 @@ import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.health.TelemetryPoller;
 import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.pd.PdExchange;
-import dev.sluice.gateway.health.HealthProber;
+import dev.sluice.gateway.health.FailureKind;
+import dev.sluice.gateway.health.HealthChecker;
+import dev.sluice.gateway.health.HealthTable;
+import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.PdContext;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -71,7 +75,8 @@ public final class GatewayServer implements AutoCloseable {
     private final ChannelGroup clientChannels = new DefaultChannelGroup("clients", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
-    private HealthProber prober;
+    private final HealthTable health;
+    private HealthChecker checker;
     private TelemetryPoller telemetry;
     private AdminServer adminServer;
     private final RecentErrors recentErrors;
@@ -80,6 +85,7 @@ public final class GatewayServer implements AutoCloseable {
     public GatewayServer(GatewayConfig config) {
         this.config = config;
         this.workers = new WorkerSet(config.workers());
+        this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout());
         AbortSender aborts = new AbortSender(pool, metrics, config.timeouts().abort());
@@ -92,7 +98,24 @@ public final class GatewayServer implements AutoCloseable {
         this.classifier = new RequestClassifier(ac);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
-                config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors);
+                config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors, health,
+                config.retries());
+        health.addListener((w, from, to, cause) -> {
+            if (cause != null) {
+                metrics.workerEjection(w.role().label(), w.name(), cause.label());
+            }
+            if (to.state() == WorkerState.EJECTED || to.state() == WorkerState.DRAINING) {
+                // whoever waits on it for a first byte moves on now, not at its deadline
+                live.forEach(ex -> ex.workerEjected(w));
+            } else if (w.routable()) {
+                admission.kick(); // queued requests may go now
+            }
+        });
+        for (var w : workers.all()) {
+            for (FailureKind k : FailureKind.values()) {
+                metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
+            }
+        }
         metrics.bindWorkers(workers, config.telemetry());
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
         metrics.gauge("sluice.client.connections", "open client connections", clientChannels::size);
@@ -124,10 +147,10 @@ public final class GatewayServer implements AutoCloseable {
                 });
         // bind is the one blocking step, done once at startup on the caller's thread, never on a loop
         listener = b.bind(config.listen().host(), config.listen().port()).sync().channel();
-        prober = new HealthProber(workers, pool, workerGroup.next(), config.health());
-        prober.start();
+        checker = new HealthChecker(workers, pool, workerGroup.next(), health);
+        checker.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
-        telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry());
+        telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry(), health);
         telemetry.start();
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
@@ -162,6 +185,10 @@ public final class GatewayServer implements AutoCloseable {
 
     public WorkerSet workers() {
         return workers;
+    }
+
+    public HealthTable health() {
+        return health;
     }
 
     public UpstreamPool pool() {
@@ -251,8 +278,8 @@ public final class GatewayServer implements AutoCloseable {
 
     @Override
     public void close() {
-        if (prober != null) {
-            prober.close();
+        if (checker != null) {
+            checker.close();
         }
         if (telemetry != null) {
             telemetry.close();

@@ -16,7 +16,8 @@ final class ReadinessReport {
         root.put("status", workers.ready() ? "ready" : "not_ready");
         ArrayNode list = root.putArray("workers");
         for (Worker w : workers.all()) {
-            list.addObject().put("role", w.role().label()).put("url", w.url()).put("usable", w.isUsable())
+            list.addObject().put("role", w.role().label()).put("url", w.url()).put("usable", w.isAvailable())
+                    .put("state", w.state().label()).put("reason", w.status().reason())
                     .put("inflight", w.inflight());
         }
         return root.toString();

@@ -29,6 +29,9 @@ public final class UpstreamCall {
     private FullHttpRequest request;
     private boolean keepAlive = true;
     private boolean paused;
+    /** The connection served an earlier exchange (it came from the idle pool). */
+    private boolean reused;
+    private boolean responseStarted;
 
     public UpstreamCall(UpstreamPool pool, Worker worker, UpstreamListener listener) {
         this.pool = Objects.requireNonNull(pool, "pool");
@@ -60,6 +63,8 @@ public final class UpstreamCall {
             }
             state = State.ACTIVE;
             channel = ch;
+            reused = ch.attr(UpstreamPool.SERVED).get() != null;
+            ch.attr(UpstreamPool.SERVED).set(Boolean.TRUE);
             ch.attr(UpstreamHandler.CALL).set(this);
             FullHttpRequest req = this.request;
             this.request = null;
@@ -115,6 +120,7 @@ public final class UpstreamCall {
             fail(UpstreamFailure.Kind.MALFORMED, String.valueOf(msg.decoderResult().cause()));
             return;
         }
+        responseStarted = true;
         if (msg instanceof HttpResponse head) {
             keepAlive = HttpUtil.isKeepAlive(head);
             listener.onResponseHead(head);
@@ -137,7 +143,9 @@ public final class UpstreamCall {
     void onClosed() {
         if (state == State.ACTIVE) {
             state = State.DONE;
-            listener.onFailure(new UpstreamFailure(UpstreamFailure.Kind.RESET, "connection closed before the response completed"));
+            listener.onFailure(new UpstreamFailure(UpstreamFailure.Kind.RESET, reused && !responseStarted
+                    ? "reused keep-alive connection closed by the worker before any response byte"
+                    : "connection closed before the response completed", reused && !responseStarted));
         }
     }
 
@@ -153,7 +161,7 @@ public final class UpstreamCall {
             channel.attr(UpstreamHandler.CALL).set(null);
             channel.close();
         }
-        listener.onFailure(new UpstreamFailure(kind, detail));
+        listener.onFailure(new UpstreamFailure(kind, detail, kind == UpstreamFailure.Kind.RESET && reused && !responseStarted));
     }
 
     private void releaseRequest() {

@@ -1,7 +1,17 @@
 package dev.sluice.gateway.upstream;
 
-/** Why a call to a worker did not complete. */
-public record UpstreamFailure(Kind kind, String detail) {
+/**
+ * Why a call to a worker did not complete.
+ *
+ * @param reusedConnectionClosed a pooled connection that had served an earlier request closed before
+ *                               any byte of the answer came: the keep-alive race (the worker closed
+ *                               it as idle while we sent), so the worker most likely never saw the request
+ */
+public record UpstreamFailure(Kind kind, String detail, boolean reusedConnectionClosed) {
+
+    public UpstreamFailure(Kind kind, String detail) {
+        this(kind, detail, false);
+    }
 
     /** Also the bounded {@code kind} label of {@code sluice_upstream_errors_total}. */
     public enum Kind {

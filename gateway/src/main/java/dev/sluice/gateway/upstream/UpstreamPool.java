@@ -1,7 +1,7 @@
 package dev.sluice.gateway.upstream;
 
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.server.Transport;
+import dev.sluice.gateway.transport.Transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -29,6 +29,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class UpstreamPool {
     static final AttributeKey<LoopPool> POOL = AttributeKey.valueOf("sluice.pool");
+    /** Set once a connection has carried a request: a later close before any answer is the keep-alive race. */
+    static final AttributeKey<Boolean> SERVED = AttributeKey.valueOf("sluice.served");
 
     private final Transport transport;
     private final Duration connectTimeout;

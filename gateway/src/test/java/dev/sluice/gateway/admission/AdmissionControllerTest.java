@@ -196,9 +196,9 @@ class AdmissionControllerTest {
     @Test
     void noUsableWorkerIsNoCapacityAndDrainingIsDraining() {
         AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
-        workers.decode().get(0).markUsable(false);
+        workers.decode().get(0).status(new dev.sluice.gateway.routing.WorkerStatus(dev.sluice.gateway.routing.WorkerState.EJECTED, "test", java.time.Instant.now()));
         assertThat(c.submit(ticket("x", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.NO_CAPACITY);
-        workers.decode().get(0).markUsable(true);
+        workers.decode().get(0).status(new dev.sluice.gateway.routing.WorkerStatus(dev.sluice.gateway.routing.WorkerState.HEALTHY, "", java.time.Instant.now()));
         c.drain();
         assertThat(c.submit(ticket("y", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.DRAINING);
     }

@@ -34,7 +34,7 @@ final class AdmissionFixtures {
             d.add(new WorkerEndpoint("http://10.0.1." + i + ":30001", "10.0.1." + i, 30001, null));
         }
         WorkerSet set = new WorkerSet(new WorkersConfig(p, d));
-        set.all().forEach(w -> w.markUsable(true));
+        set.all().forEach(w -> w.status(new dev.sluice.gateway.routing.WorkerStatus(dev.sluice.gateway.routing.WorkerState.HEALTHY, "", java.time.Instant.now())));
         return set;
     }
 

@@ -65,7 +65,7 @@ public class AdmissionBenchmark {
                   decode: { max_inflight_streams: 100000 }
                 """, "bench");
         WorkerSet workers = new WorkerSet(cfg.workers());
-        workers.all().forEach(w -> w.markUsable(true));
+        workers.all().forEach(w -> w.status(new dev.sluice.gateway.routing.WorkerStatus(dev.sluice.gateway.routing.WorkerState.HEALTHY, "", java.time.Instant.now())));
         controller = new AdmissionController(cfg.admission(), workers, AdmissionObserver.NONE, System::nanoTime);
     }
 

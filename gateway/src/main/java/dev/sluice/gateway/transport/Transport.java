@@ -1,4 +1,4 @@
-package dev.sluice.gateway.server;
+package dev.sluice.gateway.transport;
 
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -13,7 +13,10 @@ import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 
-/** Native epoll where the platform has it, NIO otherwise; one choice for server and client channels. */
+/**
+ * Native epoll where the platform has it, NIO otherwise; one choice for server and client channels.
+ * Its own package, below both {@code server} and {@code upstream}, so the import graph stays one-way.
+ */
 public record Transport(String name, IoHandlerFactory ioHandlerFactory,
                         Class<? extends ServerChannel> serverChannel, Class<? extends SocketChannel> socketChannel) {
 

@@ -1,0 +1,80 @@
+package dev.sluice.gateway.health;
+
+import dev.sluice.gateway.config.HealthConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.upstream.UpstreamFetch;
+import dev.sluice.gateway.upstream.UpstreamPool;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Active checks of every worker: {@code GET /health} every {@code health.interval}, and
+ * {@code GET /health_generate} (a real one-token generation, which catches a stuck scheduler that
+ * {@code /health} misses) every {@code health.generate_interval}, plus at once for a worker a
+ * request suspects of stalling. At most one check of each kind in flight per worker. Results go
+ * to the {@link HealthTable}. Runs on one event loop, so its bookkeeping needs no locks.
+ */
+public final class HealthChecker implements AutoCloseable {
+    private static final int MAX_BODY = 64 * 1024;
+
+    private final WorkerSet workers;
+    private final UpstreamPool pool;
+    private final EventLoop loop;
+    private final HealthTable table;
+    private final HealthConfig config;
+    private final Set<Worker> healthInFlight = new HashSet<>();
+    private final Set<Worker> generateInFlight = new HashSet<>();
+    private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
+
+    public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table) {
+        this.workers = workers;
+        this.pool = pool;
+        this.loop = loop;
+        this.table = table;
+        this.config = table.config();
+    }
+
+    public void start() {
+        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::checkHealth), 0,
+                config.interval().toMillis(), TimeUnit.MILLISECONDS));
+        Duration g = config.generateInterval();
+        if (!g.isZero()) {
+            tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::checkGenerate), g.toMillis(),
+                    g.toMillis(), TimeUnit.MILLISECONDS));
+        }
+        tasks.add(loop.scheduleWithFixedDelay(table::tick, 50, 50, TimeUnit.MILLISECONDS));
+        table.onSuspicion(w -> loop.execute(() -> checkGenerate(w)));
+    }
+
+    private void checkHealth(Worker w) {
+        check(w, "/health", config.timeout(), FailureKind.ACTIVE_HEALTH, healthInFlight);
+    }
+
+    private void checkGenerate(Worker w) {
+        check(w, "/health_generate", config.generateTimeout(), FailureKind.ACTIVE_GENERATE, generateInFlight);
+    }
+
+    private void check(Worker w, String path, Duration timeout, FailureKind kind, Set<Worker> inFlight) {
+        if (!inFlight.add(w)) {
+            return; // the previous one has not answered yet; its timeout will
+        }
+        UpstreamFetch.get(pool, loop, w, path, timeout, MAX_BODY).addListener(f -> {
+            inFlight.remove(w);
+            UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
+            boolean ok = r.failure() == null && r.status() == 200;
+            table.activeResult(w, kind, ok, r.failure() != null ? r.failure() : "status " + r.status());
+        });
+    }
+
+    @Override
+    public void close() {
+        tasks.forEach(t -> t.cancel(false));
+    }
+}

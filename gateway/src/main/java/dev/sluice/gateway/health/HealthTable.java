@@ -1,0 +1,189 @@
+package dev.sluice.gateway.health;
+
+import dev.sluice.gateway.config.HealthConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerState;
+import dev.sluice.gateway.routing.WorkerStatus;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.Consumer;
+import java.util.function.LongSupplier;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one place where workers' states are decided: active check results, passive outcomes of
+ * live traffic, telemetry and time all come in here, and each worker's state (healthy, degraded,
+ * ejected, half-open, draining) goes out to the {@link Worker} it belongs to, where routing,
+ * admission, readiness, metrics and {@code /admin/state} read it. One lock for all workers, held
+ * for microseconds: a passive ejection must see the whole role (never the last worker).
+ * Listeners hear every change of state, outside the lock.
+ */
+public final class HealthTable {
+    private static final Logger log = LoggerFactory.getLogger(HealthTable.class);
+
+    /** Told of every change of a worker's state; {@code cause} is set when the new state is an ejection. */
+    public interface Listener {
+        void stateChanged(Worker worker, WorkerStatus from, WorkerStatus to, FailureKind cause);
+    }
+
+    private record Change(WorkerHealth health, WorkerStatus from, WorkerStatus to) {
+    }
+
+    private final WorkerSet workers;
+    private final HealthConfig config;
+    private final LongSupplier clock;
+    private final Map<Worker, WorkerHealth> table = new HashMap<>();
+    private final List<Listener> listeners = new CopyOnWriteArrayList<>();
+    private volatile Consumer<Worker> suspicionHandler = w -> { };
+
+    public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock) {
+        this.workers = workers;
+        this.config = config;
+        this.clock = clock;
+        for (Worker w : workers.all()) {
+            table.put(w, new WorkerHealth(w, config));
+        }
+    }
+
+    public HealthConfig config() {
+        return config;
+    }
+
+    public void addListener(Listener l) {
+        listeners.add(l);
+    }
+
+    /** Who checks a suspected worker at once (the active checker). */
+    public void onSuspicion(Consumer<Worker> handler) {
+        this.suspicionHandler = handler;
+    }
+
+    /** A request could not tell which of its workers stalled: check this one now instead of waiting. */
+    public void suspect(Worker w) {
+        suspicionHandler.accept(w);
+    }
+
+    public void activeResult(Worker w, FailureKind kind, boolean ok, String detail) {
+        update(w, h -> h.activeResult(kind, ok, detail));
+    }
+
+    /** A request the worker held ended well, or with an answer that is not the worker's fault. */
+    public void success(Worker w) {
+        update(w, h -> h.success(clock.getAsLong()));
+    }
+
+    /** A request failed because of this worker ({@code kind} is never a client's fault). */
+    public void failure(Worker w, FailureKind kind, String detail) {
+        update(w, h -> {
+            long now = clock.getAsLong();
+            String reason = h.failure(now, kind, detail);
+            if (reason == null) {
+                return;
+            }
+            if (roleCanSpare(h.worker)) {
+                h.ejectPassive(now, kind, reason);
+            } else {
+                if (h.status().state() == WorkerState.HALF_OPEN) {
+                    h.restartTrial();
+                }
+                log.warn("worker not ejected role={} worker={} reason=\"{}\" why=\"the role cannot spare it "
+                                + "(health.passive.max_ejected_percent={}, never the last available worker)\"",
+                        h.worker.role().label(), h.worker.name(), reason, config.passive().maxEjectedPercent());
+            }
+        });
+    }
+
+    /** The worker's latest KV token usage (NaN when unknown or stale). */
+    public void telemetry(Worker w, double kvUsage) {
+        update(w, h -> h.telemetry(kvUsage));
+    }
+
+    public void draining(Worker w, boolean on) {
+        update(w, h -> h.draining(on));
+    }
+
+    /** Time passes: ejections that ran their course become half-open trials. Call often (every ~100 ms). */
+    public void tick() {
+        List<Change> changes = new ArrayList<>();
+        synchronized (this) {
+            long now = clock.getAsLong();
+            for (WorkerHealth h : table.values()) {
+                h.tick(now);
+                record(h, now, changes);
+            }
+        }
+        announce(changes);
+    }
+
+    /** How many times passive signals ejected the worker since it was last healthy for long. */
+    public synchronized int ejections(Worker w) {
+        WorkerHealth h = table.get(w);
+        return h == null ? 0 : h.ejections();
+    }
+
+    private void update(Worker w, Consumer<WorkerHealth> change) {
+        List<Change> changes = new ArrayList<>(1);
+        synchronized (this) {
+            WorkerHealth h = table.get(w);
+            if (h == null) {
+                return; // a worker no longer configured
+            }
+            change.accept(h);
+            record(h, clock.getAsLong(), changes);
+        }
+        announce(changes);
+    }
+
+    private void record(WorkerHealth h, long now, List<Change> changes) {
+        WorkerStatus before = h.status();
+        WorkerStatus after = h.publish(now);
+        if (after != null) {
+            changes.add(new Change(h, before, after));
+        }
+    }
+
+    /**
+     * Whether passive signals may take {@code w} out: another available worker of its role stays,
+     * and the role's ejected share stays within {@code health.passive.max_ejected_percent}.
+     */
+    private boolean roleCanSpare(Worker w) {
+        List<Worker> role = workers.role(w.role());
+        int otherAvailable = 0;
+        int ejected = 1;
+        for (Worker o : role) {
+            if (o == w) {
+                continue;
+            }
+            if (o.isAvailable()) {
+                otherAvailable++;
+            } else if (o.state() == WorkerState.EJECTED) {
+                ejected++;
+            }
+        }
+        return otherAvailable > 0 && ejected * 100L <= (long) config.passive().maxEjectedPercent() * role.size();
+    }
+
+    private void announce(List<Change> changes) {
+        for (Change c : changes) {
+            Worker w = c.health().worker;
+            WorkerState to = c.to().state();
+            FailureKind cause = to == WorkerState.EJECTED && c.from() != WorkerStatus.STARTING
+                    ? c.health().ejectionKind() : null;
+            if (to == WorkerState.EJECTED) {
+                log.warn("worker ejected role={} worker={} from={} reason=\"{}\"", w.role().label(), w.name(),
+                        c.from().state().label(), c.to().reason());
+            } else {
+                log.info("worker state role={} worker={} from={} to={} reason=\"{}\"", w.role().label(), w.name(),
+                        c.from().state().label(), to.label(), c.to().reason());
+            }
+            for (Listener l : listeners) {
+                l.stateChanged(w, c.from(), c.to(), cause);
+            }
+        }
+    }
+}

@@ -1,0 +1,19 @@
+package dev.sluice.gateway.routing;
+
+import java.time.Instant;
+import java.util.Objects;
+
+/**
+ * A worker's state with why and since when, as one immutable value (published by the health
+ * table, read without locks by everyone else).
+ */
+public record WorkerStatus(WorkerState state, String reason, Instant since) {
+    public static final WorkerStatus STARTING = new WorkerStatus(WorkerState.EJECTED, "awaiting its first health check",
+            Instant.EPOCH);
+
+    public WorkerStatus {
+        Objects.requireNonNull(state, "state");
+        Objects.requireNonNull(reason, "reason");
+        Objects.requireNonNull(since, "since");
+    }
+}
