@@ -33,6 +33,7 @@ final class OutcomeWindow {
         }
     }
 
+    /** Failures in a row, the newest outcomes, counting only those still inside the window. */
     int consecutiveFailures() {
         return consecutiveFailures;
     }
@@ -57,6 +58,7 @@ final class OutcomeWindow {
         while (!outcomes.isEmpty() && now - outcomes.peekFirst()[0] > windowNanos) {
             drop();
         }
+        consecutiveFailures = Math.min(consecutiveFailures, outcomes.size());
     }
 
     private void drop() {

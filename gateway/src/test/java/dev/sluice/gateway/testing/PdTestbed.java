@@ -91,6 +91,12 @@ public final class PdTestbed implements AutoCloseable {
                 .POST(HttpRequest.BodyPublishers.ofString(json)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    /** A JSON POST to {@code uri}, for {@code http.sendAsync}. */
+    public static HttpRequest postRequest(URI uri, String json) {
+        return HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json)).build();
+    }
+
     public HttpResponse<String> get(String path) throws IOException, InterruptedException {
         return http.send(HttpRequest.newBuilder(uri(path)).timeout(Duration.ofSeconds(30)).GET().build(),
                 HttpResponse.BodyHandlers.ofString());
