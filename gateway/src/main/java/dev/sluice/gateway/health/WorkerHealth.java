@@ -68,7 +68,8 @@ final class WorkerHealth {
         activeSuccesses.put(kind, 0);
         int n = activeFailures.merge(kind, 1, Integer::sum);
         if (n >= config.unhealthyThreshold()) {
-            activeEjections.put(kind, kind.label() + " failed " + n + " times in a row: " + detail);
+            String check = kind == FailureKind.ACTIVE_GENERATE ? "GET /health_generate" : "GET /health";
+            activeEjections.put(kind, check + " failed " + n + " times in a row: " + detail);
         }
     }
 

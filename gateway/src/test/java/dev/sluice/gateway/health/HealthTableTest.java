@@ -204,7 +204,7 @@ class HealthTableTest {
         t.activeResult(d, FailureKind.ACTIVE_GENERATE, false, "timeout after 10000 ms");
         t.activeResult(d, FailureKind.ACTIVE_GENERATE, false, "timeout after 10000 ms");
         assertThat(d.state()).isEqualTo(WorkerState.EJECTED);
-        assertThat(d.status().reason()).contains("active_generate failed 2 times");
+        assertThat(d.status().reason()).contains("GET /health_generate failed 2 times");
         for (int i = 0; i < 5; i++) {
             t.activeResult(d, FailureKind.ACTIVE_HEALTH, true, "");
         }
