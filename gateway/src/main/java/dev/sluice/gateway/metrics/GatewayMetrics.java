@@ -140,6 +140,11 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason).increment();
     }
 
+    /** Exports a retry counter at 0 before the first retry. */
+    public void preRegisterRetry(String reason) {
+        counter("sluice.retries", "reason", reason);
+    }
+
     /** Exports an ejection counter at 0 before the first ejection, so rate() and dashboards see the first one. */
     public void preRegisterEjection(String role, String worker, String reason) {
         counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason);

@@ -111,6 +111,10 @@ public final class GatewayServer implements AutoCloseable {
                 admission.kick(); // queued requests may go now
             }
         });
+        for (String reason : List.of("connect", "stale_connection", "worker_busy", "kv_transfer", "stall",
+                "worker_ejected")) {
+            metrics.preRegisterRetry(reason);
+        }
         for (var w : workers.all()) {
             for (FailureKind k : FailureKind.values()) {
                 metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
