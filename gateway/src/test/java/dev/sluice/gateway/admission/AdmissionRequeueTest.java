@@ -1,0 +1,89 @@
+package dev.sluice.gateway.admission;
+
+import static dev.sluice.gateway.admission.AdmissionFixtures.config;
+import static dev.sluice.gateway.admission.AdmissionFixtures.workers;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.admission.AdmissionFixtures.Recorder;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/** A retry keeps its one ticket: the accounting stays exact across attempts. */
+class AdmissionRequeueTest {
+    private final AtomicLong now = new AtomicLong(1_000_000_000L);
+    private final WorkerSet workers = workers(2, 2);
+    private final AdmissionController c = new AdmissionController(
+            config(4, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10), workers, AdmissionObserver.NONE, now::get);
+
+    private static Ticket ticket(String id, long tokens, Recorder r) {
+        return new Ticket(id, tokens, 1, "t", Long.MAX_VALUE, Runnable::run, r);
+    }
+
+    @Test
+    void aRequeuedTicketKeepsItsPendingTokensGivesBackItsPairAndAvoidsTheFailedWorkers() {
+        Recorder r = new Recorder();
+        Ticket t = ticket("a", 1000, r);
+        c.submit(t);
+        Worker p1 = r.prefill;
+        Worker d1 = r.decode;
+        assertThat(c.snapshot().dispatched()).isEqualTo(1);
+
+        assertThat(c.requeue(t, List.of(p1, d1))).isTrue();
+        assertThat(r.endings.get()).isEqualTo(2); // granted again at once, on the other pair
+        assertThat(r.prefill).isNotSameAs(p1);
+        assertThat(r.decode).isNotSameAs(d1);
+        AdmissionSnapshot s = c.snapshot();
+        assertThat(s.pendingTokens()).isEqualTo(1000);
+        assertThat(s.inflightPrefillTokens()).isEqualTo(1000);
+        assertThat(s.dispatched()).isEqualTo(1);
+        assertThat(s.perWorker().get(p1.name() + "|prefill")[0]).isZero();
+        assertThat(s.perWorker().get(d1.name() + "|decode")[0]).isZero();
+
+        c.release(t);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
+    void aTicketRequeuedAfterItsPrefillFinishedCountsItsTokensAgain() {
+        Recorder r = new Recorder();
+        Ticket t = ticket("a", 1000, r);
+        c.submit(t);
+        c.prefillDone(t); // e.g. a KV transfer failure reported by the decode after the prefill finished
+        assertThat(c.snapshot().pendingTokens()).isZero();
+        c.requeue(t, List.of(r.decode));
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(1000);
+        c.prefillDone(t);
+        c.release(t);
+        c.release(t);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
+    void withNowhereElseToGoTheFailedWorkersAreUsedAgain() {
+        AdmissionController one = new AdmissionController(config(4, 100_000, Duration.ofSeconds(30), 50_000, 1,
+                100_000, 10), workers(1, 1), AdmissionObserver.NONE, now::get);
+        Recorder r = new Recorder();
+        Ticket t = ticket("a", 1000, r);
+        one.submit(t);
+        Worker p = r.prefill;
+        one.requeue(t, List.of(p, r.decode));
+        assertThat(r.endings.get()).isEqualTo(2);
+        assertThat(r.prefill).isSameAs(p);
+        one.release(t);
+        assertThat(one.snapshot().idle()).isTrue();
+    }
+
+    @Test
+    void aTicketThatEndedCannotBeRequeued() {
+        Recorder r = new Recorder();
+        Ticket t = ticket("a", 1000, r);
+        c.submit(t);
+        c.release(t);
+        assertThat(c.requeue(t, List.of())).isFalse();
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+}
