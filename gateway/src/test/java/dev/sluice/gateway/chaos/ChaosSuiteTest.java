@@ -120,40 +120,41 @@ class ChaosSuiteTest {
         return counts;
     }
 
+    /** Load runs; the fault goes in; the worker must be ejected, then healed and back to healthy. */
+    private List<Result> ejectAndRecover(SimWorker w, Runnable fault, Runnable heal, StringBuilder timings)
+            throws Exception {
+        clients.startLoops(6, Behaviour.NORMAL);
+        warmUp(20);
+        fault.run();
+        long detectMs = waitFor(Duration.ofSeconds(10), () -> gw(w).state() == WorkerState.EJECTED);
+        warmUp(20); // traffic goes on through the other worker of the role
+        heal.run();
+        long recoverMs = waitFor(Duration.ofSeconds(20), () -> gw(w).state() == WorkerState.HEALTHY);
+        warmUp(10);
+        timings.append("detect_ms=").append(detectMs).append(" recover_ms=").append(recoverMs);
+        return clients.stopAndWait();
+    }
+
     @Test
     void aDecodeKilledMidStreamIsEjectedTrafficMovesAndItComesBackAfterARestart() throws Exception {
         start(2, 2);
         DecodeServer victim = bed.cluster.decodes().get(0);
-        clients.startLoops(6, Behaviour.NORMAL);
-        warmUp(20);
-        long killedAt = System.nanoTime();
-        victim.kill();
-        long detectMs = waitFor(Duration.ofSeconds(10), () -> gw(victim).state() == WorkerState.EJECTED);
-        warmUp(20); // traffic goes on through the other decode
-        victim.restart();
-        long recoverMs = waitFor(Duration.ofSeconds(20), () -> gw(victim).state() == WorkerState.HEALTHY);
-        warmUp(10);
-        List<Result> results = clients.stopAndWait();
-        Map<Verdict, Integer> c = finish("decode_killed_then_restarted", results, 0,
-                "detect_ms=" + detectMs + " recover_ms=" + recoverMs);
+        StringBuilder timings = new StringBuilder();
+        List<Result> results = ejectAndRecover(victim, victim::kill, victim::restart, timings);
+        Map<Verdict, Integer> c = finish("decode_killed_then_restarted", results, 0, timings.toString());
         assertThat(c.get(Verdict.COMPLETE)).isGreaterThanOrEqualTo(50);
-        assertThat((System.nanoTime() - killedAt) / 1_000_000).isPositive();
+        // only streams cut mid-way by the kill end in an error: everything else was retried or moved
+        assertThat(results).filteredOn(r -> r.verdict() == Verdict.ERROR).allMatch(r -> r.detail().startsWith("in-stream"));
     }
 
     @Test
     void aPrefillAnswering500ForAWhileIsEjectedAndRecovers() throws Exception {
         start(2, 2);
         SimWorker bad = bed.cluster.prefills().get(0);
-        clients.startLoops(6, Behaviour.NORMAL);
-        warmUp(20);
-        bad.faults().setFailStatus(500);
-        long detectMs = waitFor(Duration.ofSeconds(10), () -> gw(bad).state() == WorkerState.EJECTED);
-        warmUp(20);
-        bad.faults().reset();
-        long recoverMs = waitFor(Duration.ofSeconds(20), () -> gw(bad).state() == WorkerState.HEALTHY);
-        warmUp(10);
-        Map<Verdict, Integer> c = finish("prefill_500_then_recovers", clients.stopAndWait(), 0,
-                "detect_ms=" + detectMs + " recover_ms=" + recoverMs);
+        StringBuilder timings = new StringBuilder();
+        List<Result> results = ejectAndRecover(bad, () -> bad.faults().setFailStatus(500), () -> bad.faults().reset(),
+                timings);
+        Map<Verdict, Integer> c = finish("prefill_500_then_recovers", results, 0, timings.toString());
         // a 500 is not retried (the worker may have done the work): the few sent before ejection are JSON errors
         assertThat(c.get(Verdict.ERROR)).isLessThanOrEqualTo(12);
         assertThat(c.get(Verdict.COMPLETE)).isGreaterThanOrEqualTo(50);
@@ -163,15 +164,10 @@ class ChaosSuiteTest {
     void aDecodeThatStallsWithHealthStillAnswering200IsEjectedAndNothingWaitsOnIt() throws Exception {
         start(2, 2);
         DecodeServer stuck = bed.cluster.decodes().get(0);
-        clients.startLoops(6, Behaviour.NORMAL);
-        warmUp(20);
-        stuck.faults().setStallAfterTokens(0);
-        long detectMs = waitFor(Duration.ofSeconds(10), () -> gw(stuck).state() == WorkerState.EJECTED);
-        warmUp(30);
-        stuck.faults().reset();
-        long recoverMs = waitFor(Duration.ofSeconds(20), () -> gw(stuck).state() == WorkerState.HEALTHY);
-        List<Result> results = clients.stopAndWait();
-        finish("decode_stalls_health_200", results, 0, "detect_ms=" + detectMs + " recover_ms=" + recoverMs);
+        StringBuilder timings = new StringBuilder();
+        List<Result> results = ejectAndRecover(stuck, () -> stuck.faults().setStallAfterTokens(0),
+                () -> stuck.faults().reset(), timings);
+        finish("decode_stalls_health_200", results, 0, timings.toString());
         // stalls before the first token are retried elsewhere; only streams that had started on it when it
         // stalled end with an in-stream error (their bytes are out: no retry is safe)
         assertThat(results).filteredOn(r -> r.verdict() == Verdict.ERROR)
