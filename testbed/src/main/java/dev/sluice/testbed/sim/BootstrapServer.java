@@ -2,21 +2,19 @@ package dev.sluice.testbed.sim;
 
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.QueryStringDecoder;
-import java.net.InetSocketAddress;
+import io.netty.util.AttributeKey;
 import java.util.ArrayDeque;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -31,9 +29,16 @@ import java.util.Map;
  * backend: when the prefill finishes computing that room, its transfer fails at once (a KV
  * transfer error) instead of holding the KV until the bootstrap timeout. A decode that never
  * asked at all is still waited for, up to the bootstrap timeout.
+ *
+ * <p>Under {@code kvFailFraction} (on this prefill, or on the decode, which then asks with
+ * {@code sim_fail_transfer=true}) the handoff of a chosen room fails on both sides: the decode gets
+ * a 500 (its KV transfer error) and the prefill fails the request with a KV transfer error.
  */
 final class BootstrapServer {
     private static final int TOMBSTONES = 100_000;
+    /** Query parameter of a decode whose transfer of this room is to fail ({@code kvFailFraction}). */
+    static final String FAIL_PARAM = "sim_fail_transfer";
+    private static final AttributeKey<Boolean> FAIL_TRANSFER = AttributeKey.valueOf("simFailTransfer");
 
     private final PrefillServer prefill;
     private final Map<Long, Room> rooms = new HashMap<>();
@@ -51,7 +56,7 @@ final class BootstrapServer {
             return size() > TOMBSTONES;
         }
     };
-    private Channel serverChannel;
+    private Listener listener;
 
     /** What became of an item whose KV is ready. */
     enum Handoff { DELIVERED, PEER_GONE, WAIT }
@@ -68,23 +73,32 @@ final class BootstrapServer {
     }
 
     void bind(EventLoopGroup group, int port) throws InterruptedException {
-        serverChannel = new ServerBootstrap().group(group, prefill.loop).channel(Transport.serverChannel())
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast(new HttpServerCodec()).addLast(new HttpObjectAggregator(64 << 10))
-                                .addLast(new KvHandler());
-                    }
-                })
-                .bind(prefill.cfg.host(), port).sync().channel();
+        listener = new Listener(prefill.cfg.host(), group, prefill.loop, ch -> ch.pipeline()
+                .addLast(new HttpServerCodec()).addLast(new HttpObjectAggregator(64 << 10)).addLast(new KvHandler()));
+        listener.bind(port).sync();
     }
 
+    /** The bootstrap port, also while killed; -1 before the first bind. */
     int port() {
-        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+        return listener == null ? -1 : listener.port();
     }
 
     Channel serverChannel() {
-        return serverChannel;
+        return listener == null ? null : listener.serverChannel();
+    }
+
+    List<Listener> listeners() {
+        return listener == null ? List.of() : List.of(listener);
+    }
+
+    /**
+     * After a kill (its connections closed, its items ended): a restarted prefill knows no room,
+     * and the close listeners of the killed long polls then find none to mark.
+     */
+    void forget() {
+        rooms.clear();
+        tombstones.clear();
+        departedPeers.clear();
     }
 
     /** Long polls open for a room (event loop only; tests submit it there). */
@@ -148,12 +162,19 @@ final class BootstrapServer {
 
     private void deliver(SimItem item, Room room, Channel waiter) {
         rooms.remove(item.room);
-        tombstones.put(item.room, "KV of room " + item.room + " was already transferred");
-        answer(waiter, 200, null, item);
+        boolean fail = prefill.faults.kvFails(item.room) || waiter.hasAttr(FAIL_TRANSFER);
+        String gone = fail ? "KV transfer of room " + item.room + " failed (simulated: kvFailFraction)"
+                : "KV of room " + item.room + " was already transferred";
+        tombstones.put(item.room, gone);
+        answer(waiter, fail ? 500 : 200, fail ? gone : null, item);
         for (Channel other : room.waiters) {
-            answer(other, 409, "KV of room " + item.room + " was already transferred", item);
+            answer(other, 409, gone, item);
         }
-        prefill.kvTransferred(item);
+        if (fail) {
+            prefill.transferFailed(item, gone);
+        } else {
+            prefill.kvTransferred(item);
+        }
     }
 
     private void answer(Channel ch, int status, String error, SimItem item) {
@@ -169,7 +190,10 @@ final class BootstrapServer {
         Responses.json(ch, status, o, false);
     }
 
-    private void fetch(Channel ch, long roomId) {
+    private void fetch(Channel ch, long roomId, boolean failTransfer) {
+        if (failTransfer) {
+            ch.attr(FAIL_TRANSFER).set(Boolean.TRUE);
+        }
         String tomb = tombstones.get(roomId);
         if (tomb != null) {
             ObjectNode o = JsonNodeFactory.instance.objectNode().put("room", roomId).put("error", tomb);
@@ -205,14 +229,16 @@ final class BootstrapServer {
     private final class KvHandler extends SimpleChannelInboundHandler<FullHttpRequest> {
         @Override
         protected void channelRead0(ChannelHandlerContext ctx, FullHttpRequest req) {
-            String path = new QueryStringDecoder(req.uri()).path();
+            QueryStringDecoder uri = new QueryStringDecoder(req.uri());
+            String path = uri.path();
             if (path.equals("/health")) {
                 Responses.text(ctx.channel(), 200, null, "", true);
                 return;
             }
             if (path.startsWith("/kv/")) {
                 try {
-                    fetch(ctx.channel(), Long.parseLong(path.substring(4)));
+                    List<String> fail = uri.parameters().getOrDefault(FAIL_PARAM, List.of());
+                    fetch(ctx.channel(), Long.parseLong(path.substring(4)), fail.contains("true"));
                     return;
                 } catch (NumberFormatException e) {
                     // falls through to 404

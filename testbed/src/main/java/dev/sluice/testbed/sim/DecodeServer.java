@@ -11,6 +11,8 @@ import org.slf4j.LoggerFactory;
  * A simulated SGLang server in {@code --disaggregation-mode decode}: each item fetches the KV of
  * its room from the prefill named in its body (waiting up to {@code kvWait}, else a KV transfer
  * error), then joins the running batch and emits tokens. Streams get their 200 headers at once.
+ * A room chosen by {@code kvFailFraction} asks its prefill to fail the handoff, and then fails
+ * like any KV transfer error (after the prefill computed the KV, as a real transfer would).
  */
 public final class DecodeServer extends SimWorker {
     private static final Logger log = LoggerFactory.getLogger(DecodeServer.class);
@@ -160,7 +162,7 @@ public final class DecodeServer extends SimWorker {
 
     @Override
     SimMetrics.Gauges gauges() {
-        return new SimMetrics.Gauges(batch.running(), batch.waiting(), 0, 0, 0, waitingKv);
+        return new SimMetrics.Gauges(batch.running() + stalledItems, batch.waiting(), 0, 0, 0, waitingKv);
     }
 
     @Override
@@ -168,7 +170,9 @@ public final class DecodeServer extends SimWorker {
         info.put("max_running_requests", cfg.decodeMaxBatch());
     }
 
-    void closeBatch() {
+    /** Ending the killed items may have started a step timer for the batch: none outlives the kill. */
+    @Override
+    void killed() {
         batch.close();
     }
 }

@@ -6,7 +6,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
  * Faults one simulated server injects, changeable at any time from any thread (and over HTTP with
- * {@code POST /sim/faults}). All off by default; the token faults apply to decode servers.
+ * {@code POST /sim/faults}, same field names). All off by default; the token faults apply to
+ * decode servers. {@link #reset()} turns everything off again.
  */
 public final class FaultKnobs {
     private volatile int failStatus;
@@ -14,8 +15,15 @@ public final class FaultKnobs {
     private volatile int dropAfterTokens = -1;
     private volatile int failAfterTokens = -1;
     private volatile double slowFactor = 1.0;
+    private volatile int healthStatus;
+    private volatile boolean stallAll;
+    private volatile int closeIdleAfterMs = -1;
+    private volatile double kvFailFraction;
 
-    /** When > 0, every generation request is answered at once with this status and a JSON error. */
+    /**
+     * When > 0, every generation request (and {@code /health_generate}) is answered at once with
+     * this status and a JSON error; it takes precedence over the stall knobs.
+     */
     public int failStatus() {
         return failStatus;
     }
@@ -25,7 +33,10 @@ public final class FaultKnobs {
         return this;
     }
 
-    /** When >= 0, a decode stops emitting after this many tokens and keeps the connection open. */
+    /**
+     * When >= 0, a decode stops emitting after this many tokens and keeps the connection open; its
+     * {@code /health_generate} then never answers either.
+     */
     public int stallAfterTokens() {
         return stallAfterTokens;
     }
@@ -68,20 +79,116 @@ public final class FaultKnobs {
         return this;
     }
 
+    /** When > 0, {@code GET /health} answers this status (empty body) instead of 200. */
+    public int healthStatus() {
+        return healthStatus;
+    }
+
+    public FaultKnobs setHealthStatus(int status) {
+        if (status != 0 && (status < 100 || status > 599)) {
+            throw new IllegalArgumentException("healthStatus: " + status + " (expected: 0 or 100..599)");
+        }
+        this.healthStatus = status;
+        return this;
+    }
+
+    /**
+     * When true, every generation request (prefill or decode) is accepted, journaled and counted
+     * as running, and never answered: no token, no KV; only {@code /abort_request} or the client
+     * closing the connection ends it (counted aborted). {@code /health_generate} never answers
+     * either, while {@code /health} still does: a hung scheduler behind a live HTTP server.
+     */
+    public boolean stallAll() {
+        return stallAll;
+    }
+
+    public FaultKnobs setStallAll(boolean stall) {
+        this.stallAll = stall;
+        return this;
+    }
+
+    /**
+     * When >= 0, a keep-alive connection is closed once it has been idle this many milliseconds
+     * after a complete response; 0 closes it right after the response is written, without a
+     * {@code Connection: close} header (the keep-alive race a client's connection pool must
+     * survive). -1: off.
+     */
+    public int closeIdleAfterMs() {
+        return closeIdleAfterMs;
+    }
+
+    public FaultKnobs setCloseIdleAfterMs(int millis) {
+        if (millis < -1) {
+            throw new IllegalArgumentException("closeIdleAfterMs: " + millis + " (expected: >= -1)");
+        }
+        this.closeIdleAfterMs = millis;
+        return this;
+    }
+
+    /**
+     * The fraction (0..1) of rooms whose KV transfer fails, chosen from the room number alone (see
+     * {@link #kvFails(long)}), so a run is reproducible. On a decode the fetch of such a room
+     * asks the prefill to fail the transfer; on a prefill its bootstrap fails it. Either way both
+     * halves fail at handoff time, once the prefill has computed the KV: the decode with
+     * {@code KVTransferError(room=...)} and the prefill with its own KV transfer error, each counted
+     * in {@code kvTransferFailures}, as SGLang reports a failed transfer on both sides.
+     */
+    public double kvFailFraction() {
+        return kvFailFraction;
+    }
+
+    public FaultKnobs setKvFailFraction(double fraction) {
+        if (!(fraction >= 0 && fraction <= 1)) {
+            throw new IllegalArgumentException("kvFailFraction: " + fraction + " (expected: 0..1)");
+        }
+        this.kvFailFraction = fraction;
+        return this;
+    }
+
+    /** Whether the KV transfer of {@code room} fails under the current {@link #kvFailFraction()}. */
+    public boolean kvFails(long room) {
+        double fraction = kvFailFraction;
+        if (fraction <= 0) {
+            return false;
+        }
+        // mixed so that consecutive room numbers (as a router hands them out) do not fail in runs
+        long h = room * 0x9E3779B97F4A7C15L;
+        h ^= h >>> 32;
+        return Math.floorMod(h, 10_000L) < fraction * 10_000;
+    }
+
     public FaultKnobs reset() {
         failStatus = 0;
         stallAfterTokens = -1;
         dropAfterTokens = -1;
         failAfterTokens = -1;
         slowFactor = 1.0;
+        healthStatus = 0;
+        stallAll = false;
+        closeIdleAfterMs = -1;
+        kvFailFraction = 0;
         return this;
     }
 
-    /** Applies the fields present in {@code json}; absent fields keep their value. */
+    /**
+     * Applies the fields present in {@code json}, after {@code "reset": true} if given; absent
+     * fields keep their value. All or nothing: an invalid field changes no knob.
+     */
     public void apply(JsonNode json) {
-        if (json.path("reset").asBoolean(false)) {
-            reset();
-        }
+        FaultKnobs next = json.path("reset").asBoolean(false) ? new FaultKnobs() : copy();
+        next.set(json);
+        failStatus = next.failStatus;
+        stallAfterTokens = next.stallAfterTokens;
+        dropAfterTokens = next.dropAfterTokens;
+        failAfterTokens = next.failAfterTokens;
+        slowFactor = next.slowFactor;
+        healthStatus = next.healthStatus;
+        stallAll = next.stallAll;
+        closeIdleAfterMs = next.closeIdleAfterMs;
+        kvFailFraction = next.kvFailFraction;
+    }
+
+    private void set(JsonNode json) {
         if (json.has("failStatus")) {
             setFailStatus(json.get("failStatus").asInt());
         }
@@ -97,6 +204,24 @@ public final class FaultKnobs {
         if (json.has("slowFactor")) {
             setSlowFactor(json.get("slowFactor").asDouble());
         }
+        if (json.has("healthStatus")) {
+            setHealthStatus(json.get("healthStatus").asInt());
+        }
+        if (json.has("stallAll")) {
+            setStallAll(json.get("stallAll").asBoolean());
+        }
+        if (json.has("closeIdleAfterMs")) {
+            setCloseIdleAfterMs(json.get("closeIdleAfterMs").asInt());
+        }
+        if (json.has("kvFailFraction")) {
+            setKvFailFraction(json.get("kvFailFraction").asDouble());
+        }
+    }
+
+    private FaultKnobs copy() {
+        FaultKnobs c = new FaultKnobs();
+        c.set(toJson());
+        return c;
     }
 
     public ObjectNode toJson() {
@@ -106,6 +231,10 @@ public final class FaultKnobs {
         o.put("dropAfterTokens", dropAfterTokens);
         o.put("failAfterTokens", failAfterTokens);
         o.put("slowFactor", slowFactor);
+        o.put("healthStatus", healthStatus);
+        o.put("stallAll", stallAll);
+        o.put("closeIdleAfterMs", closeIdleAfterMs);
+        o.put("kvFailFraction", kvFailFraction);
         return o;
     }
 

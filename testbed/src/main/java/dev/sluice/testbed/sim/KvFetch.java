@@ -61,8 +61,11 @@ final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
                 server.kvFailed(item, "cannot reach the bootstrap server " + peer + ": " + f.cause());
                 return;
             }
-            FullHttpRequest get = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET,
-                    "/kv/" + item.room + "?rid=" + java.net.URLEncoder.encode(item.rid, StandardCharsets.UTF_8));
+            String uri = "/kv/" + item.room + "?rid=" + java.net.URLEncoder.encode(item.rid, StandardCharsets.UTF_8);
+            if (server.faults.kvFails(item.room)) {
+                uri += "&" + BootstrapServer.FAIL_PARAM + "=true"; // the handoff fails on both sides
+            }
+            FullHttpRequest get = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, uri);
             get.headers().set(HttpHeaderNames.HOST, peer).setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
             ch.writeAndFlush(get);
         });

@@ -3,6 +3,8 @@ package dev.sluice.testbed.sim;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -13,7 +15,10 @@ import org.slf4j.LoggerFactory;
  * hold their KV until the decode peer fetches it from this server's {@link BootstrapServer} (or the
  * bootstrap timeout passes). The HTTP response is sent when the KV has been handed over. When
  * the decode peer of a room has gone (aborted, or its client disconnected) the transfer of that
- * room's KV fails as soon as it is computed: a KV transfer error, as on a real SGLang prefill.
+ * room's KV fails as soon as it is computed: a KV transfer error, as on a real SGLang prefill. A
+ * room chosen by {@code kvFailFraction} (here or on its decode) fails the same way at handoff:
+ * this request ends with a KV transfer error (500), counted in {@code kvTransferFailures}, and so
+ * does the decode's.
  */
 public final class PrefillServer extends SimWorker {
     private static final Logger log = LoggerFactory.getLogger(PrefillServer.class);
@@ -26,7 +31,7 @@ public final class PrefillServer extends SimWorker {
         super(cfg, ordinal, loop);
     }
 
-    /** Port of this prefill's bootstrap server (SGLang's {@code --disaggregation-bootstrap-port}). */
+    /** Port of this prefill's bootstrap server (SGLang's {@code --disaggregation-bootstrap-port}), also while killed. */
     public int bootstrapPort() {
         return bootstrap.port();
     }
@@ -42,6 +47,25 @@ public final class PrefillServer extends SimWorker {
 
     BootstrapServer bootstrap() {
         return bootstrap;
+    }
+
+    /** The HTTP listener and the bootstrap listener: a kill stops both, a restart binds both again. */
+    @Override
+    List<Listener> listeners() {
+        List<Listener> all = new ArrayList<>(super.listeners());
+        all.addAll(bootstrap.listeners());
+        return all;
+    }
+
+    @Override
+    void killed() {
+        bootstrap.forget();
+    }
+
+    /** A stalled item still has its room, so a decode long-polls it and an abort fails that decode at once. */
+    @Override
+    void stalled(SimItem item) {
+        bootstrap.register(item);
     }
 
     @Override
@@ -75,17 +99,23 @@ public final class PrefillServer extends SimWorker {
         switch (bootstrap.kvReady(item)) {
             case DELIVERED -> {
             }
-            case PEER_GONE -> peerGone(item);
+            case PEER_GONE -> transferFailed(item, "decode peer gone");
             case WAIT -> item.timer = loop.schedule(() -> bootstrapTimedOut(item), cfg.bootstrapTimeout().toNanos(),
                     TimeUnit.NANOSECONDS);
             default -> throw new IllegalStateException();
         }
     }
 
-    /** The KV is computed but its decode has left: the transfer fails, the GPU work was for nobody. */
-    private void peerGone(SimItem item) {
+    /**
+     * The KV is computed but cannot be sent (its decode has left, or {@code kvFailFraction} chose
+     * the room): the request fails with a KV transfer error, the GPU work was for nobody.
+     */
+    void transferFailed(SimItem item, String reason) {
+        if (item.state != SimItem.State.KV_HELD) {
+            return;
+        }
         kvTransferFailures.increment();
-        String message = "KVTransferError(room=" + item.room + "): decode peer gone";
+        String message = "KVTransferError(room=" + item.room + "): " + reason;
         log.info("prefill {} kv transfer failed rid={} {}", ordinal, item.rid, message);
         endItem(item, Outcome.FAILED, null);
         item.exchange.fail(500, "InternalServerError", message);
@@ -129,7 +159,7 @@ public final class PrefillServer extends SimWorker {
 
     @Override
     SimMetrics.Gauges gauges() {
-        return new SimMetrics.Gauges(scheduler.prefilling(), scheduler.queued(), 0, kvHeld, 0, 0);
+        return new SimMetrics.Gauges(scheduler.prefilling() + stalledItems, scheduler.queued(), 0, kvHeld, 0, 0);
     }
 
     @Override

@@ -4,26 +4,34 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.TextNode;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
-import java.nio.charset.StandardCharsets;
 import io.netty.util.ReferenceCountUtil;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * One per connection: routes whole requests (journaling each) to the worker and tells it when the
- * client leaves or its socket drains.
+ * client leaves or its socket drains. It also sees every response it writes end, to close the
+ * connection once idle under {@code closeIdleAfterMs}. Its timers (that idle close, a pending
+ * {@code /health_generate}) end with the connection.
  */
-final class SimHttpHandler extends ChannelInboundHandlerAdapter {
+final class SimHttpHandler extends ChannelDuplexHandler {
     private static final Logger log = LoggerFactory.getLogger(SimHttpHandler.class);
     private final SimWorker worker;
     /** The generation request this connection is serving, if any. */
     Exchange current;
+    private ScheduledFuture<?> idleClose;
+    private ScheduledFuture<?> healthAnswer;
 
     SimHttpHandler(SimWorker worker) {
         this.worker = worker;
@@ -35,6 +43,7 @@ final class SimHttpHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             return;
         }
+        cancelIdleClose(); // the connection is in use again
         try {
             handle(ctx.channel(), req);
         } finally {
@@ -55,11 +64,15 @@ final class SimHttpHandler extends ChannelInboundHandlerAdapter {
         boolean get = req.method().equals(HttpMethod.GET) || req.method().equals(HttpMethod.HEAD);
         Route route = Route.of(path);
         if (route != null && req.method().equals(HttpMethod.POST)) {
-            worker.generation(this, ch, route, body, keepAlive, now);
+            RequestIntake.generation(worker, this, ch, route, body, keepAlive, now);
             return;
         }
         switch (get ? "GET " + path : req.method().name() + " " + path) {
-            case "GET /health", "GET /health_generate" -> Responses.text(ch, 200, null, "", keepAlive);
+            case "GET /health" -> {
+                int status = worker.faults.healthStatus();
+                Responses.text(ch, status > 0 ? status : 200, null, "", keepAlive);
+            }
+            case "GET /health_generate" -> healthGenerate(ch, keepAlive);
             case "GET /v1/models" -> Responses.json(ch, 200, ServerInfo.models(worker), keepAlive);
             case "GET /get_model_info" -> Responses.json(ch, 200, ServerInfo.modelInfo(worker), keepAlive);
             case "GET /get_server_info", "GET /server_info" -> Responses.json(ch, 200, ServerInfo.serverInfo(worker),
@@ -70,11 +83,38 @@ final class SimHttpHandler extends ChannelInboundHandlerAdapter {
             case "GET /sim/stats" -> Responses.json(ch, 200, SseWriter.JSON.valueToTree(worker.stats()), keepAlive);
             case "GET /sim/faults" -> Responses.json(ch, 200, worker.faults.toJson(), keepAlive);
             case "POST /sim/faults" -> simFaults(ch, body, keepAlive);
-            case "POST /abort_request" -> worker.abortRequest(ch, body, keepAlive, now);
+            case "POST /abort_request" -> RequestIntake.abortRequest(worker, ch, body, keepAlive, now);
             case "POST /flush_cache" -> Responses.text(ch, 200, null, "Cache flushed.\n", keepAlive);
             default -> Responses.json(ch, 404, Responses.error(404, "NotFoundError", "Not Found: " + path),
                     keepAlive);
         }
+    }
+
+    /**
+     * SGLang's {@code /health_generate} runs a one-token generation: it fails as generation fails,
+     * never answers while generation is stalled (the client's timeout or close ends it), and
+     * otherwise answers 200 after one token's time. It is not counted as a request.
+     */
+    private void healthGenerate(Channel ch, boolean keepAlive) {
+        int failStatus = worker.faults.failStatus();
+        if (failStatus > 0) {
+            Responses.json(ch, failStatus, Responses.error(failStatus, Responses.errorType(failStatus),
+                    "simulated failure"), keepAlive);
+            return;
+        }
+        if (worker.generationStalled()) {
+            log.debug("{} {} health_generate stalled", worker.role(), worker.ordinal);
+            return;
+        }
+        if (healthAnswer != null) {
+            healthAnswer.cancel(false); // a pipelined second probe: answer only once
+        }
+        healthAnswer = ch.eventLoop().schedule(() -> {
+            healthAnswer = null;
+            if (ch.isActive()) {
+                Responses.text(ch, 200, null, "", keepAlive);
+            }
+        }, worker.oneTokenNanos(), TimeUnit.NANOSECONDS);
     }
 
     private static JsonNode body(FullHttpRequest req) {
@@ -99,8 +139,52 @@ final class SimHttpHandler extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** A response ends with its last content; once it is written the idle time of the connection starts. */
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (msg instanceof LastHttpContent && worker.faults.closeIdleAfterMs() >= 0) {
+            promise = promise.unvoid();
+            promise.addListener(f -> {
+                if (f.isSuccess()) {
+                    armIdleClose(ctx);
+                }
+            });
+        }
+        ctx.write(msg, promise);
+    }
+
+    private void armIdleClose(ChannelHandlerContext ctx) {
+        int ms = worker.faults.closeIdleAfterMs();
+        if (ms < 0 || !ctx.channel().isActive()) {
+            return;
+        }
+        cancelIdleClose();
+        if (ms == 0) {
+            log.debug("{} {} closing the connection after its response", worker.role(), worker.ordinal);
+            ctx.close();
+            return;
+        }
+        idleClose = ctx.executor().schedule(() -> {
+            idleClose = null;
+            log.debug("{} {} closing a connection idle for {} ms", worker.role(), worker.ordinal, ms);
+            ctx.close();
+        }, ms, TimeUnit.MILLISECONDS);
+    }
+
+    private void cancelIdleClose() {
+        if (idleClose != null) {
+            idleClose.cancel(false);
+            idleClose = null;
+        }
+    }
+
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        cancelIdleClose();
+        if (healthAnswer != null) {
+            healthAnswer.cancel(false);
+            healthAnswer = null;
+        }
         Exchange ex = current;
         current = null;
         if (ex != null && !ex.ended()) {

@@ -7,7 +7,8 @@ import java.util.concurrent.ScheduledFuture;
  * One request item inside a server (a batch of n is n items). Confined to the server's event loop.
  */
 final class SimItem {
-    enum State { NEW, QUEUED, PREFILLING, KV_HELD, WAITING_KV, DECODE_QUEUED, DECODING, ENDED }
+    /** STALLED: accepted under {@code stallAll}, in no queue, waiting for an abort or its client to leave. */
+    enum State { NEW, QUEUED, PREFILLING, KV_HELD, WAITING_KV, DECODE_QUEUED, DECODING, STALLED, ENDED }
 
     final Exchange exchange;
     final int index;

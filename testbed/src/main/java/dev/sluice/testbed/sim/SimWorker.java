@@ -1,21 +1,13 @@
 package dev.sluice.testbed.sim;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelInitializer;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpServerCodec;
-import java.net.InetSocketAddress;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
@@ -26,9 +18,11 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What a simulated prefill and a simulated decode server have in common: the HTTP listener, the
- * info and admin routes, abort handling, the journal, faults and counters. All request state lives
+ * item lifecycle, the journal, faults and counters (requests come in through {@link SimHttpHandler}
+ * and {@link RequestIntake}). All request state lives
  * on one event loop (the server's connections are all registered on it), so it needs no locks;
- * the public accessors are safe from any thread.
+ * the public accessors are safe from any thread. A server can be {@linkplain #kill() killed} and
+ * {@linkplain #restart() restarted} on the same port, as a worker process that dies and comes back.
  */
 public abstract class SimWorker {
     private static final Logger log = LoggerFactory.getLogger(SimWorker.class);
@@ -57,7 +51,10 @@ public abstract class SimWorker {
     private volatile int running;
     private volatile int queued;
     private volatile long tokensHeld;
-    private Channel serverChannel;
+    /** Items accepted under {@code stallAll} (loop-confined); they count as running. */
+    int stalledItems;
+    private final ServerLifecycle lifecycle = new ServerLifecycle(this);
+    private volatile Listener listener;
 
     SimWorker(SimConfig cfg, int ordinal, EventLoop loop) {
         this.cfg = Objects.requireNonNull(cfg, "cfg");
@@ -72,8 +69,10 @@ public abstract class SimWorker {
         return cfg.host();
     }
 
+    /** The HTTP port; the same while killed and after a restart; -1 before the first bind. */
     public int port() {
-        return ((InetSocketAddress) serverChannel.localAddress()).getPort();
+        Listener l = listener;
+        return l == null ? -1 : l.port();
     }
 
     public String url() {
@@ -122,6 +121,32 @@ public abstract class SimWorker {
         }
     }
 
+    /**
+     * Kills the server as if its process died: stops listening (a prefill's bootstrap port too) and
+     * closes every open connection; every live request fails here (counted failed), its queues and
+     * timers are released. Idempotent. Safe from any thread: off the server's event loop it
+     * returns when the kill is complete (or throws after a few seconds).
+     */
+    public void kill() {
+        lifecycle.kill();
+    }
+
+    /**
+     * Listens again on the same port(s) after {@link #kill()}; does nothing for a listener that is
+     * open. Counters, journal and fault knobs are kept. Safe from any thread: off the server's
+     * event loop it returns once bound.
+     *
+     * @throws IllegalStateException when a port cannot be bound or the cluster is closed
+     */
+    public void restart() {
+        lifecycle.restart();
+    }
+
+    /** Whether the server (and a prefill's bootstrap server) is listening: false after {@link #kill()}. */
+    public boolean isRunning() {
+        return lifecycle.isRunning();
+    }
+
     public abstract boolean isPrefill();
 
     /** "prefill" or "decode", SGLang's {@code disaggregation_mode}. */
@@ -131,29 +156,45 @@ public abstract class SimWorker {
 
     @Override
     public String toString() {
-        return role() + " " + ordinal + " " + (serverChannel == null ? "unbound" : url());
+        return role() + " " + ordinal + " " + (listener == null ? "unbound" : url());
     }
 
     // ---- lifecycle -------------------------------------------------------------------------
 
     Channel bind(EventLoopGroup group, int port) throws InterruptedException {
-        serverChannel = new ServerBootstrap().group(group, loop).channel(Transport.serverChannel())
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(32 << 10, 64 << 10))
-                .childHandler(new ChannelInitializer<SocketChannel>() {
-                    @Override
-                    protected void initChannel(SocketChannel ch) {
-                        ch.pipeline().addLast("codec", new HttpServerCodec())
-                                .addLast("aggregator", new HttpObjectAggregator(MAX_REQUEST_BYTES))
-                                .addLast("sim", new SimHttpHandler(SimWorker.this));
-                    }
-                })
-                .bind(cfg.host(), port).sync().channel();
-        return serverChannel;
+        listener = new Listener(cfg.host(), group, loop, ch -> {
+            ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(32 << 10, 64 << 10));
+            ch.pipeline().addLast("codec", new HttpServerCodec())
+                    .addLast("aggregator", new HttpObjectAggregator(MAX_REQUEST_BYTES))
+                    .addLast("sim", new SimHttpHandler(this));
+        });
+        return listener.bind(port).sync().channel();
     }
 
+    /** The current (or, while killed, last) listening channel; null before the first bind. */
     Channel serverChannel() {
-        return serverChannel;
+        Listener l = listener;
+        return l == null ? null : l.serverChannel();
+    }
+
+    /** Every listener of the server, closed by a kill and bound again by a restart. */
+    List<Listener> listeners() {
+        Listener l = listener;
+        return l == null ? List.of() : List.of(l);
+    }
+
+    /** After a kill ended every item: the role drops what a dead process forgets (event loop). */
+    abstract void killed();
+
+    /** Whether generation makes no progress here, so that {@code /health_generate} never answers. */
+    boolean generationStalled() {
+        return faults.stallAll() || (!isPrefill() && faults.stallAfterTokens() >= 0);
+    }
+
+    /** How long a one-token generation takes here: the time {@code /health_generate} needs. */
+    long oneTokenNanos() {
+        double nanos = isPrefill() ? 1e9 / cfg.prefillTokensPerSecond() : cfg.decodeStep().toNanos();
+        return (long) (nanos * faults.slowFactor());
     }
 
     // ---- role hooks (event loop) -----------------------------------------------------------
@@ -209,6 +250,9 @@ public abstract class SimWorker {
         if (!item.live()) {
             return;
         }
+        if (item.state == SimItem.State.STALLED) {
+            stalledItems--;
+        }
         release(item);
         item.cancelTimer();
         item.state = SimItem.State.ENDED;
@@ -227,7 +271,7 @@ public abstract class SimWorker {
     }
 
     final void publishGauges() {
-        running = runningCount();
+        running = runningCount() + stalledItems;
         queued = queuedCount();
         tokensHeld = tokensHeldNow();
     }
@@ -236,55 +280,7 @@ public abstract class SimWorker {
         return tokensHeld;
     }
 
-    // ---- HTTP (event loop) -----------------------------------------------------------------
-
-    void generation(SimHttpHandler handler, Channel ch, Route route, JsonNode body, boolean keepAlive,
-                            long now) {
-        int failStatus = faults.failStatus();
-        if (failStatus > 0) {
-            Responses.json(ch, failStatus, Responses.error(failStatus, Responses.errorType(failStatus),
-                    "simulated failure"), keepAlive);
-            return;
-        }
-        GenerationRequest request;
-        try {
-            request = GenerationRequest.parse(route, body, cfg.defaultMaxTokens());
-            for (GenerationRequest.Item item : request.items()) {
-                if (item.room() == null) {
-                    throw new GenerationRequest.BadRequest("bootstrap_room is required in disaggregation mode ("
-                            + role() + "); rid=" + item.rid());
-                }
-            }
-        } catch (GenerationRequest.BadRequest e) {
-            log.info("{} {} rejected path={}: {}", role(), ordinal, route.path, e.getMessage());
-            Responses.json(ch, 400, Responses.error(400, "BadRequestError", e.getMessage()), keepAlive);
-            return;
-        }
-        Exchange ex = new Exchange(this, ch, request, keepAlive, now);
-        handler.current = ex;
-        live.addAll(ex.items);
-        ex.begin();
-        admit(ex);
-        publishGauges();
-    }
-
-    void abortRequest(Channel ch, JsonNode body, boolean keepAlive, long now) {
-        boolean all = body != null && body.path("abort_all").asBoolean(false);
-        String rid = all ? "*" : body == null ? "" : body.path("rid").asText("");
-        List<SimItem> matched = new ArrayList<>();
-        for (SimItem item : live) {
-            if (all || item.rid.equals(rid) || item.exchange.request.rid().equals(rid)) {
-                matched.add(item);
-            }
-        }
-        for (SimItem item : matched) {
-            if (item.live()) {
-                endItem(item, Outcome.ABORTED, "abort");
-                item.exchange.itemEnded(item);
-            }
-        }
-        log.info("{} {} abort rid={} matched={}", role(), ordinal, rid, matched.size());
-        journal.record(new AbortRecord(rid, now, !matched.isEmpty()));
-        Responses.json(ch, 200, JsonNodeFactory.instance.objectNode(), keepAlive);
+    /** Role hook for an item accepted under {@code stallAll} (event loop). */
+    void stalled(SimItem item) {
     }
 }

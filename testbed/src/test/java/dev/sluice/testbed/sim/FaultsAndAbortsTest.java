@@ -4,6 +4,7 @@ import static dev.sluice.testbed.sim.SimClient.dataEvents;
 import static dev.sluice.testbed.sim.SimClient.eventually;
 import static dev.sluice.testbed.sim.SimClient.json;
 import static dev.sluice.testbed.sim.SimClient.nextRoom;
+import static dev.sluice.testbed.sim.SimClient.onLoopTrue;
 import static dev.sluice.testbed.sim.SimClient.pd;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -258,8 +259,10 @@ class FaultsAndAbortsTest {
         ObjectNode body = pd("{\"text\":\"hi\",\"sampling_params\":{\"max_new_tokens\":5}}", prefill, "stall", nextRoom());
         client.post(prefill, "/generate", body);
         CompletableFuture<HttpResponse<String>> d = client.post(decode, "/generate", body);
+        // running alone can be seen before the first step: wait for the token the stall leaves it with
         assertThat(eventually(Duration.ofSeconds(5), () -> decode.stats().running() == 1
-                && prefill.stats().completed() == 1)).isTrue();
+                && prefill.stats().completed() == 1
+                && onLoopTrue(decode, () -> decode.live.stream().anyMatch(i -> i.generated == 1)))).isTrue();
         assertThat(d).isNotDone();
 
         client.postNow(decode, "/abort_request", json("{\"abort_all\":true}"));

@@ -9,7 +9,9 @@ import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 
@@ -63,5 +65,19 @@ final class SimClient {
     /** Polls until the condition holds or the timeout passes: the tests' only way to wait. */
     static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
         return dev.sluice.testbed.testing.Poll.eventually(timeout, condition);
+    }
+
+    /** Reads loop-confined state of a server on its event loop. */
+    static <T> T onLoop(SimWorker w, Callable<T> task) throws Exception {
+        return w.loop.submit(task).get(5, TimeUnit.SECONDS);
+    }
+
+    /** {@link #onLoop} inside a polled condition. */
+    static boolean onLoopTrue(SimWorker w, Callable<Boolean> task) {
+        try {
+            return onLoop(w, task);
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
     }
 }

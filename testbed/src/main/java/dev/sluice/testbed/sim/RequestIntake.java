@@ -1,0 +1,85 @@
+package dev.sluice.testbed.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import io.netty.channel.Channel;
+import java.util.ArrayList;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The requests that start or stop work on a server: a generation request is validated and its
+ * items admitted to the role's queues (or, under {@code stallAll}, parked), an abort request ends
+ * the matching items. Confined to the server's event loop.
+ */
+final class RequestIntake {
+    private static final Logger log = LoggerFactory.getLogger(RequestIntake.class);
+
+    private RequestIntake() {
+    }
+
+    static void generation(SimWorker w, SimHttpHandler handler, Channel ch, Route route, JsonNode body,
+                           boolean keepAlive, long now) {
+        int failStatus = w.faults.failStatus();
+        if (failStatus > 0) {
+            Responses.json(ch, failStatus, Responses.error(failStatus, Responses.errorType(failStatus),
+                    "simulated failure"), keepAlive);
+            return;
+        }
+        GenerationRequest request;
+        try {
+            request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens());
+            for (GenerationRequest.Item item : request.items()) {
+                if (item.room() == null) {
+                    throw new GenerationRequest.BadRequest("bootstrap_room is required in disaggregation mode ("
+                            + w.role() + "); rid=" + item.rid());
+                }
+            }
+        } catch (GenerationRequest.BadRequest e) {
+            log.info("{} {} rejected path={}: {}", w.role(), w.ordinal, route.path, e.getMessage());
+            Responses.json(ch, 400, Responses.error(400, "BadRequestError", e.getMessage()), keepAlive);
+            return;
+        }
+        Exchange ex = new Exchange(w, ch, request, keepAlive, now);
+        handler.current = ex;
+        w.live.addAll(ex.items);
+        ex.begin();
+        if (w.faults.stallAll()) {
+            stall(w, ex);
+        } else {
+            w.admit(ex);
+        }
+        w.publishGauges();
+    }
+
+    /** A hung scheduler: the items wait, without work, for an abort or for their client to leave. */
+    private static void stall(SimWorker w, Exchange ex) {
+        for (SimItem item : ex.items) {
+            item.state = SimItem.State.STALLED;
+            w.stalledItems++;
+            w.stalled(item);
+        }
+        log.info("{} {} stalled rid={} items={}", w.role(), w.ordinal, ex.request.rid(), ex.items.size());
+    }
+
+    static void abortRequest(SimWorker w, Channel ch, JsonNode body, boolean keepAlive, long now) {
+        boolean all = body != null && body.path("abort_all").asBoolean(false);
+        String rid = all ? "*" : body == null ? "" : body.path("rid").asText("");
+        List<SimItem> matched = new ArrayList<>();
+        for (SimItem item : w.live) {
+            if (all || item.rid.equals(rid) || item.exchange.request.rid().equals(rid)) {
+                matched.add(item);
+            }
+        }
+        for (SimItem item : matched) {
+            if (item.live()) {
+                w.endItem(item, SimWorker.Outcome.ABORTED, "abort");
+                item.exchange.itemEnded(item);
+            }
+        }
+        log.info("{} {} abort rid={} matched={}", w.role(), w.ordinal, rid, matched.size());
+        w.journal.record(new AbortRecord(rid, now, !matched.isEmpty()));
+        Responses.json(ch, 200, JsonNodeFactory.instance.objectNode(), keepAlive);
+    }
+}
