@@ -170,7 +170,7 @@ public final class ConfigLoader {
                 n.child("unhealthy_threshold").intIn(2, 1, 100),
                 n.child("healthy_threshold").intIn(2, 1, 100),
                 n.child("generate_interval").durationAtLeast(Duration.ofSeconds(10), Duration.ZERO),
-                n.child("generate_timeout").durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(10)),
+                n.child("generate_timeout").durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
                 kv, passive(n.child("passive")), watchdog(n.child("watchdog")));
     }
 

@@ -19,7 +19,9 @@ import java.util.concurrent.TimeUnit;
  * {@code GET /health_generate} (a real one-token generation, which catches a stuck scheduler that
  * {@code /health} misses) every {@code health.generate_interval}, plus at once for a worker a
  * request suspects of stalling. At most one check of each kind in flight per worker. Results go
- * to the {@link HealthTable}. Runs on one event loop, so its bookkeeping needs no locks.
+ * to the {@link HealthTable}. A worker whose {@code /health_generate} failed is re-checked at the
+ * {@code /health} pace until it passes, so it comes back in seconds once it recovers. Runs on one
+ * event loop, so its bookkeeping needs no locks.
  */
 public final class HealthChecker implements AutoCloseable {
     private static final int MAX_BODY = 64 * 1024;
@@ -31,6 +33,10 @@ public final class HealthChecker implements AutoCloseable {
     private final HealthConfig config;
     private final Set<Worker> healthInFlight = new HashSet<>();
     private final Set<Worker> generateInFlight = new HashSet<>();
+    /** Workers a request suspected of stalling: the next /health_generate result confirms or clears it. */
+    private final Set<Worker> suspected = new HashSet<>();
+    /** Workers whose last /health_generate failed: checked at the faster /health pace until it passes (quick recovery). */
+    private final Set<Worker> generateFailing = new HashSet<>();
     private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
 
     public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table) {
@@ -42,15 +48,20 @@ public final class HealthChecker implements AutoCloseable {
     }
 
     public void start() {
-        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::checkHealth), 0,
-                config.interval().toMillis(), TimeUnit.MILLISECONDS));
+        tasks.add(loop.scheduleWithFixedDelay(() -> {
+            workers.all().forEach(this::checkHealth);
+            List.copyOf(generateFailing).forEach(this::checkGenerate);
+        }, 0, config.interval().toMillis(), TimeUnit.MILLISECONDS));
         Duration g = config.generateInterval();
         if (!g.isZero()) {
             tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::checkGenerate), g.toMillis(),
                     g.toMillis(), TimeUnit.MILLISECONDS));
         }
         tasks.add(loop.scheduleWithFixedDelay(table::tick, 50, 50, TimeUnit.MILLISECONDS));
-        table.onSuspicion(w -> loop.execute(() -> checkGenerate(w)));
+        table.onSuspicion(w -> loop.execute(() -> {
+            suspected.add(w);
+            checkGenerate(w);
+        }));
     }
 
     private void checkHealth(Worker w) {
@@ -69,7 +80,15 @@ public final class HealthChecker implements AutoCloseable {
             inFlight.remove(w);
             UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
             boolean ok = r.failure() == null && r.status() == 200;
-            table.activeResult(w, kind, ok, r.failure() != null ? r.failure() : "status " + r.status());
+            boolean confirming = kind == FailureKind.ACTIVE_GENERATE && suspected.remove(w);
+            if (kind == FailureKind.ACTIVE_GENERATE) {
+                if (ok) {
+                    generateFailing.remove(w);
+                } else {
+                    generateFailing.add(w);
+                }
+            }
+            table.activeResult(w, kind, ok, r.failure() != null ? r.failure() : "status " + r.status(), confirming);
         });
     }
 

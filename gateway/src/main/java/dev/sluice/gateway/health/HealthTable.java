@@ -63,13 +63,21 @@ public final class HealthTable {
         this.suspicionHandler = handler;
     }
 
-    /** A request could not tell which of its workers stalled: check this one now instead of waiting. */
+    /**
+     * A request saw this worker stall (or cannot tell which of its two workers did): check it now
+     * with a real generation instead of waiting for the next round; if that fails too, it is out.
+     */
     public void suspect(Worker w) {
         suspicionHandler.accept(w);
     }
 
     public void activeResult(Worker w, FailureKind kind, boolean ok, String detail) {
-        update(w, h -> h.activeResult(kind, ok, detail));
+        activeResult(w, kind, ok, detail, false);
+    }
+
+    /** {@code confirming}: the check ran because a request suspected the worker; a failure ejects at once. */
+    public void activeResult(Worker w, FailureKind kind, boolean ok, String detail, boolean confirming) {
+        update(w, h -> h.activeResult(kind, ok, detail, confirming));
     }
 
     /** A request the worker held ended well, or with an answer that is not the worker's fault. */

@@ -55,7 +55,11 @@ final class WorkerHealth {
 
     // ---- inputs ----
 
-    void activeResult(FailureKind kind, boolean ok, String detail) {
+    /**
+     * @param confirming the check was run because a request suspected this worker of stalling: a
+     *                   failure confirms the stall and ejects at once, without waiting for a streak
+     */
+    void activeResult(FailureKind kind, boolean ok, String detail, boolean confirming) {
         if (ok) {
             activeFailures.put(kind, 0);
             int n = activeSuccesses.merge(kind, 1, Integer::sum);
@@ -67,9 +71,11 @@ final class WorkerHealth {
         }
         activeSuccesses.put(kind, 0);
         int n = activeFailures.merge(kind, 1, Integer::sum);
-        if (n >= config.unhealthyThreshold()) {
+        if (n >= config.unhealthyThreshold() || confirming) {
             String check = kind == FailureKind.ACTIVE_GENERATE ? "GET /health_generate" : "GET /health";
-            activeEjections.put(kind, check + " failed " + n + " times in a row: " + detail);
+            activeEjections.put(kind, check + (confirming && n < config.unhealthyThreshold()
+                    ? " failed while a request suspected it of stalling: " : " failed " + n + " times in a row: ")
+                    + detail);
         }
     }
 

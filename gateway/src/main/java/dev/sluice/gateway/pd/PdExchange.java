@@ -280,7 +280,9 @@ public final class PdExchange implements TicketListener {
         String abortCause = "stall".equals(f.retryReason()) ? "stall"
                 : "worker_ejected".equals(f.retryReason()) ? "worker_ejected" : "peer_failed";
         long backoff = retryBackoffNanos();
-        if (f.retryReason() == null || backoff < 0 || client.committed() || client.ended()) {
+        if (f.retryReason() == null || backoff < 0 || client.committed() || client.ended()
+                || !pd.workers().ready()) {
+            // not safe, no attempt or time left, or no pair to go to: answer now rather than wait
             fail(f.error(), abortCause);
             return;
         }
@@ -291,11 +293,9 @@ public final class PdExchange implements TicketListener {
         log.info("retry rid={} attempt={} reason={} failed_prefill={} failed_decode={} backoff_ms={} detail=\"{}\"",
                 rid, attempts.size(), f.retryReason(), a.prefill.name(), a.decode.name(), backoff / 1_000_000,
                 f.error().message());
-        List<Worker> failed = f.culprit() != null ? List.of(f.culprit()) : List.of();
-        if (f.retryReason().equals("stall") && f.culprit() == null) {
-            failed = List.of(a.prefill, a.decode);
-        }
-        List<Worker> avoid = failed;
+        // avoid the worker at fault; after a stall nobody can tell yet which one: avoid both
+        List<Worker> avoid = f.culprit() != null ? List.of(f.culprit())
+                : f.retryReason().equals("stall") ? List.of(a.prefill, a.decode) : List.of();
         retryTimer = ctx.executor().schedule(() -> {
             retryTimer = null;
             if (!ended && !client.ended() && !pd.admission().requeue(ticket, avoid)) {
@@ -440,10 +440,16 @@ public final class PdExchange implements TicketListener {
         }
         switch (e.kind()) {
             case PREFILL_STALL -> {
+                // which one? a stuck decode never takes the KV, so its prefill never finishes either:
+                // both get a real generation now, and the one that fails it is ejected
+                pd.health().suspect(a.prefill);
                 pd.health().suspect(a.decode);
-                attemptFailed(a, new AttemptFailure(e.error(), a.prefill, FailureKind.STALL, "stall"));
+                attemptFailed(a, new AttemptFailure(e.error(), null, null, "stall"));
             }
-            case DECODE_STALL -> attemptFailed(a, new AttemptFailure(e.error(), a.decode, FailureKind.STALL, "stall"));
+            case DECODE_STALL -> {
+                pd.health().suspect(a.decode); // confirms it even when it is the last decode
+                attemptFailed(a, new AttemptFailure(e.error(), a.decode, FailureKind.STALL, "stall"));
+            }
             case IDLE_STREAM -> {
                 countAgainstWorker(new AttemptFailure(e.error(), a.decode, FailureKind.STALL, null));
                 fail(e.error(), e.abortCause());

@@ -263,7 +263,10 @@ class ChaosSuiteTest {
         bed.cluster.decodes().forEach(d -> d.faults().reset());
         Map<Verdict, Integer> c = finish("kv_transfer_fails_30pct", results, injectable, "injectable=" + injectable);
         assertThat(bed.metric("sluice_retries_total{reason=\"kv_transfer\"}")).isPositive();
-        // three failed rooms in a row (p = 0.027) is the only way a client sees it
-        assertThat(c.get(Verdict.ERROR)).isLessThanOrEqualTo(Math.max(3, results.size() / 10));
+        // only three failed rooms in a row (a fresh room per attempt: p = 0.3^3, about 0.03-0.06 as measured)
+        // reach a client; the bound is far above that so only a real fault (no retry) breaks it
+        assertThat(c.get(Verdict.ERROR)).isLessThanOrEqualTo(Math.max(5, results.size() / 5));
+        assertThat(results).filteredOn(r -> r.verdict() == Verdict.ERROR)
+                .allMatch(r -> r.detail().contains("KVTransferError"));
     }
 }
