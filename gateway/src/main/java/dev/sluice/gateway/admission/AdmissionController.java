@@ -325,7 +325,8 @@ public final class AdmissionController {
         Ticket head;
         while ((head = queue.peek()) != null) {
             Worker p = windows.pickPrefill(head.tokens, head.avoid);
-            Worker d = p == null ? null : windows.pickDecode(head.avoid);
+            // a unified worker (disaggregation: none) is its own decode; pickPrefill checked its stream room
+            Worker d = p == null ? null : workers.unified() ? p : windows.pickDecode(head.avoid);
             if (p == null || d == null) {
                 return; // strict order: the head waits for room, nobody overtakes it
             }
@@ -333,7 +334,7 @@ public final class AdmissionController {
             if (!p.takeForNewRequest()) {
                 return;
             }
-            if (!d.takeForNewRequest()) {
+            if (d != p && !d.takeForNewRequest()) {
                 p.returnTrial();
                 return;
             }

@@ -64,45 +64,63 @@ final class WorkerWindows {
 
     private boolean fits(Worker w, boolean prefill, long tokens) {
         Window win = windows.get(w);
-        if (!prefill) {
-            return win.requests < config.decodeMaxInflightStreams();
+        if (!prefill || workers.unified()) {
+            // a unified worker's streams are capped like a decode's, its prompts windowed like a prefill's
+            boolean streamRoom = win.streams < config.decodeMaxInflightStreams();
+            if (!prefill) {
+                return streamRoom;
+            }
+            if (!streamRoom) {
+                return false;
+            }
         }
-        return win.requests < config.prefillMaxInflightRequests()
-                && (win.requests == 0 || win.tokens + tokens <= config.prefillMaxInflightTokens());
+        return win.prefillRequests < config.prefillMaxInflightRequests()
+                && (win.prefillRequests == 0 || win.prefillTokens + tokens <= config.prefillMaxInflightTokens());
     }
 
     /** Prompt tokens in a prefill worker's window (for the expected prefill time of a new request). */
     long windowTokens(Worker prefill) {
-        return windows.get(prefill).tokens;
+        return windows.get(prefill).prefillTokens;
     }
 
     void dispatched(Worker prefill, Worker decode, long tokens) {
         Window p = windows.get(prefill);
-        p.requests++;
-        p.tokens += tokens;
-        windows.get(decode).requests++;
+        p.prefillRequests++;
+        p.prefillTokens += tokens;
+        windows.get(decode).streams++;
     }
 
     void prefillDone(Worker prefill, long tokens) {
         Window p = windows.get(prefill);
-        p.requests--;
-        p.tokens -= tokens;
+        p.prefillRequests--;
+        p.prefillTokens -= tokens;
     }
 
     void decodeEnded(Worker decode) {
-        windows.get(decode).requests--;
+        windows.get(decode).streams--;
     }
 
-    /** "host:port|role" → {requests, tokens}. */
+    /** "host:port|role" → {requests, tokens}: a prefill's window, a decode's streams, a unified worker's streams and prompt tokens. */
     Map<String, int[]> snapshot() {
         Map<String, int[]> out = new HashMap<>();
-        windows.forEach((w, win) -> out.put(w.name() + "|" + w.role().label(),
-                new int[] {win.requests, (int) Math.min(Integer.MAX_VALUE, win.tokens)}));
+        windows.forEach((w, win) -> {
+            int tokens = (int) Math.min(Integer.MAX_VALUE, win.prefillTokens);
+            int[] v = switch (w.role()) {
+                case PREFILL -> new int[] {win.prefillRequests, tokens};
+                case DECODE -> new int[] {win.streams, 0};
+                case UNIFIED -> new int[] {win.streams, tokens};
+            };
+            out.put(w.name() + "|" + w.role().label(), v);
+        });
         return out;
     }
 
+    /** Admission's idea of each worker's load, for the routing policies. */
     private static final class Window {
-        int requests;
-        long tokens;
+        /** Dispatched and not yet prefilled (a prefill's or unified worker's window). */
+        int prefillRequests;
+        long prefillTokens;
+        /** Dispatched and not yet ended (a decode's or unified worker's streams). */
+        int streams;
     }
 }

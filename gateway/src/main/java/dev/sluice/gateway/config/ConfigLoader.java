@@ -55,8 +55,8 @@ public final class ConfigLoader {
         ConfigNode root = new ConfigNode(tree, "")
                 .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health",
                         "admission", "telemetry", "admin", "retries"));
-        return new GatewayConfig(listen(root.child("listen")), mode(root.child("disaggregation")),
-                workers(root.child("workers")), timeouts(root.child("timeouts")), http(root.child("http")),
+        DisaggregationMode mode = mode(root.child("disaggregation"));
+        return new GatewayConfig(listen(root.child("listen")), mode, workers(root.child("workers"), mode), timeouts(root.child("timeouts")), http(root.child("http")),
                 upstream(root.child("upstream")), health(root.child("health")),
                 AdmissionConfigReader.read(root.child("admission")), telemetry(root.child("telemetry")),
                 admin(root.child("admin")), retries(root.child("retries")));
@@ -69,13 +69,26 @@ public final class ConfigLoader {
 
     private static DisaggregationMode mode(ConfigNode n) {
         String v = n.text("sglang").toLowerCase(Locale.ROOT);
-        if (v.equals("sglang")) {
-            return DisaggregationMode.SGLANG;
+        for (DisaggregationMode m : DisaggregationMode.values()) {
+            if (m.label().equals(v)) {
+                return m;
+            }
         }
-        throw n.fail(v, "sglang (vllm and none are planned, not yet supported)");
+        throw n.fail(v, "one of sglang, vllm, none");
     }
 
-    private static WorkersConfig workers(ConfigNode n) {
+    private static WorkersConfig workers(ConfigNode n, DisaggregationMode mode) {
+        if (mode == DisaggregationMode.NONE) {
+            if (n.isMissing()) {
+                throw new ConfigException("workers: missing (expected: a workers.unified list in disaggregation: none)");
+            }
+            n.allowOnly(Set.of("unified"));
+            List<WorkerEndpoint> unified = endpoints(n.child("unified"), false);
+            if (unified.isEmpty()) {
+                throw new ConfigException("workers.unified: empty (expected: at least one worker)");
+            }
+            return new WorkersConfig(List.of(), List.of(), unified);
+        }
         if (n.isMissing()) {
             throw new ConfigException("workers: missing (expected: workers.prefill and workers.decode lists)");
         }

@@ -38,11 +38,19 @@ public record GatewayConfig(
     public record ListenConfig(String host, int port) {
     }
 
-    /** The prefill and decode workers the gateway pairs requests across. */
-    public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode) {
+    /**
+     * The prefill and decode workers the gateway pairs requests across, or (in {@code
+     * disaggregation: none}) the unified workers that do both.
+     */
+    public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified) {
         public WorkersConfig {
             prefill = List.copyOf(prefill);
             decode = List.copyOf(decode);
+            unified = List.copyOf(unified);
+        }
+
+        public WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode) {
+            this(prefill, decode, List.of());
         }
     }
 

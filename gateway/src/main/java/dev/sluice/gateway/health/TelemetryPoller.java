@@ -77,7 +77,17 @@ public final class TelemetryPoller implements AutoCloseable {
         for (Field f : Field.values()) {
             if (f.sglangName() != null && sums.containsKey(f.sglangName())) {
                 values.put(f, sums.get(f.sglangName()));
+            } else if (f.vllmName() != null && sums.containsKey(f.vllmName())) {
+                values.put(f, sums.get(f.vllmName()));
             }
+        }
+        if (!values.containsKey(Field.TOKEN_USAGE) && sums.containsKey("vllm:gpu_cache_usage_perc")) {
+            values.put(Field.TOKEN_USAGE, sums.get("vllm:gpu_cache_usage_perc")); // vLLM before 0.10
+        }
+        Double hits = sums.get("vllm:prefix_cache_hits_total");
+        Double queries = sums.get("vllm:prefix_cache_queries_total");
+        if (!values.containsKey(Field.CACHE_HIT_RATE) && hits != null && queries != null && queries > 0) {
+            values.put(Field.CACHE_HIT_RATE, hits / queries); // over the worker's life
         }
         if (load.ok()) {
             try {

@@ -132,7 +132,7 @@ final class WorkerHealth {
     }
 
     void telemetry(double kvUsage) {
-        if (worker.role() != WorkerRole.DECODE || Double.isNaN(kvUsage)) {
+        if (worker.role() == WorkerRole.PREFILL || Double.isNaN(kvUsage)) {
             degradedReason = null; // unknown is not full: never keep a worker out on missing numbers
             return;
         }

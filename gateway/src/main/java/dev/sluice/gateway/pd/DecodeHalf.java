@@ -43,7 +43,7 @@ final class DecodeHalf extends PdHalf {
     private byte[] heldBody;
     private boolean endHeld;
 
-    DecodeHalf(SglangAttempt at) {
+    DecodeHalf(Attempt at) {
         super(at);
     }
 
@@ -68,7 +68,7 @@ final class DecodeHalf extends PdHalf {
         streaming = ok && (contentType.startsWith("text/event-stream") || (ex.request.stream() && ct == null));
         if (!streaming) {
             body = new BoundedBody(ok ? ex.pd.maxResponseBodyBytes() : ERROR_BODY_LIMIT);
-        } else if (ex.request.logprobs()) {
+        } else if (at.mergesPrefillLogprobs()) {
             framer = new SseFramer();
         }
     }
@@ -196,7 +196,7 @@ final class DecodeHalf extends PdHalf {
                     "response larger than http.max_response_body"), at.decode));
             return;
         }
-        if (ex.request.logprobs() && merger == null) {
+        if (at.mergesPrefillLogprobs() && merger == null) {
             heldBody = bytes;
             return;
         }

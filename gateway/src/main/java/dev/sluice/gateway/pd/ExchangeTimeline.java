@@ -45,11 +45,15 @@ final class ExchangeTimeline {
         this.stream = stream;
     }
 
-    /** An attempt was sent; its prefill is expected to take {@code expectedPrefillNanos}. */
-    void attemptStarted(long now, long expectedPrefillNanos) {
+    /**
+     * An attempt was sent; its prefill is expected to take {@code expectedPrefillNanos}.
+     * {@code watchPrefill}: whether the end of the prefill will be seen at all (not for a whole
+     * answer from a unified worker, which shows nothing until it is complete).
+     */
+    void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
-        prefillStallNanos = Math.max(watchdog.prefillFloor().toNanos(),
+        prefillStallNanos = !watchPrefill ? Long.MAX_VALUE / 4 : Math.max(watchdog.prefillFloor().toNanos(),
                 (long) (watchdog.prefillFactor() * expectedPrefillNanos));
     }
 

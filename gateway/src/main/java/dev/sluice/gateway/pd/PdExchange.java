@@ -1,6 +1,5 @@
 package dev.sluice.gateway.pd;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.PromptText;
 import dev.sluice.gateway.admission.Rejection;
@@ -11,7 +10,6 @@ import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.health.FailureKind;
-import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.ArrayList;
@@ -25,14 +23,13 @@ import org.slf4j.LoggerFactory;
  * One client request, from admission until its response and every attempt at it have ended. It
  * owns what does not depend on the protocol: the admission ticket, the client's response, the
  * deadlines and the stall watchdog, retries on another pair, and what health learns from the
- * outcome. Each try on a prefill/decode pair is an {@link SglangAttempt}. If a half fails, stalls
+ * outcome. Each try on a prefill/decode pair is an {@link Attempt}. If a half fails, stalls
  * or times out, or the client leaves, both halves are stopped at once; a failure that is safe to
  * retry (nothing reached the client yet, see {@link AttemptFailure}) sends the request, with its
  * one ticket, back to admission for another pair. Lives on the client's event loop; no locks.
  */
 public final class PdExchange implements TicketListener {
     private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
     /** Longest the prefill keeps its room while the decode's abort is acknowledged. */
     static final long DECODE_ACK_WAIT_MS = 250;
 
@@ -47,8 +44,8 @@ public final class PdExchange implements TicketListener {
     final String rid;
 
     /** The attempt that speaks for the request now (null before the first grant). */
-    private SglangAttempt attempt;
-    private final List<SglangAttempt> attempts = new ArrayList<>(1);
+    private Attempt attempt;
+    private final List<Attempt> attempts = new ArrayList<>(1);
     private ScheduledFuture<?> timer;
     private ScheduledFuture<?> retryTimer;
     private boolean clientDoneSignalled;
@@ -112,22 +109,16 @@ public final class PdExchange implements TicketListener {
     /** Rewrites the body for the granted pair (fresh rid and rooms on a retry) and sends both halves. */
     private void start(Worker p, Worker d) {
         String attemptRid = attempts.isEmpty() ? rid : RequestIds.next();
-        SglangAttempt a = new SglangAttempt(this, p, d, attemptRid);
-        a.assignment = SglangBootstrap.assign(request, p, attemptRid);
-        byte[] bytes;
-        try {
-            bytes = JSON.writeValueAsBytes(request.body());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
-            pd.admission().release(ticket);
-            fail(ApiError.internal("cannot serialise the request: " + e.getMessage()), null);
-            return;
-        }
+        Attempt a = pd.drivers().newAttempt(this, p, d, attemptRid);
         attempt = a;
         attempts.add(a);
-        ByteBuf body = ctx.alloc().buffer(bytes.length).writeBytes(bytes);
-        timeline.attemptStarted(System.nanoTime(), pd.admission().expectedPrefillNanos(ticket));
+        timeline.attemptStarted(System.nanoTime(), pd.admission().expectedPrefillNanos(ticket),
+                pd.drivers().disaggregated() || request.stream());
         armTimer();
-        a.send(ctx.channel().eventLoop(), body);
+        if (!a.send(ctx.channel().eventLoop())) {
+            a.giveUp();
+            fail(ApiError.internal("cannot build the worker request"), null);
+        }
     }
 
     // ---- events from the attempt and the client ----
@@ -144,7 +135,7 @@ public final class PdExchange implements TicketListener {
     }
 
     /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
-    void prefillFinished(SglangAttempt a) {
+    void prefillFinished(Attempt a) {
         if (a != attempt) {
             return;
         }
@@ -233,11 +224,11 @@ public final class PdExchange implements TicketListener {
      */
     public void workerEjected(Worker w) {
         ctx.executor().execute(() -> {
-            SglangAttempt a = attempt;
+            Attempt a = attempt;
             if (ended || a == null || a.givenUp() || client.committed()) {
                 return;
             }
-            boolean needed = w == a.decode || (w == a.prefill && timeline.prefillDoneNanos == 0);
+            boolean needed = w == a.decode || (w == a.prefill && !a.prefillDone());
             if (needed) {
                 attemptFailed(a, new AttemptFailure(ApiError.rejected(
                         io.netty.handler.codec.http.HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_ejected",
@@ -271,7 +262,7 @@ public final class PdExchange implements TicketListener {
      * the client, the failure is safe to retry and attempts and time are left, both halves are
      * stopped and the request goes back to admission for another pair; otherwise it fails.
      */
-    void attemptFailed(SglangAttempt a, AttemptFailure f) {
+    void attemptFailed(Attempt a, AttemptFailure f) {
         if (ended || a != attempt || a.givenUp()) {
             countAgainstWorker(f); // a stale attempt's late news still says something about its worker
             return;
@@ -353,7 +344,7 @@ public final class PdExchange implements TicketListener {
     }
 
     private boolean attemptsDone() {
-        for (SglangAttempt a : attempts) {
+        for (Attempt a : attempts) {
             if (!a.done()) {
                 return false;
             }
@@ -389,7 +380,7 @@ public final class PdExchange implements TicketListener {
                     outcome.label(), detail));
         }
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - timeline.receivedNanos));
-        SglangAttempt a = attempt;
+        Attempt a = attempt;
         log.info("request rid={} route={} prefill={} decode={} attempts={} stream={} batch={} tokens={} priority={} "
                         + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel,
                 a == null ? "-" : a.prefill.name(), a == null ? "-" : a.decode.name(), attempts.size(), request.stream(),
@@ -433,7 +424,7 @@ public final class PdExchange implements TicketListener {
      * the one stuck (it never took the KV), so the decode gets an immediate active check too.
      */
     private void expired(ExchangeTimeline.Expiry e) {
-        SglangAttempt a = attempt;
+        Attempt a = attempt;
         if (a == null || a.givenUp()) {
             fail(e.error(), null);
             return;
@@ -444,7 +435,9 @@ public final class PdExchange implements TicketListener {
                 // both get a real generation now, and the one that fails it is ejected
                 pd.health().suspect(a.prefill);
                 pd.health().suspect(a.decode);
-                attemptFailed(a, new AttemptFailure(e.error(), null, null, "stall"));
+                // a unified worker is both: then there is no doubt whose stall it is
+                attemptFailed(a, a.prefill == a.decode ? new AttemptFailure(e.error(), a.decode, FailureKind.STALL,
+                        "stall") : new AttemptFailure(e.error(), null, null, "stall"));
             }
             case DECODE_STALL -> {
                 pd.health().suspect(a.decode); // confirms it even when it is the last decode

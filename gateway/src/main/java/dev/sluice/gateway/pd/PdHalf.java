@@ -13,11 +13,11 @@ import io.netty.util.concurrent.Future;
  * request, and turning a connection-level failure into a classified {@link AttemptFailure}.
  */
 abstract class PdHalf implements UpstreamListener {
-    final SglangAttempt at;
+    final Attempt at;
     final PdExchange ex;
     private boolean done;
 
-    PdHalf(SglangAttempt at) {
+    PdHalf(Attempt at) {
         this.at = at;
         this.ex = at.ex;
     }

@@ -24,8 +24,11 @@ final class PrefillHalf extends PdHalf {
     private final BoundedBody body;
     private int status;
 
+    private final SglangAttempt sglang;
+
     PrefillHalf(SglangAttempt at) {
         super(at);
+        this.sglang = at;
         this.body = new BoundedBody(ex.request.logprobs() ? ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
     }
 
@@ -36,7 +39,7 @@ final class PrefillHalf extends PdHalf {
 
     @Override
     UpstreamCall call() {
-        return at.prefillCall;
+        return sglang.prefillCall;
     }
 
     @Override

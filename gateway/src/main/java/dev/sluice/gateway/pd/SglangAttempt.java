@@ -1,15 +1,11 @@
 package dev.sluice.gateway.pd;
 
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
-import io.netty.handler.codec.http.DefaultFullHttpRequest;
-import io.netty.handler.codec.http.FullHttpRequest;
-import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
-import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -20,69 +16,56 @@ import java.util.concurrent.TimeUnit;
  * is not the protocol (retries, the watchdog, health, the client) lives in {@link PdExchange}.
  * Event-loop confined.
  */
-final class SglangAttempt {
-    final PdExchange ex;
-    final Worker prefill;
-    final Worker decode;
-    /** This attempt's rid on the workers (a retry gets a fresh one, so no abort of the old one can hit it). */
-    final String rid;
+final class SglangAttempt extends Attempt {
+    private static final ObjectMapper JSON = new ObjectMapper();
     BootstrapAssignment assignment;
     UpstreamCall prefillCall;
-    UpstreamCall decodeCall;
     PrefillHalf prefillHalf;
-    DecodeHalf decodeHalf;
     private boolean prefillStopPending;
-    private boolean given;
 
     SglangAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
-        this.ex = ex;
-        this.prefill = prefill;
-        this.decode = decode;
-        this.rid = rid;
+        super(ex, prefill, decode, rid);
     }
 
-    /** Sends {@code body} (already rewritten for this pair by {@link SglangBootstrap}) to both halves. */
-    void send(EventLoop loop, ByteBuf body) {
+    /** Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends the same bytes to both halves. */
+    @Override
+    boolean send(EventLoop loop) {
+        assignment = SglangBootstrap.assign(ex.request, prefill, rid);
+        byte[] bytes;
+        try {
+            bytes = JSON.writeValueAsBytes(ex.request.body());
+        } catch (JsonProcessingException e) {
+            return false;
+        }
+        ByteBuf body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
         prefill.acquired();
         decode.acquired();
         prefillHalf = new PrefillHalf(this);
         decodeHalf = new DecodeHalf(this);
         prefillCall = new UpstreamCall(ex.pd.pool(), prefill, prefillHalf);
         decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
-        prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill));
-        decodeCall.start(loop, workerRequest(body, decode));
+        prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill, ex.request.stream()));
+        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+        return true;
     }
 
-    private FullHttpRequest workerRequest(ByteBuf body, Worker worker) {
-        FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
-                ex.request.route().path(), body);
-        req.headers().set(HttpHeaderNames.HOST, worker.name())
-                .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
-                .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
-                .set(HttpHeaderNames.ACCEPT, ex.request.stream() ? "text/event-stream" : "application/json")
-                .set("X-Request-Id", rid);
-        return req;
+    @Override
+    boolean mergesPrefillLogprobs() {
+        return ex.request.logprobs();
     }
 
-    /** A half failed: hand it to the exchange, which retries, or fails the request, or ignores a stale attempt. */
-    void failed(AttemptFailure f) {
-        ex.attemptFailed(this, f);
+    @Override
+    boolean prefillDone() {
+        return prefillHalf != null && prefillHalf.done();
     }
 
-    /** The exchange gave up on this attempt (a retry, or the request ended); it no longer speaks for it. */
-    void giveUp() {
-        given = true;
-    }
-
-    boolean givenUp() {
-        return given;
-    }
-
+    @Override
     boolean running() {
         return (decodeHalf != null && !decodeHalf.done()) || (prefillHalf != null && !prefillHalf.done());
     }
 
     /** Both halves have ended and no abort ordering is pending. */
+    @Override
     boolean done() {
         return !prefillStopPending && (prefillHalf == null || prefillHalf.done())
                 && (decodeHalf == null || decodeHalf.done());
@@ -96,6 +79,7 @@ final class SglangAttempt {
      * disconnect both workers get an abort even when a half's response already ended (the prefill
      * may still hold KV for the room; an abort of a finished rid is a no-op on the worker).
      */
+    @Override
     void stop(String cause) {
         boolean clientLeft = "client_disconnect".equals(cause);
         if (running()) {
@@ -125,6 +109,7 @@ final class SglangAttempt {
     }
 
     /** Abort this attempt's request on a worker that may still hold it. */
+    @Override
     Future<Void> sendAbort(Worker worker) {
         return ex.pd.aborts().abort(ex.ctx.channel().eventLoop(), worker, assignment.itemRids());
     }

@@ -14,9 +14,23 @@ public final class WorkerSet {
     private final List<Worker> decode;
     private final SelectionPolicy infoPolicy = new RoundRobinPolicy();
 
+    private final boolean unified;
+
     public WorkerSet(WorkersConfig config) {
-        this.prefill = config.prefill().stream().map(e -> new Worker(WorkerRole.PREFILL, e)).toList();
-        this.decode = config.decode().stream().map(e -> new Worker(WorkerRole.DECODE, e)).toList();
+        this.unified = !config.unified().isEmpty();
+        if (unified) {
+            // a unified worker stands in both roles: the same objects in both lists, once in all()
+            this.prefill = config.unified().stream().map(e -> new Worker(WorkerRole.UNIFIED, e)).toList();
+            this.decode = prefill;
+        } else {
+            this.prefill = config.prefill().stream().map(e -> new Worker(WorkerRole.PREFILL, e)).toList();
+            this.decode = config.decode().stream().map(e -> new Worker(WorkerRole.DECODE, e)).toList();
+        }
+    }
+
+    /** True in {@code disaggregation: none}: every worker prefills and decodes itself. */
+    public boolean unified() {
+        return unified;
     }
 
     public List<Worker> prefill() {
@@ -29,10 +43,13 @@ public final class WorkerSet {
 
     /** The workers of one role. */
     public List<Worker> role(WorkerRole role) {
-        return role == WorkerRole.PREFILL ? prefill : decode;
+        return role == WorkerRole.DECODE ? decode : prefill;
     }
 
     public List<Worker> all() {
+        if (unified) {
+            return prefill;
+        }
         List<Worker> all = new ArrayList<>(prefill);
         all.addAll(decode);
         return all;

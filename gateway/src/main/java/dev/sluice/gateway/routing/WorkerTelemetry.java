@@ -12,11 +12,15 @@ import java.util.Map;
  */
 public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field, Double> values) {
 
-    /** The numbers kept, with the SGLang metric each comes from (summed over data-parallel ranks). */
+    /**
+     * The numbers kept, with the SGLang metric each comes from (summed over data-parallel ranks) and
+     * the vLLM one where vLLM has it (a vLLM worker's cache hit rate is computed from
+     * {@code vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total}).
+     */
     public enum Field {
-        QUEUE_REQUESTS("sglang:num_queue_reqs"),
-        RUNNING_REQUESTS("sglang:num_running_reqs"),
-        TOKEN_USAGE("sglang:token_usage"),
+        QUEUE_REQUESTS("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+        RUNNING_REQUESTS("sglang:num_running_reqs", "vllm:num_requests_running"),
+        TOKEN_USAGE("sglang:token_usage", "vllm:kv_cache_usage_perc"),
         CACHE_HIT_RATE("sglang:cache_hit_rate"),
         USED_TOKENS("sglang:num_used_tokens"),
         MAX_TOTAL_TOKENS("sglang:max_total_num_tokens"),
@@ -29,13 +33,24 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
         LOAD_WAITING_REQUESTS(null);
 
         private final String sglangName;
+        private final String vllmName;
 
         Field(String sglangName) {
+            this(sglangName, null);
+        }
+
+        Field(String sglangName, String vllmName) {
             this.sglangName = sglangName;
+            this.vllmName = vllmName;
         }
 
         public String sglangName() {
             return sglangName;
+        }
+
+        /** vLLM's name for the same number, or null. */
+        public String vllmName() {
+            return vllmName;
         }
     }
 

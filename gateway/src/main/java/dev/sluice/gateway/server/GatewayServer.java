@@ -99,7 +99,7 @@ public final class GatewayServer implements AutoCloseable {
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
                 config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors, health,
-                config.retries());
+                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()));
         health.addListener((w, from, to, cause) -> {
             if (cause != null) {
                 metrics.workerEjection(w.role().label(), w.name(), cause.label());

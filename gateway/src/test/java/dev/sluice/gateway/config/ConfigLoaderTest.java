@@ -64,8 +64,14 @@ class ConfigLoaderTest {
                 .hasMessageStartingWith("workers.prefill: empty");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL.replace("http://127.0.0.1:30000", "ftp://x"), "t"))
                 .hasMessageStartingWith("workers.prefill[0].url: ftp://x");
-        assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: vllm\n", "t"))
-                .hasMessageStartingWith("disaggregation: vllm (expected: sglang");
+        assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: mooncake\n", "t"))
+                .hasMessage("disaggregation: mooncake (expected: one of sglang, vllm, none)");
+        assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: none\n", "t"))
+                .hasMessageStartingWith("workers.prefill: unknown key (expected one of: unified)");
+        assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "health: { decode_max_kv_usage: 1.5 }\n", "t"))
+                .hasMessage("health.decode_max_kv_usage: 1.5 (expected: a fraction in (0, 1])");
+        assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "retries: { max_retries: 11 }\n", "t"))
+                .hasMessage("retries.max_retries: 11 (expected: an integer in [0, 10])");
         assertThatThrownBy(() -> ConfigLoader.parse("listen: [", "t")).hasMessageStartingWith("t: not valid YAML");
         assertThatThrownBy(() -> ConfigLoader.load(Path.of("/nonexistent/sluice.yaml")))
                 .hasMessage("/nonexistent/sluice.yaml: no such file");

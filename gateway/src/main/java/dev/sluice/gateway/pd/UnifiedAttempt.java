@@ -1,0 +1,69 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamCall;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.Future;
+
+/**
+ * One attempt on a unified worker ({@code disaggregation: none}: a plain SGLang or vLLM server
+ * that prefills and decodes itself). The client's body without the gateway-owned fields goes to
+ * one worker; its answer is the client's. The prefill is over at the first token. Closing the
+ * connection aborts the request on both SGLang and vLLM.
+ */
+final class UnifiedAttempt extends Attempt {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    UnifiedAttempt(PdExchange ex, Worker worker, String rid) {
+        super(ex, worker, worker, rid);
+    }
+
+    @Override
+    boolean send(EventLoop loop) {
+        byte[] bytes;
+        try {
+            bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(ex.request.body()));
+        } catch (JsonProcessingException e) {
+            return false;
+        }
+        ByteBuf body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+        decode.acquired();
+        decodeHalf = new DecodeHalf(this);
+        decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
+        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+        return true;
+    }
+
+    @Override
+    boolean prefillDone() {
+        return ex.pastFirstToken();
+    }
+
+    @Override
+    boolean running() {
+        return decodeHalf != null && !decodeHalf.done();
+    }
+
+    @Override
+    boolean done() {
+        return !running();
+    }
+
+    @Override
+    void stop(String cause) {
+        if (running()) {
+            ex.pd.metrics().abortCause(cause);
+        }
+        if (decodeHalf != null) {
+            decodeHalf.stop(false);
+        }
+    }
+
+    @Override
+    Future<Void> sendAbort(Worker worker) {
+        return ex.ctx.executor().newSucceededFuture(null); // the closed connection is the abort
+    }
+}

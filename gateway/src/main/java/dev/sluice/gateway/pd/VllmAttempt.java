@@ -1,0 +1,116 @@
+package dev.sluice.gateway.pd;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamCall;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.Future;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One attempt in vLLM's sequential handoff (NixlConnector / P2P): first the prefill leg (the
+ * client's body as a one-token, non-streamed request with {@code kv_transfer_params:
+ * {do_remote_decode: true}}), then, with the {@code kv_transfer_params} the prefill answered, the
+ * decode leg (the client's own body), whose answer is the client's. One {@code X-Request-Id} on
+ * both legs. vLLM has no abort endpoint: closing a leg's connection aborts it. A client that leaves
+ * after the prefill answered strands the prefill's KV blocks until vLLM's own timeout
+ * ({@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT}): the decode leg is never sent, and it is counted as
+ * {@code sluice_aborts_total{cause="stranded_prefill"}}.
+ */
+final class VllmAttempt extends Attempt {
+    private static final Logger log = LoggerFactory.getLogger(VllmAttempt.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    UpstreamCall prefillCall;
+    VllmPrefillLeg prefillLeg;
+    private boolean decodeSent;
+    private EventLoop loop;
+
+    VllmAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
+        super(ex, prefill, decode, rid);
+    }
+
+    @Override
+    boolean send(EventLoop loop) {
+        this.loop = loop;
+        ByteBuf body = json(WorkerBodies.vllmPrefillLeg(ex.request.body()));
+        if (body == null) {
+            return false;
+        }
+        prefill.acquired();
+        prefillLeg = new VllmPrefillLeg(this);
+        prefillCall = new UpstreamCall(ex.pd.pool(), prefill, prefillLeg);
+        prefillCall.start(loop, workerRequest(body, prefill, false));
+        return true;
+    }
+
+    /** The prefill answered with the parameters of the KV it holds for us: send the decode leg now. */
+    void prefillAnswered(ObjectNode kvTransferParams) {
+        if (givenUp() || ex.client.ended()) {
+            // nobody will send the decode leg: vLLM holds the blocks until its abort timeout
+            ex.pd.metrics().abortCause("stranded_prefill");
+            log.info("stranded prefill rid={} worker={} why=\"the request ended between the vLLM legs; the prefill "
+                    + "holds its KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name());
+            return;
+        }
+        ByteBuf body = json(WorkerBodies.vllmDecodeLeg(ex.request.body(), kvTransferParams));
+        if (body == null) {
+            failed(AttemptFailure.malformed(dev.sluice.gateway.api.ApiError.internal("cannot build the decode leg"),
+                    null));
+            return;
+        }
+        decodeSent = true;
+        decode.acquired();
+        decodeHalf = new DecodeHalf(this);
+        decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
+        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+    }
+
+    private ByteBuf json(ObjectNode node) {
+        try {
+            byte[] bytes = JSON.writeValueAsBytes(node);
+            return ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+        } catch (JsonProcessingException e) {
+            return null;
+        }
+    }
+
+    @Override
+    boolean prefillDone() {
+        return prefillLeg != null && prefillLeg.done() && decodeSent;
+    }
+
+    @Override
+    boolean running() {
+        return (prefillLeg != null && !prefillLeg.done()) || (decodeHalf != null && !decodeHalf.done());
+    }
+
+    @Override
+    boolean done() {
+        return !running();
+    }
+
+    /** Closing a leg's connection is vLLM's abort: both legs are simply cancelled. */
+    @Override
+    void stop(String cause) {
+        if (running()) {
+            ex.pd.metrics().abortCause(cause);
+        }
+        if (decodeHalf != null) {
+            decodeHalf.stop(false);
+        }
+        if (prefillLeg != null) {
+            prefillLeg.stop(false);
+        }
+    }
+
+    /** vLLM has no abort endpoint; the closed connection already told it. */
+    @Override
+    Future<Void> sendAbort(Worker worker) {
+        return ex.ctx.executor().newSucceededFuture(null);
+    }
+}

@@ -1,0 +1,41 @@
+package dev.sluice.gateway.routing;
+
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * Picks a worker of one role for a request (YAML {@code routing.prefill.policy} /
+ * {@code routing.decode.policy}). Admission calls it with the workers that may take the request
+ * now; the windows stay the hard limit, the policy only chooses among them.
+ *
+ * <p>Called under the admission controller's lock: no I/O, no blocking, microseconds. For the
+ * same reason implementations keep plain (unsynchronized) mutable state.
+ */
+public interface RoutingPolicy {
+    /** The {@code policy} label: round_robin, least_load, power_of_two, cache_aware. */
+    String name();
+
+    /** candidates: non-empty, all routable and with window room, in config order. */
+    Choice choose(List<Worker> candidates, RoutingRequest request, LoadView load);
+
+    /** The request was dispatched to {@code worker} (cache_aware: its prefix is now likely cached there). */
+    default void dispatched(Worker worker, RoutingRequest request) {
+    }
+
+    /** Size of the policy's per-worker state for the gauge (cache_aware: tree size in characters), else 0. */
+    default long stateSize(Worker worker) {
+        return 0;
+    }
+
+    /**
+     * The worker chosen and why; {@code reason} is the bounded {@code reason} label of
+     * {@code sluice_routing_decisions_total} (prefix_hit, prefix_miss, balance_override,
+     * least_load, round_robin, power_of_two).
+     */
+    record Choice(Worker worker, String reason) {
+        public Choice {
+            Objects.requireNonNull(worker, "worker");
+            Objects.requireNonNull(reason, "reason");
+        }
+    }
+}
