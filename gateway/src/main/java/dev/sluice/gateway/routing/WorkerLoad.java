@@ -63,9 +63,10 @@ final class WorkerLoad {
      */
     static int argMin(double[] scores, int start) {
         int n = scores.length;
-        int best = Math.floorMod(start, n);
+        int first = Math.floorMod(start, n);
+        int best = first;
         for (int k = 1; k < n; k++) {
-            int i = (best + k) % n;
+            int i = (first + k) % n;
             if (scores[i] < scores[best]) {
                 best = i;
             }

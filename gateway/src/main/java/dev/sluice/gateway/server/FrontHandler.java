@@ -7,6 +7,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.ApiException;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.GenerationRoute;
+import dev.sluice.gateway.config.DisaggregationMode;
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.pd.PdExchange;
 import io.netty.channel.ChannelHandlerContext;
@@ -95,6 +96,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         GenerationRoute route = GenerationRoute.forPath(path);
+        if (route == GenerationRoute.GENERATE && gateway.config().disaggregation() == DisaggregationMode.VLLM) {
+            reject(ApiError.notFound(path + " (SGLang's native API; in disaggregation: vllm the gateway serves "
+                    + "/v1/chat/completions and /v1/completions)"), req, keepAlive);
+            return;
+        }
         if (route != null) {
             GenerationRequest parsed;
             try {
