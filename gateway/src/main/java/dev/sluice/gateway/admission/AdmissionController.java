@@ -1,7 +1,9 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
 import java.util.ArrayList;
 import java.util.List;
@@ -33,13 +35,35 @@ public final class AdmissionController {
     private boolean draining;
 
     public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock) {
+        this(config, workers, observer, clock, WorkerWindows.Routing.roundRobin());
+    }
+
+    /**
+     * @param prefillPolicy and {@code decodePolicy} choose among the workers with room; {@code
+     *                      decided} hears each decision that led to a dispatch; telemetry older than
+     *                      {@code staleNanos} is unknown to them
+     */
+    public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
+                               RoutingPolicy prefillPolicy, RoutingPolicy decodePolicy, RoutingObserver decided,
+                               long staleNanos) {
+        this(config, workers, observer, clock, new WorkerWindows.Routing(prefillPolicy, decodePolicy,
+                decided::decided, staleNanos));
+    }
+
+    /** Told of every routing decision that led to a dispatch (for {@code sluice_routing_decisions_total}). */
+    public interface RoutingObserver {
+        void decided(WorkerRole role, RoutingPolicy policy, String reason);
+    }
+
+    private AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
+                                WorkerWindows.Routing routing) {
         this.config = config;
         this.workers = workers;
         this.observer = observer;
         this.clock = clock;
         this.queue = new PriorityQueues(config.priorities().size());
         this.throughput = new PrefillThroughput(config.initialPrefillTokensPerSecond(), 10.0);
-        this.windows = new WorkerWindows(config, workers);
+        this.windows = new WorkerWindows(config, workers, routing);
     }
 
     public AdmissionConfig config() {
@@ -324,9 +348,16 @@ public final class AdmissionController {
     private void dispatch(List<Runnable> actions, long now) {
         Ticket head;
         while ((head = queue.peek()) != null) {
-            Worker p = windows.pickPrefill(head.tokens, head.avoid);
-            // a unified worker (disaggregation: none) is its own decode; pickPrefill checked its stream room
-            Worker d = p == null ? null : workers.unified() ? p : windows.pickDecode(head.avoid);
+            Worker p;
+            Worker d;
+            if (head.direct) {
+                d = windows.pickDirectDecode(head); // a short prompt the decode prefills itself
+                p = d;
+            } else {
+                p = windows.pickPrefill(head);
+                // a unified worker (disaggregation: none) is its own decode; pickPrefill checked its stream room
+                d = p == null ? null : workers.unified() ? p : windows.pickDecode(head);
+            }
             if (p == null || d == null) {
                 return; // strict order: the head waits for room, nobody overtakes it
             }
@@ -354,6 +385,7 @@ public final class AdmissionController {
                 throughput.busy(true, now);
             }
             windows.dispatched(p, d, head.tokens);
+            windows.routed(head);
             head.windowTokensAtDispatch = windows.windowTokens(p);
             inflightPrefillTokens += head.tokens;
             dispatched++;

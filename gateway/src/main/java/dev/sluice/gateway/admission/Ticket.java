@@ -1,5 +1,6 @@
 package dev.sluice.gateway.admission;
 
+import dev.sluice.gateway.routing.RoutingRequest;
 import dev.sluice.gateway.routing.Worker;
 import java.util.HashSet;
 import java.util.Objects;
@@ -29,6 +30,10 @@ public final class Ticket {
     long dispatchedNanos;
     /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
     long windowTokensAtDispatch;
+    /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
+    RoutingRequest routing;
+    /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
+    boolean direct;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
     Set<Worker> avoid = Set.of();
 
@@ -44,6 +49,7 @@ public final class Ticket {
         this.deadlineNanos = deadlineNanos;
         this.executor = Objects.requireNonNull(executor, "executor");
         this.listener = Objects.requireNonNull(listener, "listener");
+        this.routing = new RoutingRequest("", tokens);
     }
 
     public String id() {
@@ -55,6 +61,18 @@ public final class Ticket {
     }
 
     /** The client's absolute deadline ({@code System.nanoTime()}), or {@code Long.MAX_VALUE}. */
+    /** Sets the rendered prompt routing matches prefixes on (outside the admission lock: it can be long). */
+    public Ticket prefixKey(String key) {
+        this.routing = new RoutingRequest(key, tokens);
+        return this;
+    }
+
+    /** Marks a short prompt that skips the prefill hop: a decode worker prefills it itself. */
+    public Ticket direct(boolean direct) {
+        this.direct = direct;
+        return this;
+    }
+
     public long deadlineNanos() {
         return deadlineNanos;
     }

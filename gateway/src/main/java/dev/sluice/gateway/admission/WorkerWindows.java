@@ -1,8 +1,14 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.LoadView;
+import dev.sluice.gateway.routing.RoundRobinRouting;
+import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerTelemetry;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -10,56 +16,106 @@ import java.util.Set;
 
 /**
  * What each worker has been given and not yet finished: per prefill worker, requests and prompt
- * tokens dispatched and not yet prefilled (its window); per decode worker, requests until they
- * end. Picks the pair for the next request, round robin among routable workers with room (the
- * place for load- or prefix-aware routing later). Guarded by the controller's lock.
+ * tokens dispatched and not yet prefilled (its window); per decode worker, streams until they end
+ * (a unified worker has both). Picks the pair for the next request: the candidates are the
+ * routable workers with room (the windows stay the hard limit), and the role's
+ * {@link RoutingPolicy} chooses among them (round robin, least load, power of two, cache aware).
+ * Guarded by the controller's lock.
  */
 final class WorkerWindows {
+    /** The routing of one role: its policy, and who hears each decision (metrics). */
+    record Routing(RoutingPolicy prefill, RoutingPolicy decode, RoutingObserver observer, long staleNanos) {
+        static Routing roundRobin() {
+            return new Routing(new RoundRobinRouting(), new RoundRobinRouting(), (role, policy, reason) -> { }, 0);
+        }
+    }
+
+    /** Told of every routing decision that led to a dispatch. */
+    interface RoutingObserver {
+        void decided(WorkerRole role, RoutingPolicy policy, String reason);
+    }
+
     private final AdmissionConfig config;
     private final WorkerSet workers;
+    private final Routing routing;
     private final Map<Worker, Window> windows = new HashMap<>();
-    private int prefillCursor;
-    private int decodeCursor;
+    private final LoadView prefillLoad = new View(true);
+    private final LoadView decodeLoad = new View(false);
+    private final List<Worker> candidates = new ArrayList<>();
+    private RoutingPolicy.Choice prefillChoice;
+    private RoutingPolicy.Choice decodeChoice;
 
-    WorkerWindows(AdmissionConfig config, WorkerSet workers) {
+    WorkerWindows(AdmissionConfig config, WorkerSet workers, Routing routing) {
         this.config = config;
         this.workers = workers;
+        this.routing = routing;
         for (Worker w : workers.all()) {
             windows.put(w, new Window());
         }
     }
 
     /**
-     * A routable prefill worker whose window takes {@code tokens} more (alone, if it is larger),
-     * or null. Workers in {@code avoid} (where this request already failed) are taken only when no
-     * other one fits.
+     * A routable prefill worker whose window takes the ticket's tokens (alone, if it is larger),
+     * or null. Workers in the ticket's {@code avoid} set (where it already failed) are taken only
+     * when no other one fits.
      */
-    Worker pickPrefill(long tokens, Set<Worker> avoid) {
-        Worker w = pick(workers.prefill(), true, tokens, avoid, false);
-        return w != null || avoid.isEmpty() ? w : pick(workers.prefill(), true, tokens, avoid, true);
+    Worker pickPrefill(Ticket t) {
+        prefillChoice = choose(workers.prefill(), true, t, routing.prefill(), prefillLoad);
+        return prefillChoice == null ? null : prefillChoice.worker();
     }
 
     /** A routable decode worker below its stream cap, or null; {@code avoid} as for prefill. */
-    Worker pickDecode(Set<Worker> avoid) {
-        Worker w = pick(workers.decode(), false, 0, avoid, false);
-        return w != null || avoid.isEmpty() ? w : pick(workers.decode(), false, 0, avoid, true);
+    Worker pickDecode(Ticket t) {
+        decodeChoice = choose(workers.decode(), false, t, routing.decode(), decodeLoad);
+        return decodeChoice == null ? null : decodeChoice.worker();
     }
 
-    private Worker pick(List<Worker> list, boolean prefill, long tokens, Set<Worker> avoid, boolean avoidedToo) {
-        int cursor = prefill ? prefillCursor : decodeCursor;
-        for (int i = 0; i < list.size(); i++) {
-            Worker w = list.get(Math.floorMod(cursor + i, list.size()));
-            if (!w.routable() || (avoid.contains(w) != avoidedToo) || !fits(w, prefill, tokens)) {
-                continue;
-            }
-            if (prefill) {
-                prefillCursor = Math.floorMod(cursor + i + 1, list.size());
-            } else {
-                decodeCursor = Math.floorMod(cursor + i + 1, list.size());
-            }
-            return w;
+    /**
+     * A decode worker that will also prefill the ticket itself (a short prompt skipping the prefill
+     * hop): below its stream cap, with room in its own prefill window.
+     */
+    Worker pickDirectDecode(Ticket t) {
+        decodeChoice = choose(workers.decode(), null, t, routing.decode(), decodeLoad);
+        prefillChoice = null;
+        return decodeChoice == null ? null : decodeChoice.worker();
+    }
+
+    /** The picked pair was dispatched: the policies learn it (prefix trees) and the decisions are counted. */
+    void routed(Ticket t) {
+        if (prefillChoice != null) {
+            routing.prefill().dispatched(prefillChoice.worker(), t.routing);
+            routing.observer().decided(WorkerRole.PREFILL, routing.prefill(), prefillChoice.reason());
         }
-        return null;
+        if (decodeChoice != null && (prefillChoice == null || decodeChoice.worker() != prefillChoice.worker())) {
+            routing.decode().dispatched(decodeChoice.worker(), t.routing);
+            routing.observer().decided(WorkerRole.DECODE, routing.decode(), decodeChoice.reason());
+        }
+        prefillChoice = null;
+        decodeChoice = null;
+    }
+
+    /** {@code prefillRole}: TRUE prefill, FALSE decode, null a decode that prefills too (direct). */
+    private RoutingPolicy.Choice choose(List<Worker> list, Boolean prefillRole, Ticket t, RoutingPolicy policy,
+                                        LoadView load) {
+        collect(list, prefillRole, t.tokens, t.avoid, false);
+        if (candidates.isEmpty() && !t.avoid.isEmpty()) {
+            collect(list, prefillRole, t.tokens, t.avoid, true);
+        }
+        if (candidates.isEmpty()) {
+            return null;
+        }
+        return policy.choose(List.copyOf(candidates), t.routing, load);
+    }
+
+    private void collect(List<Worker> list, Boolean prefillRole, long tokens, Set<Worker> avoid, boolean avoidedToo) {
+        candidates.clear();
+        for (Worker w : list) {
+            boolean fits = prefillRole == null ? fits(w, false, 0) && fits(w, true, tokens)
+                    : fits(w, prefillRole, tokens);
+            if (w.routable() && avoid.contains(w) == avoidedToo && fits) {
+                candidates.add(w);
+            }
+        }
     }
 
     private boolean fits(Worker w, boolean prefill, long tokens) {
@@ -81,6 +137,39 @@ final class WorkerWindows {
     /** Prompt tokens in a prefill worker's window (for the expected prefill time of a new request). */
     long windowTokens(Worker prefill) {
         return windows.get(prefill).prefillTokens;
+    }
+
+    /** The windows and the workers' own telemetry, as the routing policies see them. */
+    private final class View implements LoadView {
+        private final boolean prefillRole;
+
+        View(boolean prefillRole) {
+            this.prefillRole = prefillRole;
+        }
+
+        @Override
+        public long windowTokens(Worker w) {
+            return windows.get(w).prefillTokens;
+        }
+
+        @Override
+        public int windowRequests(Worker w) {
+            Window win = windows.get(w);
+            return prefillRole ? win.prefillRequests : win.streams;
+        }
+
+        @Override
+        public double reportedQueue(Worker w) {
+            long now = System.nanoTime();
+            double q = w.telemetry().value(WorkerTelemetry.Field.QUEUE_REQUESTS, now, routing.staleNanos());
+            return Double.isNaN(q) ? w.telemetry().value(WorkerTelemetry.Field.LOAD_WAITING_REQUESTS, now,
+                    routing.staleNanos()) : q;
+        }
+
+        @Override
+        public double kvUsage(Worker w) {
+            return w.telemetry().value(WorkerTelemetry.Field.TOKEN_USAGE, System.nanoTime(), routing.staleNanos());
+        }
     }
 
     void dispatched(Worker prefill, Worker decode, long tokens) {

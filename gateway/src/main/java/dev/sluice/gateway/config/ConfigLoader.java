@@ -54,12 +54,13 @@ public final class ConfigLoader {
         }
         ConfigNode root = new ConfigNode(tree, "")
                 .allowOnly(Set.of("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health",
-                        "admission", "telemetry", "admin", "retries"));
+                        "admission", "telemetry", "admin", "retries", "routing"));
         DisaggregationMode mode = mode(root.child("disaggregation"));
         return new GatewayConfig(listen(root.child("listen")), mode, workers(root.child("workers"), mode), timeouts(root.child("timeouts")), http(root.child("http")),
                 upstream(root.child("upstream")), health(root.child("health")),
                 AdmissionConfigReader.read(root.child("admission")), telemetry(root.child("telemetry")),
-                admin(root.child("admin")), retries(root.child("retries")));
+                admin(root.child("admin")), retries(root.child("retries")),
+                routing(root.child("routing"), mode));
     }
 
     private static ListenConfig listen(ConfigNode n) {
@@ -212,6 +213,16 @@ public final class ConfigLoader {
                 n.child("prefill_factor").doubleAtLeast(3.0, 1.0),
                 n.child("prefill_floor").durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
                 n.child("first_token_after_prefill").durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)));
+    }
+
+    private static RoutingConfig routing(ConfigNode n, DisaggregationMode mode) {
+        RoutingConfig r = RoutingConfigReader.read(n);
+        if (r.directDecodeMaxTokens() > 0 && mode != DisaggregationMode.VLLM) {
+            throw n.child("direct_decode_max_tokens").fail(String.valueOf(r.directDecodeMaxTokens()),
+                    "0 unless disaggregation: vllm (an SGLang decode server cannot prefill on its own; in none mode "
+                            + "every request is direct)");
+        }
+        return r;
     }
 
     private static RetryConfig retries(ConfigNode n) {

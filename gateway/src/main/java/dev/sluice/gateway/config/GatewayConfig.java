@@ -18,7 +18,8 @@ public record GatewayConfig(
         AdmissionConfig admission,
         TelemetryConfig telemetry,
         AdminConfig admin,
-        RetryConfig retries) {
+        RetryConfig retries,
+        RoutingConfig routing) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -32,6 +33,7 @@ public record GatewayConfig(
         Objects.requireNonNull(telemetry, "telemetry");
         Objects.requireNonNull(admin, "admin");
         Objects.requireNonNull(retries, "retries");
+        Objects.requireNonNull(routing, "routing");
     }
 
     /** Where the gateway accepts client traffic. */

@@ -26,7 +26,9 @@ public interface Drivers {
             case VLLM -> new Drivers() {
                 @Override
                 public Attempt newAttempt(PdExchange ex, Worker p, Worker d, String rid) {
-                    return new VllmAttempt(ex, p, d, rid);
+                    // p == d: a short prompt admitted to skip the prefill hop (routing.direct_decode_max_tokens);
+                    // a vLLM decode without kv_transfer_params prefills it itself
+                    return p == d ? new UnifiedAttempt(ex, d, rid) : new VllmAttempt(ex, p, d, rid);
                 }
 
                 @Override

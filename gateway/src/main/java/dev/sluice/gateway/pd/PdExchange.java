@@ -8,6 +8,7 @@ import dev.sluice.gateway.admission.TicketListener;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.routing.PrefixKey;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.health.FailureKind;
 import io.netty.channel.ChannelHandlerContext;
@@ -80,7 +81,10 @@ public final class PdExchange implements TicketListener {
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
         }
-        ticket = new Ticket(rid, tokens, priority, tenant, deadlineNanos, ctx.channel().eventLoop(), this);
+        ticket = new Ticket(rid, tokens, priority, tenant, deadlineNanos, ctx.channel().eventLoop(), this)
+                .prefixKey(PrefixKey.of(request.route().label(), request.body()))
+                .direct(pd.directDecodeMaxTokens() > 0 && tokens <= pd.directDecodeMaxTokens()
+                        && request.batchSize() == 0);
         Rejection r = pd.admission().submit(ticket);
         if (r != null) {
             rejected(r);

@@ -25,7 +25,7 @@ public final class PrefixKey {
      *              {@code api.GenerationRoute#label()}); anything else gives ""
      */
     public static String of(String route, JsonNode body) {
-        if (body == null || !body.isObject()) {
+        if (route == null || body == null || !body.isObject()) {
             return "";
         }
         StringBuilder key = new StringBuilder();

@@ -23,6 +23,11 @@ import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.PdContext;
+import dev.sluice.gateway.config.RoutingConfig;
+import dev.sluice.gateway.metrics.RoutingMetrics;
+import dev.sluice.gateway.routing.RoutingPolicies;
+import dev.sluice.gateway.routing.RoutingPolicy;
+import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
@@ -93,13 +98,22 @@ public final class GatewayServer implements AutoCloseable {
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
-        this.admission = new AdmissionController(ac, workers, admissionMetrics, System::nanoTime);
+        RoutingConfig rc = config.routing();
+        RoutingPolicy prefillPolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
+        RoutingPolicy decodePolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
+        RoutingMetrics routingMetrics = new RoutingMetrics(metrics.registry());
+        routingMetrics.bind(WorkerRole.PREFILL, prefillPolicy, workers.prefill());
+        if (!workers.unified()) {
+            routingMetrics.bind(WorkerRole.DECODE, decodePolicy, workers.decode());
+        }
+        this.admission = new AdmissionController(ac, workers, admissionMetrics, System::nanoTime, prefillPolicy,
+                decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
         this.classifier = new RequestClassifier(ac);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
                 config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors, health,
-                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()));
+                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()), rc.directDecodeMaxTokens());
         health.addListener((w, from, to, cause) -> {
             if (cause != null) {
                 metrics.workerEjection(w.role().label(), w.name(), cause.label());

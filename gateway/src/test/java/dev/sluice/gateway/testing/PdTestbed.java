@@ -53,6 +53,9 @@ public final class PdTestbed implements AutoCloseable {
                 .append("health: {interval: 200ms, timeout: 500ms}\n")
                 .append("telemetry: {interval: 200ms}\n")
                 .append("admin: {port: 0}\n")
+                // the tests written before routing policies existed count on round robin
+                .append(extraYaml.contains("routing:") ? "" : "routing: {prefill: {policy: round_robin}, decode: "
+                        + "{policy: round_robin}}\n")
                 .append(extraYaml);
         GatewayServer gateway;
         try {

@@ -1,0 +1,120 @@
+package dev.sluice.gateway.routing;
+
+import dev.sluice.gateway.config.RoutingConfig.CacheAware;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * {@code cache_aware}: sends a prompt to the worker that most likely holds its prefix in its
+ * prefix cache (SGLang radix cache / HiCache, vLLM automatic prefix caching), as remembered by a
+ * {@link PrefixTree} of what each worker was sent, unless that worker is overloaded.
+ *
+ * <ul>
+ *   <li>match ratio = characters the best candidate holds / key length (the key cut to the tree's
+ *       per-worker bound). At or above {@code match_threshold}: the best-matching candidate
+ *       (ties: less loaded), reason {@code prefix_hit}.</li>
+ *   <li>Balance guard on a hit: with {@code best} the best match's load and {@code min} the least
+ *       loaded candidate's, when {@code best - min > balance_abs_threshold} and
+ *       {@code best > balance_rel_threshold x min}, the least loaded wins: {@code balance_override}.
+ *       Load here is prefill: pending prompt tokens as {@link WorkerLoad} counts them (window plus
+ *       the worker's queue beyond it, in tokens); decode: streams in the window.</li>
+ *   <li>Below the threshold: the least loaded candidate (ties: the smallest tree, so new prefixes
+ *       spread over the workers, then in turn), reason {@code prefix_miss}.</li>
+ * </ul>
+ * The key is remembered for the worker only once the request is {@link #dispatched}.
+ */
+public final class CacheAwarePolicy implements RoutingPolicy {
+    public static final String NAME = "cache_aware";
+    public static final String PREFIX_HIT = "prefix_hit";
+    public static final String PREFIX_MISS = "prefix_miss";
+    public static final String BALANCE_OVERRIDE = "balance_override";
+
+    private final CacheAware settings;
+    private final WorkerLoad load;
+    private final PrefixTree<Worker> tree;
+    private int cursor;
+
+    public CacheAwarePolicy(WorkerRole role, CacheAware settings) {
+        this.settings = Objects.requireNonNull(settings, "settings");
+        this.load = new WorkerLoad(role);
+        this.tree = new PrefixTree<>(settings.maxTreeSize());
+    }
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
+        int n = candidates.size();
+        String key = request.prefixKey();
+        int[] matched = tree.match(key, candidates);
+        double[] scores = load.scores(candidates, request, view);
+        double[] guard = load.decode() ? streams(candidates, view) : scores;
+
+        int best = 0;
+        for (int i = 1; i < n; i++) {
+            if (matched[i] > matched[best] || (matched[i] == matched[best] && guard[i] < guard[best])) {
+                best = i;
+            }
+        }
+        long keyLength = Math.min(key.length(), tree.maxSizePerWorker());
+        double ratio = keyLength == 0 ? 0 : (double) matched[best] / keyLength;
+        if (matched[best] > 0 && ratio >= settings.matchThreshold()) {
+            int least = WorkerLoad.argMin(guard, cursor);
+            if (imbalanced(guard[best], guard[least])) {
+                cursor = least + 1;
+                return new Choice(candidates.get(least), BALANCE_OVERRIDE);
+            }
+            return new Choice(candidates.get(best), PREFIX_HIT);
+        }
+        int pick = leastLoadedSmallestTree(candidates, scores);
+        cursor = pick + 1;
+        return new Choice(candidates.get(pick), PREFIX_MISS);
+    }
+
+    @Override
+    public void dispatched(Worker worker, RoutingRequest request) {
+        tree.insert(request.prefixKey(), worker);
+    }
+
+    /** Characters of prompt prefix remembered for {@code worker}; safe to read from the metrics thread. */
+    @Override
+    public long stateSize(Worker worker) {
+        return tree.size(worker);
+    }
+
+    /** Forgets what {@code worker} was sent: its cache is gone (it restarted, or was replaced). */
+    public void forget(Worker worker) {
+        tree.remove(worker);
+    }
+
+    private boolean imbalanced(double bestLoad, double minLoad) {
+        return bestLoad - minLoad > settings.balanceAbsThreshold() && bestLoad > settings.balanceRelThreshold() * minLoad;
+    }
+
+    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores) {
+        int n = candidates.size();
+        int first = Math.floorMod(cursor, n);
+        int pick = first;
+        long pickSize = tree.size(candidates.get(pick));
+        for (int k = 1; k < n; k++) {
+            int i = (first + k) % n;
+            long size = tree.size(candidates.get(i));
+            if (scores[i] < scores[pick] || (scores[i] == scores[pick] && size < pickSize)) {
+                pick = i;
+                pickSize = size;
+            }
+        }
+        return pick;
+    }
+
+    private static double[] streams(List<Worker> candidates, LoadView view) {
+        double[] out = new double[candidates.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = view.windowRequests(candidates.get(i));
+        }
+        return out;
+    }
+}
