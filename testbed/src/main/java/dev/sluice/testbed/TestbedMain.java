@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 
 /** Entry point of the testbed jar: {@code sluice-testbed cluster|load|compare ...}. */
 @Command(name = "sluice-testbed", mixinStandardHelpOptions = true, version = "sluice-testbed 0.1.0",
-        description = "Simulated SGLang prefill/decode workers for developing and testing the Sluice gateway.",
+        description = "Simulated SGLang and vLLM workers (PD or unified) for developing and testing the Sluice gateway.",
         subcommands = {ClusterCommand.class, LoadCommand.class, CompareCommand.class})
 public final class TestbedMain implements Runnable {
     @CommandLine.Spec

@@ -4,30 +4,46 @@ import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
+import dev.sluice.testbed.sim.SimMode;
+import dev.sluice.testbed.sim.UnifiedServer;
+import dev.sluice.testbed.sim.VllmDecodeServer;
+import dev.sluice.testbed.sim.VllmPrefillServer;
 import java.io.PrintWriter;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
-/** {@code sluice-testbed cluster}: runs a simulated SGLang PD cluster until SIGTERM or Ctrl-C. */
+/**
+ * {@code sluice-testbed cluster}: runs a simulated cluster (SGLang PD, vLLM PD or unified servers)
+ * until SIGTERM or Ctrl-C.
+ */
 @Command(name = "cluster", mixinStandardHelpOptions = true,
-        description = "Run simulated SGLang prefill/decode servers on loopback until stopped.")
+        description = "Run simulated prefill/decode (SGLang or vLLM) or unified servers on loopback until stopped.")
 public final class ClusterCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
-    @Option(names = "--prefill", defaultValue = "1", description = "Prefill servers (default: ${DEFAULT-VALUE}).")
-    int prefill;
+    @Option(names = "--mode", defaultValue = "sglang",
+            description = "sglang (PD, bootstrap rooms), vllm (PD, kv_transfer_params) or unified (no PD) "
+                    + "(default: ${DEFAULT-VALUE}).")
+    String mode;
 
-    @Option(names = "--decode", defaultValue = "1", description = "Decode servers (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--prefill", description = "Prefill servers (default: 1; 0 in unified mode, where it must be 0).")
+    Integer prefill;
+
+    @Option(names = "--decode", defaultValue = "1",
+            description = "Decode servers, or unified servers in unified mode (default: ${DEFAULT-VALUE}).")
     int decode;
 
     @Option(names = "--base-port", required = true,
-            description = "Prefill i on P+i, decode j on P+N+j, bootstrap of prefill i on P+N+M+i; 0 = ephemeral ports.")
+            description = "Prefill i on P+i, decode (or unified) j on P+N+j, bootstrap (sglang) or KV side channel "
+                    + "(vllm) of prefill i on P+N+M+i; 0 = ephemeral ports.")
     int basePort;
 
     @Option(names = "--host", defaultValue = "127.0.0.1", description = "Address to bind (default: ${DEFAULT-VALUE}).")
@@ -63,25 +79,65 @@ public final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--threads", defaultValue = "2", description = "Event loop threads (default: ${DEFAULT-VALUE}).")
     int threads;
 
+    @Option(names = "--vllm-abort-timeout", defaultValue = "480s", converter = DurationConverter.class,
+            description = "How long a vLLM prefill holds unread KV (VLLM_NIXL_ABORT_REQUEST_TIMEOUT) "
+                    + "(default: ${DEFAULT-VALUE}).")
+    Duration vllmAbortTimeout;
+
+    @Option(names = "--prefix-cache-tokens", defaultValue = "" + SimConfig.DEFAULT_PREFIX_CACHE_TOKENS,
+            description = "Prefix cache size of every server that prefills, in tokens; 0 = off "
+                    + "(default: ${DEFAULT-VALUE}).")
+    long prefixCacheTokens;
+
     @Override
     public Integer call() throws Exception {
+        SimMode simMode = parseMode();
+        int prefills = prefill != null ? prefill : simMode == SimMode.UNIFIED ? 0 : 1;
         SimConfig cfg = SimConfig.defaults().withHost(host).withPrefillTokensPerSecond(prefillTokensPerSecond)
                 .withDecodeStep(decodeStep).withDecodeMaxBatch(decodeMaxBatch).withKvWait(kvWait)
                 .withBootstrapTimeout(bootstrapTimeout).withModel(model).withDefaultMaxTokens(defaultMaxTokens)
-                .withEventLoopThreads(threads);
-        SimCluster cluster = SimCluster.start(prefill, decode, basePort, cfg);
+                .withEventLoopThreads(threads).withVllmAbortTimeout(vllmAbortTimeout)
+                .withPrefixCacheTokens(prefixCacheTokens);
+        SimCluster cluster;
+        try {
+            cluster = SimCluster.start(prefills, decode, basePort, cfg, simMode);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
         // the JVM exits once the hook is done; main must not call System.exit during shutdown (it would block)
         Runtime.getRuntime().addShutdownHook(new Thread(cluster::close, "sim-shutdown"));
-        PrintWriter out = spec.commandLine().getOut();
+        print(cluster, spec.commandLine().getOut());
+        new CountDownLatch(1).await(); // until SIGTERM / Ctrl-C
+        return 0;
+    }
+
+    private SimMode parseMode() {
+        try {
+            return SimMode.valueOf(mode.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), "--mode: " + mode + " (expected: sglang, vllm or unified)");
+        }
+    }
+
+    /** One line per server, then "cluster ready": scripts wait for that line and read the ports. */
+    private static void print(SimCluster cluster, PrintWriter out) {
         for (PrefillServer p : cluster.prefills()) {
             out.printf("prefill %d url=%s bootstrap_port=%d%n", cluster.prefills().indexOf(p), p.url(), p.bootstrapPort());
         }
         for (DecodeServer d : cluster.decodes()) {
             out.printf("decode %d url=%s%n", cluster.decodes().indexOf(d), d.url());
         }
+        for (VllmPrefillServer p : cluster.vllmPrefills()) {
+            out.printf("prefill %d url=%s kv_port=%d engine_id=%s%n", cluster.vllmPrefills().indexOf(p), p.url(),
+                    p.kvPort(), p.engineId());
+        }
+        for (VllmDecodeServer d : cluster.vllmDecodes()) {
+            out.printf("decode %d url=%s%n", cluster.vllmDecodes().indexOf(d), d.url());
+        }
+        for (UnifiedServer u : cluster.unified()) {
+            out.printf("unified %d url=%s%n", cluster.unified().indexOf(u), u.url());
+        }
         out.println("cluster ready");
         out.flush();
-        new CountDownLatch(1).await(); // until SIGTERM / Ctrl-C
-        return 0;
     }
 }

@@ -4,22 +4,26 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The decode's running batch: at most {@code decodeMaxBatch} items decode, the rest wait in FCFS
- * order. Every {@code decodeStep} (times {@code slowFactor}) each running item emits one token;
+ * A server's running decode batch: at most {@code decodeMaxBatch} items decode, the rest wait in
+ * FCFS order. Every {@code decodeStep} (times {@code slowFactor}) each running item emits one token;
  * with a zero step each item emits as fast as its client's socket takes bytes, pausing while the
- * channel is not writable. Confined to the server's event loop.
+ * channel is not writable. The token faults ({@code stallAfterTokens}, {@code dropAfterTokens},
+ * {@code failAfterTokens}) strike here. Confined to the server's event loop.
  */
 final class DecodeBatch {
+    private static final Logger log = LoggerFactory.getLogger(DecodeBatch.class);
     private static final int TOKENS_PER_PUMP = 128;
 
-    private final DecodeServer server;
+    private final SimWorker server;
     private final ArrayDeque<SimItem> waiting = new ArrayDeque<>();
     private final ArrayList<SimItem> running = new ArrayList<>();
     private ScheduledFuture<?> ticker;
 
-    DecodeBatch(DecodeServer server) {
+    DecodeBatch(SimWorker server) {
         this.server = server;
     }
 
@@ -98,7 +102,7 @@ final class DecodeBatch {
         for (SimItem item : running.toArray(new SimItem[0])) {
             if (item.state == SimItem.State.DECODING) {
                 int before = item.generated;
-                server.step(item);
+                step(item);
                 if (item.generated > before && item.firstTokenLate) {
                     server.workDone(item, now - stepNanos, now, batchSize);
                 }
@@ -120,7 +124,7 @@ final class DecodeBatch {
     private void pump(SimItem item) {
         item.pumpScheduled = false;
         for (int n = 0; n < TOKENS_PER_PUMP; n++) {
-            if (item.state != SimItem.State.DECODING || !server.step(item)) {
+            if (item.state != SimItem.State.DECODING || !step(item)) {
                 return;
             }
         }
@@ -132,5 +136,62 @@ final class DecodeBatch {
             ticker.cancel(false);
             ticker = null;
         }
+    }
+
+    /** One token for a running item; true when the item can go on at once. */
+    private boolean step(SimItem item) {
+        Exchange ex = item.exchange;
+        if (item.generated >= item.maxTokens) {
+            finish(item);
+            return false;
+        }
+        FaultKnobs f = server.faults;
+        int g = item.generated;
+        if (f.dropAfterTokens() >= 0 && g >= f.dropAfterTokens()) {
+            if (!ex.dropped) {
+                log.info("{} {} dropping the connection rid={} after {} tokens", server.role(), server.ordinal,
+                        item.rid, g);
+                ex.dropped = true;
+                ex.channel.close();
+            }
+            return false;
+        }
+        if (f.failAfterTokens() >= 0 && g >= f.failAfterTokens()) {
+            server.endItem(item, SimWorker.Outcome.FAILED, null);
+            ex.fail(500, "InternalServerError", "simulated failure after " + g + " tokens");
+            return false;
+        }
+        if (f.stallAfterTokens() >= 0 && g >= f.stallAfterTokens()) {
+            return false;
+        }
+        if (ex.request.stream() && !ex.channel.isWritable()) {
+            return false;
+        }
+        item.text.append(SimItem.token(g));
+        item.generated++;
+        server.metrics.tokenGenerated();
+        if (g == 0) {
+            server.metrics.observeTtft(ex.secondsSinceReceived());
+            long now = System.nanoTime();
+            item.firstTokenLate = item.departedAt(now);
+            server.workStarting(item, now, true);
+        }
+        boolean last = item.generated >= item.maxTokens;
+        if (last) {
+            item.finishReason = "length";
+        }
+        if (ex.request.stream()) {
+            ex.send(ex.format.tokenEvent(ex, item, last));
+        }
+        if (last) {
+            finish(item);
+            return false;
+        }
+        return true;
+    }
+
+    private void finish(SimItem item) {
+        server.endItem(item, SimWorker.Outcome.COMPLETED, "length");
+        item.exchange.itemEnded(item);
     }
 }

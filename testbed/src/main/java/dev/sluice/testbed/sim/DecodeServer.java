@@ -1,8 +1,10 @@
 package dev.sluice.testbed.sim;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,8 +38,31 @@ public final class DecodeServer extends SimWorker {
             item.timer = loop.schedule(() -> kvFailed(item, "no KV from " + item.bootstrapHost + ":"
                     + item.bootstrapPort + " within " + cfg.kvWait().toMillis() + " ms"),
                     cfg.kvWait().toNanos(), TimeUnit.NANOSECONDS);
-            KvFetch.start(this, item);
+            fetchKv(item);
         }
+    }
+
+    private void fetchKv(SimItem item) {
+        if (item.bootstrapHost == null || item.bootstrapHost.isBlank()) {
+            loop.execute(() -> kvFailed(item, "the request names no bootstrap_host"));
+            return;
+        }
+        String uri = "/kv/" + item.room + "?rid=" + URLEncoder.encode(item.rid, StandardCharsets.UTF_8);
+        if (faults.kvFails(item.room)) {
+            uri += "&" + BootstrapServer.FAIL_PARAM + "=true"; // the handoff fails on both sides
+        }
+        KvFetch.start(this, item, item.bootstrapHost, item.bootstrapPort, uri, KvFetch.Peer.BOOTSTRAP,
+                new KvFetch.Receiver() {
+                    @Override
+                    public void arrived(SimItem i, JsonNode answer) {
+                        kvArrived(i);
+                    }
+
+                    @Override
+                    public void failed(SimItem i, String reason) {
+                        kvFailed(i, reason);
+                    }
+                });
     }
 
     @Override
@@ -45,19 +70,11 @@ public final class DecodeServer extends SimWorker {
         switch (item.state) {
             case WAITING_KV -> {
                 waitingKv--;
-                closeKvChannel(item);
+                item.closeKvChannel();
             }
             case DECODE_QUEUED, DECODING -> batch.remove(item);
             default -> {
             }
-        }
-    }
-
-    private static void closeKvChannel(SimItem item) {
-        Channel ch = item.kvChannel;
-        item.kvChannel = null;
-        if (ch != null) {
-            ch.close();
         }
     }
 
@@ -67,7 +84,7 @@ public final class DecodeServer extends SimWorker {
         }
         waitingKv--;
         item.cancelTimer();
-        closeKvChannel(item);
+        item.closeKvChannel();
         batch.add(item);
         publishGauges();
     }
@@ -82,62 +99,6 @@ public final class DecodeServer extends SimWorker {
         log.info("decode {} kv transfer failed rid={} {}", ordinal, item.rid, message);
         endItem(item, Outcome.FAILED, null);
         item.exchange.fail(500, "InternalServerError", message);
-    }
-
-    /** One token for a running item; true when the item can go on at once. */
-    boolean step(SimItem item) {
-        Exchange ex = item.exchange;
-        if (item.generated >= item.maxTokens) {
-            finish(item);
-            return false;
-        }
-        FaultKnobs f = faults;
-        int g = item.generated;
-        if (f.dropAfterTokens() >= 0 && g >= f.dropAfterTokens()) {
-            if (!ex.dropped) {
-                log.info("decode {} dropping the connection rid={} after {} tokens", ordinal, item.rid, g);
-                ex.dropped = true;
-                ex.channel.close();
-            }
-            return false;
-        }
-        if (f.failAfterTokens() >= 0 && g >= f.failAfterTokens()) {
-            endItem(item, Outcome.FAILED, null);
-            ex.fail(500, "InternalServerError", "simulated failure after " + g + " tokens");
-            return false;
-        }
-        if (f.stallAfterTokens() >= 0 && g >= f.stallAfterTokens()) {
-            return false;
-        }
-        if (ex.request.stream() && !ex.channel.isWritable()) {
-            return false;
-        }
-        item.text.append(SimItem.token(g));
-        item.generated++;
-        metrics.tokenGenerated();
-        if (g == 0) {
-            metrics.observeTtft(ex.secondsSinceReceived());
-            long now = System.nanoTime();
-            item.firstTokenLate = item.departedAt(now);
-            workStarting(item, now, true);
-        }
-        boolean last = item.generated >= item.maxTokens;
-        if (last) {
-            item.finishReason = "length";
-        }
-        if (ex.request.stream()) {
-            ex.send(ex.format.tokenEvent(ex, item, last));
-        }
-        if (last) {
-            finish(item);
-            return false;
-        }
-        return true;
-    }
-
-    private void finish(SimItem item) {
-        endItem(item, Outcome.COMPLETED, "length");
-        item.exchange.itemEnded(item);
     }
 
     @Override

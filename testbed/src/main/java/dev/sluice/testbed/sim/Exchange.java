@@ -1,6 +1,7 @@
 package dev.sluice.testbed.sim;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import java.util.ArrayList;
@@ -27,6 +28,8 @@ final class Exchange {
     private boolean ended;
     /** Set when the server closed the connection on purpose (dropAfterTokens): its items failed. */
     boolean dropped;
+    /** Top-level fields added to the whole JSON answer (a vLLM prefill leg's {@code kv_transfer_params}). */
+    ObjectNode responseExtras;
 
     Exchange(SimWorker worker, Channel channel, GenerationRequest request, boolean keepAlive, long receivedNanos) {
         this.worker = worker;
@@ -84,7 +87,11 @@ final class Exchange {
             }
             finishStream();
         } else {
-            Responses.json(channel, 200, format.fullResponse(this), keepAlive);
+            JsonNode body = format.fullResponse(this);
+            if (responseExtras != null && body instanceof ObjectNode o) {
+                o.setAll(responseExtras);
+            }
+            Responses.json(channel, 200, body, keepAlive);
         }
     }
 
@@ -106,7 +113,7 @@ final class Exchange {
             SseWriter.event(channel, Responses.streamError(status, type, message));
             finishStream();
         } else {
-            Responses.json(channel, status, Responses.error(status, type, message), keepAlive);
+            Responses.json(channel, status, worker.errorBody(status, type, message), keepAlive);
         }
     }
 

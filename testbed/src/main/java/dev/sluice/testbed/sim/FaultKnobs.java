@@ -7,7 +7,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 /**
  * Faults one simulated server injects, changeable at any time from any thread (and over HTTP with
  * {@code POST /sim/faults}, same field names). All off by default; the token faults apply to
- * decode servers. {@link #reset()} turns everything off again.
+ * the servers that decode (decode, unified, and a vLLM prefill serving a plain request).
+ * {@link #reset()} turns everything off again.
  */
 public final class FaultKnobs {
     private volatile int failStatus;
@@ -131,7 +132,10 @@ public final class FaultKnobs {
      * asks the prefill to fail the transfer; on a prefill its bootstrap fails it. Either way both
      * halves fail at handoff time, once the prefill has computed the KV: the decode with
      * {@code KVTransferError(room=...)} and the prefill with its own KV transfer error, each counted
-     * in {@code kvTransferFailures}, as SGLang reports a failed transfer on both sides.
+     * in {@code kvTransferFailures}, as SGLang reports a failed transfer on both sides. In vLLM mode
+     * the choice is made from the hash of {@code remote_request_id} and the read from the prefill's
+     * KV side channel fails the same way (the prefill frees the blocks; the decode answers
+     * {@code kv_transfer_error}).
      */
     public double kvFailFraction() {
         return kvFailFraction;

@@ -61,7 +61,7 @@ final class GenerateFormat implements WireFormat {
         }
         meta.put("prompt_tokens", item.promptTokens);
         meta.put("completion_tokens", item.generated);
-        meta.put("cached_tokens", 0);
+        meta.put("cached_tokens", item.cachedTokens);
         meta.put("e2e_latency", ex.secondsSinceReceived());
         if (ex.request.logprobs()) {
             // the prefill computes the prompt's logprobs; a decode has none (the router merges them in)

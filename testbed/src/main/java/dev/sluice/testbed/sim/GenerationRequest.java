@@ -9,9 +9,15 @@ import java.util.UUID;
 /**
  * The fields of a generation body that the simulator acts on, split into one {@link Item} per
  * batch entry (a /generate list, a completions prompt array, chat {@code n > 1}).
+ *
+ * @param kvTransferParams vLLM's {@code kv_transfer_params}, null when absent or JSON null
+ * @param pdFields         the disaggregation fields present in the body ({@code bootstrap_host},
+ *                         {@code bootstrap_port}, {@code bootstrap_room}, {@code kv_transfer_params}),
+ *                         for the servers that must never see them
  */
 record GenerationRequest(Route route, String rid, boolean batch, boolean stream, boolean includeUsage,
-                         boolean logprobs, long clientGivesUpAtMs, List<Item> items) {
+                         boolean logprobs, long clientGivesUpAtMs, List<Item> items, KvTransferParams kvTransferParams,
+                         List<String> pdFields) {
 
     static final int DEFAULT_BOOTSTRAP_PORT = 8998;
     /**
@@ -20,10 +26,19 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
      * done for departed clients reads it. Absent: 0, the client never gives up.
      */
     static final String GIVES_UP_AT_FIELD = "sim_client_gives_up_at_ms";
+    private static final List<String> PD_FIELDS = List.of("bootstrap_host", "bootstrap_port", "bootstrap_room",
+            "kv_transfer_params");
 
-    /** One independent request inside the body; {@code room} is null when the body carried none. */
+    /**
+     * One independent request inside the body; {@code room} is null when the body carried none;
+     * {@code prefix} holds the prompt's prefix-cache blocks ({@link PromptBlocks}).
+     */
     record Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
-                int maxTokens) {
+                int maxTokens, long[] prefix) {
+    }
+
+    /** A prompt's size in tokens and its prefix-cache blocks. */
+    private record Prompt(int tokens, long[] prefix) {
     }
 
     /** A body the simulator refuses with 400. */
@@ -34,27 +49,40 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
     }
 
     static GenerationRequest parse(Route route, JsonNode body, int defaultMaxTokens) throws BadRequest {
+        return parse(route, body, defaultMaxTokens, null);
+    }
+
+    /**
+     * @param requestId the request's id when the server names it itself (vLLM: from
+     *                  {@code X-Request-Id}); null: the body's {@code rid}, else a random one (SGLang)
+     */
+    static GenerationRequest parse(Route route, JsonNode body, int defaultMaxTokens, String requestId)
+            throws BadRequest {
         if (body == null || !body.isObject()) {
             throw new BadRequest("request body must be a JSON object");
         }
-        List<Integer> prompts = promptTokens(route, body);
+        List<Prompt> prompts = prompts(route, body);
         int n = prompts.size();
         boolean batch = route == Route.GENERATE ? isGenerateBatch(body)
                 : route == Route.COMPLETIONS ? n > 1 || isPromptArray(body.path("prompt")) : n > 1;
-        String exchangeRid = body.path("rid").isTextual() ? body.get("rid").asText()
+        String exchangeRid = requestId != null ? requestId
+                : body.path("rid").isTextual() ? body.get("rid").asText()
                 : body.path("rid").isArray() && body.get("rid").size() > 0 ? body.get("rid").get(0).asText()
                 : UUID.randomUUID().toString().replace("-", "");
+        JsonNode rids = requestId != null ? null : body.get("rid");
         List<Item> items = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            items.add(new Item(i, itemRid(body.get("rid"), exchangeRid, i, n), room(body.get("bootstrap_room"), i, n),
+            Prompt prompt = prompts.get(i);
+            items.add(new Item(i, itemRid(rids, exchangeRid, i, n), room(body.get("bootstrap_room"), i, n),
                     text(perItem(body.get("bootstrap_host"), i)), port(perItem(body.get("bootstrap_port"), i)),
-                    prompts.get(i), maxTokens(route, body, i, defaultMaxTokens)));
+                    prompt.tokens(), maxTokens(route, body, i, defaultMaxTokens), prompt.prefix()));
         }
         boolean logprobs = route == Route.GENERATE ? truthy(perItem(body.get("return_logprob"), 0))
                 : truthy(body.get("logprobs"));
+        List<String> pd = PD_FIELDS.stream().filter(body::has).toList();
         return new GenerationRequest(route, exchangeRid, batch, body.path("stream").asBoolean(false),
                 body.path("stream_options").path("include_usage").asBoolean(false), logprobs,
-                Math.max(0, body.path(GIVES_UP_AT_FIELD).asLong(0)), List.copyOf(items));
+                Math.max(0, body.path(GIVES_UP_AT_FIELD).asLong(0)), List.copyOf(items), KvTransferParams.of(body), pd);
     }
 
     private static boolean truthy(JsonNode v) {
@@ -129,22 +157,22 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         return prompt.isArray() && prompt.size() > 0 && (prompt.get(0).isTextual() || prompt.get(0).isArray());
     }
 
-    private static List<Integer> promptTokens(Route route, JsonNode body) throws BadRequest {
-        List<Integer> out = new ArrayList<>();
+    private static List<Prompt> prompts(Route route, JsonNode body) throws BadRequest {
+        List<Prompt> out = new ArrayList<>();
         switch (route) {
             case GENERATE -> {
                 JsonNode ids = body.get("input_ids");
                 JsonNode text = body.get("text");
                 if (ids != null && ids.isArray()) {
                     if (ids.size() > 0 && ids.get(0).isArray()) {
-                        ids.forEach(a -> out.add(Math.max(1, a.size())));
+                        ids.forEach(a -> out.add(ofIds(a)));
                     } else {
-                        out.add(Math.max(1, ids.size()));
+                        out.add(ofIds(ids));
                     }
                 } else if (text != null && text.isArray()) {
-                    text.forEach(t -> out.add(tokensOf(t.asText())));
+                    text.forEach(t -> out.add(ofText(t.asText())));
                 } else if (text != null && text.isTextual()) {
-                    out.add(tokensOf(text.asText()));
+                    out.add(ofText(text.asText()));
                 } else {
                     throw new BadRequest("/generate needs text or input_ids");
                 }
@@ -155,11 +183,11 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
                     throw new BadRequest("prompt is required");
                 }
                 if (isPromptArray(prompt)) {
-                    prompt.forEach(p -> out.add(p.isArray() ? Math.max(1, p.size()) : tokensOf(p.asText())));
+                    prompt.forEach(p -> out.add(p.isArray() ? ofIds(p) : ofText(p.asText())));
                 } else if (prompt.isArray()) {
-                    out.add(Math.max(1, prompt.size())); // one prompt given as token ids
+                    out.add(ofIds(prompt)); // one prompt given as token ids
                 } else {
-                    out.add(tokensOf(prompt.asText()));
+                    out.add(ofText(prompt.asText()));
                 }
             }
             case CHAT -> {
@@ -178,13 +206,22 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
                 if (n < 1) {
                     throw new BadRequest("n: " + n + " (expected: >= 1)");
                 }
+                Prompt shared = new Prompt(tokens, PromptBlocks.ofText(PromptBlocks.renderChat(messages)));
                 for (int i = 0; i < n; i++) {
-                    out.add(tokens);
+                    out.add(shared);
                 }
             }
             default -> throw new IllegalStateException(route.toString());
         }
         return out;
+    }
+
+    private static Prompt ofIds(JsonNode ids) {
+        return new Prompt(Math.max(1, ids.size()), PromptBlocks.ofIds(ids));
+    }
+
+    private static Prompt ofText(String text) {
+        return new Prompt(tokensOf(text), PromptBlocks.ofText(text));
     }
 
     private static long contentBytes(JsonNode content) {

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.sim;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -19,37 +20,61 @@ import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 
 /**
- * A decode item's long poll to the bootstrap server of the prefill its body names
- * ({@code bootstrap_host}:{@code bootstrap_port}): real HTTP over loopback, on the decode's event
- * loop. Every outcome is reported to the decode unless the item has moved on ({@code kvChannel}
- * no longer this connection).
+ * A decode item's fetch of its KV from the prefill that computed it: an SGLang decode's long poll
+ * to the prefill's bootstrap server, a vLLM decode's request to the prefill's KV side channel. Real
+ * HTTP over loopback, on the decode's event loop. Every outcome is reported to the {@link Receiver}
+ * unless the item has moved on ({@code kvChannel} no longer this connection).
  */
 final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
-    private final DecodeServer server;
-    private final SimItem item;
-    private boolean answered;
+    /** What the decode does with the outcome (event loop). */
+    interface Receiver {
+        /** 200: {@code answer} is the parsed body, null when it was not JSON. */
+        void arrived(SimItem item, JsonNode answer);
 
-    private KvFetch(DecodeServer server, SimItem item) {
-        this.server = server;
-        this.item = item;
+        void failed(SimItem item, String reason);
     }
 
-    static void start(DecodeServer server, SimItem item) {
-        if (item.bootstrapHost == null || item.bootstrapHost.isBlank()) {
-            server.loop.execute(() -> server.kvFailed(item, "the request names no bootstrap_host"));
-            return;
+    /** How messages name the peer: SGLang's bootstrap server or vLLM's KV side channel. */
+    enum Peer {
+        BOOTSTRAP("the bootstrap server", "the bootstrap connection"),
+        SIDE_CHANNEL("the KV side channel", "the KV side channel connection");
+
+        final String server;
+        final String connection;
+
+        Peer(String server, String connection) {
+            this.server = server;
+            this.connection = connection;
         }
-        String peer = item.bootstrapHost + ":" + item.bootstrapPort;
+    }
+
+    private final Receiver receiver;
+    private final SimItem item;
+    private final String peer;
+    private final Peer kind;
+    private boolean answered;
+
+    private KvFetch(Receiver receiver, SimItem item, String peer, Peer kind) {
+        this.receiver = receiver;
+        this.item = item;
+        this.peer = peer;
+        this.kind = kind;
+    }
+
+    /** Connects to {@code host:port} and asks for {@code uri} (already encoded). */
+    static void start(SimWorker server, SimItem item, String host, int port, String uri, Peer kind,
+                      Receiver receiver) {
+        String peer = host + ":" + port;
         ChannelFuture connect = new Bootstrap().group(server.loop).channel(Transport.socketChannel())
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(server.cfg.kvWait().toMillis(), 10_000))
                 .handler(new ChannelInitializer<SocketChannel>() {
                     @Override
                     protected void initChannel(SocketChannel ch) {
                         ch.pipeline().addLast(new HttpClientCodec()).addLast(new HttpObjectAggregator(1 << 20))
-                                .addLast(new KvFetch(server, item));
+                                .addLast(new KvFetch(receiver, item, peer, kind));
                     }
                 })
-                .connect(item.bootstrapHost, item.bootstrapPort);
+                .connect(host, port);
         Channel ch = connect.channel();
         item.kvChannel = ch;
         connect.addListener(f -> {
@@ -58,12 +83,8 @@ final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
                 return;
             }
             if (!f.isSuccess()) {
-                server.kvFailed(item, "cannot reach the bootstrap server " + peer + ": " + f.cause());
+                receiver.failed(item, "cannot reach " + kind.server + " " + peer + ": " + f.cause());
                 return;
-            }
-            String uri = "/kv/" + item.room + "?rid=" + java.net.URLEncoder.encode(item.rid, StandardCharsets.UTF_8);
-            if (server.faults.kvFails(item.room)) {
-                uri += "&" + BootstrapServer.FAIL_PARAM + "=true"; // the handoff fails on both sides
             }
             FullHttpRequest get = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, uri);
             get.headers().set(HttpHeaderNames.HOST, peer).setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
@@ -78,25 +99,25 @@ final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
         if (item.kvChannel != ctx.channel()) {
             return;
         }
+        String text = res.content().toString(StandardCharsets.UTF_8);
+        JsonNode json = null;
+        try {
+            json = SseWriter.JSON.readTree(text);
+        } catch (Exception e) {
+            // not JSON: keep the raw body
+        }
         if (res.status().code() == 200) {
-            server.kvArrived(item);
+            receiver.arrived(item, json);
         } else {
-            String why = res.content().toString(StandardCharsets.UTF_8);
-            try {
-                why = SseWriter.JSON.readTree(why).path("error").asText(why);
-            } catch (Exception e) {
-                // keep the raw body
-            }
-            server.kvFailed(item, "prefill " + item.bootstrapHost + ":" + item.bootstrapPort + " answered "
-                    + res.status().code() + ": " + why);
+            String why = json == null ? text : json.path("error").asText(text);
+            receiver.failed(item, "prefill " + peer + " answered " + res.status().code() + ": " + why);
         }
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         if (!answered && item.kvChannel == ctx.channel()) {
-            server.kvFailed(item, "the bootstrap connection to " + item.bootstrapHost + ":" + item.bootstrapPort
-                    + " closed before the KV arrived");
+            receiver.failed(item, kind.connection + " to " + peer + " closed before the KV arrived");
         }
         ctx.fireChannelInactive();
     }

@@ -3,16 +3,20 @@ package dev.sluice.testbed.sim;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
- * The prefill's unbounded FCFS queue: one item at a time computes its prompt at
+ * A server's unbounded FCFS prefill queue: one item at a time computes its prompt at
  * {@code prefillTokensPerSecond} (times {@code slowFactor}), in slices of at most 10 ms of wall
- * time so that an abort stops the work at once. Confined to the server's event loop.
+ * time so that an abort stops the work at once. When an item starts, the server's prefix cache
+ * says how much of its prompt is already there: only the rest is computed; when it completes, its
+ * prompt enters the cache. Confined to the server's event loop.
  */
 final class PrefillScheduler {
     private static final double SLICE_SECONDS = 0.010;
 
-    private final PrefillServer server;
+    private final SimWorker server;
+    private final Consumer<SimItem> prefilled;
     private final ArrayDeque<SimItem> queue = new ArrayDeque<>();
     private SimItem current;
     private ScheduledFuture<?> slice;
@@ -21,8 +25,10 @@ final class PrefillScheduler {
     private long queuedTokens;
     private double processed;
 
-    PrefillScheduler(PrefillServer server) {
+    /** {@code prefilled}: where an item goes once its prompt is computed (its KV is ready). */
+    PrefillScheduler(SimWorker server, Consumer<SimItem> prefilled) {
         this.server = server;
+        this.prefilled = prefilled;
     }
 
     void enqueue(SimItem item) {
@@ -37,7 +43,9 @@ final class PrefillScheduler {
     /** Drops an item that is queued or prefilling; the next one starts at once. */
     void remove(SimItem item) {
         if (item == current) {
-            server.workDone(item, sliceStartNanos, System.nanoTime()); // the partial slice was GPU time too
+            long now = System.nanoTime();
+            server.workDone(item, sliceStartNanos, now); // the partial slice was GPU time too
+            server.prefillBusyNanos += now - sliceStartNanos;
             slice.cancel(false);
             slice = null;
             current = null;
@@ -67,13 +75,17 @@ final class PrefillScheduler {
         }
         queuedTokens -= current.promptTokens;
         current.state = SimItem.State.PREFILLING;
-        scheduleSlice();
+        // looked up when the prefill starts, not on arrival: a request queued behind one with the
+        // same prefix finds it cached, as in a real scheduler
+        current.cachedTokens = server.prefixCache.lookup(current.prefix, current.promptTokens);
+        current.remainingPrefill = current.promptTokens - current.cachedTokens;
+        scheduleSlice(true);
     }
 
-    private void scheduleSlice() {
+    private void scheduleSlice(boolean first) {
         SimItem item = current;
         sliceStartNanos = System.nanoTime();
-        server.workStarting(item, sliceStartNanos, item.remainingPrefill == item.promptTokens);
+        server.workStarting(item, sliceStartNanos, first);
         double rate = server.cfg.prefillTokensPerSecond();
         double slow = server.faults.slowFactor();
         sliceTokens = Math.min(item.remainingPrefill, Math.max(1e-6, rate * SLICE_SECONDS / slow));
@@ -86,18 +98,21 @@ final class PrefillScheduler {
         if (item == null) {
             return;
         }
-        server.workDone(item, sliceStartNanos, System.nanoTime());
+        long now = System.nanoTime();
+        server.workDone(item, sliceStartNanos, now);
+        server.prefillBusyNanos += now - sliceStartNanos;
         item.remainingPrefill -= sliceTokens;
         processed += sliceTokens;
         server.promptTokensProcessed = Math.round(processed);
         if (item.remainingPrefill > 1e-6) {
-            scheduleSlice();
+            scheduleSlice(false);
             return;
         }
         item.remainingPrefill = 0;
         current = null;
         slice = null;
-        server.prefillDone(item);
+        server.prefixCache.insert(item.prefix);
+        prefilled.accept(item);
         startNext();
         server.publishGauges();
     }

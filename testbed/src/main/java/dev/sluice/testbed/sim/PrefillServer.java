@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  */
 public final class PrefillServer extends SimWorker {
     private static final Logger log = LoggerFactory.getLogger(PrefillServer.class);
-    private final PrefillScheduler scheduler = new PrefillScheduler(this);
+    private final PrefillScheduler scheduler = new PrefillScheduler(this, this::prefillDone);
     private final BootstrapServer bootstrap = new BootstrapServer(this);
     private int kvHeld;
     private long kvHeldTokens;

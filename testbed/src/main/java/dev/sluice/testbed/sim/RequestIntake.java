@@ -19,26 +19,23 @@ final class RequestIntake {
     private RequestIntake() {
     }
 
+    /** {@code requestIdHeader}: the request's {@code X-Request-Id}, null when it had none. */
     static void generation(SimWorker w, SimHttpHandler handler, Channel ch, Route route, JsonNode body,
-                           boolean keepAlive, long now) {
+                           String requestIdHeader, boolean keepAlive, long now) {
         int failStatus = w.faults.failStatus();
         if (failStatus > 0) {
-            Responses.json(ch, failStatus, Responses.error(failStatus, Responses.errorType(failStatus),
+            Responses.json(ch, failStatus, w.errorBody(failStatus, Responses.errorType(failStatus),
                     "simulated failure"), keepAlive);
             return;
         }
         GenerationRequest request;
         try {
-            request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens());
-            for (GenerationRequest.Item item : request.items()) {
-                if (item.room() == null) {
-                    throw new GenerationRequest.BadRequest("bootstrap_room is required in disaggregation mode ("
-                            + w.role() + "); rid=" + item.rid());
-                }
-            }
+            request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens(),
+                    w.requestId(route, requestIdHeader));
+            w.validate(request);
         } catch (GenerationRequest.BadRequest e) {
             log.info("{} {} rejected path={}: {}", w.role(), w.ordinal, route.path, e.getMessage());
-            Responses.json(ch, 400, Responses.error(400, "BadRequestError", e.getMessage()), keepAlive);
+            Responses.json(ch, 400, w.errorBody(400, "BadRequestError", e.getMessage()), keepAlive);
             return;
         }
         Exchange ex = new Exchange(w, ch, request, keepAlive, now);

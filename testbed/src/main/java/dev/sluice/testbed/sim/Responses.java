@@ -16,7 +16,7 @@ import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 
-/** Whole (non-streamed) responses and SGLang's error bodies. */
+/** Whole (non-streamed) responses and the servers' error bodies. */
 final class Responses {
     private Responses() {
     }
@@ -59,6 +59,17 @@ final class Responses {
         o.put("type", type);
         o.put("param", (String) null);
         o.put("code", status);
+        return o;
+    }
+
+    /** vLLM's error body (its {@code ErrorResponse}): {@code {"error":{"message","type","param","code"}}}. */
+    static ObjectNode vllmError(int status, String type, String message) {
+        ObjectNode o = JsonNodeFactory.instance.objectNode();
+        ObjectNode e = o.putObject("error");
+        e.put("message", message);
+        e.put("type", type);
+        e.putNull("param");
+        e.put("code", status);
         return o;
     }
 

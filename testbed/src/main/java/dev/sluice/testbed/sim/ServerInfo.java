@@ -4,7 +4,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
-/** Bodies of the informational GET routes, shaped like SGLang's. */
+/** Bodies of the informational GET routes, shaped like SGLang's ({@code /v1/models} like vLLM's too). */
 final class ServerInfo {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
     private static final long STARTED = System.currentTimeMillis() / 1000;
@@ -19,7 +19,7 @@ final class ServerInfo {
         m.put("id", w.cfg.model());
         m.put("object", "model");
         m.put("created", STARTED);
-        m.put("owned_by", "sglang");
+        m.put("owned_by", w.isVllm() ? "vllm" : "sglang");
         m.put("root", w.cfg.model());
         m.put("max_model_len", 131072);
         return o;
@@ -40,7 +40,7 @@ final class ServerInfo {
         o.put("served_model_name", w.cfg.model());
         o.put("host", w.host());
         o.put("port", w.port());
-        o.put("disaggregation_mode", w.role());
+        o.put("disaggregation_mode", w.disaggregationMode());
         o.put("tp_size", 1);
         o.put("dp_size", 1);
         o.put("max_total_num_tokens", SimWorker.MAX_TOTAL_TOKENS);

@@ -60,6 +60,7 @@ final class ServerLifecycle {
             ex.connectionClosed();
         }
         worker.killed();
+        worker.prefixCache.clear(); // a process that died comes back with an empty cache
         worker.publishGauges();
         if (wasOpen || !exchanges.isEmpty()) {
             log.info("{} {} killed port={} failedRequests={}", worker.role(), worker.ordinal, worker.port(),

@@ -18,10 +18,26 @@ import java.util.Objects;
  * @param defaultMaxTokens       tokens generated when a request names no maximum
  * @param eventLoopThreads       threads of the event loop group shared by the cluster's servers
  * @param journalLimit           requests (and aborts) each server remembers; older entries are dropped
+ * @param prefixCacheTokens      capacity, in tokens, of the simulated prefix cache of every server that
+ *                               prefills (LRU of 16-token blocks); 0 turns it off
+ * @param vllmAbortTimeout       how long a vLLM prefill holds the KV blocks of an answered prefill leg for
+ *                               its decode ({@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT}); unfetched, they are
+ *                               counted in {@code strandedKv}
  */
 public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
                         Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
-                        int eventLoopThreads, int journalLimit) {
+                        int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout) {
+
+    /**
+     * The prefix cache size the {@code cluster} command uses by default (a real server caches
+     * prefixes out of the box). {@link #defaults()} keeps the cache off: tests that time the
+     * prefill with prompts sharing a long prefix (one tag, then the same filler) rely on every
+     * prompt token being computed.
+     */
+    public static final long DEFAULT_PREFIX_CACHE_TOKENS = 1_000_000;
+
+    /** vLLM's {@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT} default. */
+    public static final Duration DEFAULT_VLLM_ABORT_TIMEOUT = Duration.ofSeconds(480);
 
     public SimConfig {
         Objects.requireNonNull(host, "host");
@@ -29,6 +45,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         Objects.requireNonNull(kvWait, "kvWait");
         Objects.requireNonNull(bootstrapTimeout, "bootstrapTimeout");
         Objects.requireNonNull(model, "model");
+        Objects.requireNonNull(vllmAbortTimeout, "vllmAbortTimeout");
         check(prefillTokensPerSecond > 0, "prefillTokensPerSecond", prefillTokensPerSecond, "> 0");
         check(!decodeStep.isNegative(), "decodeStep", decodeStep, ">= 0");
         check(decodeMaxBatch > 0, "decodeMaxBatch", decodeMaxBatch, "> 0");
@@ -38,6 +55,9 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         check(defaultMaxTokens >= 0, "defaultMaxTokens", defaultMaxTokens, ">= 0");
         check(eventLoopThreads > 0, "eventLoopThreads", eventLoopThreads, "> 0");
         check(journalLimit > 0, "journalLimit", journalLimit, "> 0");
+        check(prefixCacheTokens >= 0, "prefixCacheTokens", prefixCacheTokens, ">= 0");
+        check(!vllmAbortTimeout.isNegative() && !vllmAbortTimeout.isZero(), "vllmAbortTimeout", vllmAbortTimeout,
+                "> 0");
     }
 
     private static void check(boolean ok, String name, Object value, String expected) {
@@ -46,59 +66,72 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         }
     }
 
-    /** SGLang's defaults where SGLang has one (300 s waits), otherwise values that keep tests quick. */
+    /**
+     * SGLang's and vLLM's defaults where they have one (300 s waits, 480 s abort timeout), otherwise
+     * values that keep tests quick; the prefix cache is off (see {@link #DEFAULT_PREFIX_CACHE_TOKENS}).
+     */
     public static SimConfig defaults() {
         return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
-                Duration.ofSeconds(300), "sim-model", 16, 2, 10_000);
+                Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT);
     }
 
     public SimConfig withHost(String v) {
         return new SimConfig(v, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withPrefillTokensPerSecond(double v) {
         return new SimConfig(host, v, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withDecodeStep(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, v, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withDecodeMaxBatch(int v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, v, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withKvWait(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, v, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withBootstrapTimeout(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, v, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withModel(String v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, v,
-                defaultMaxTokens, eventLoopThreads, journalLimit);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withDefaultMaxTokens(int v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                v, eventLoopThreads, journalLimit);
+                v, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withEventLoopThreads(int v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, v, journalLimit);
+                defaultMaxTokens, v, journalLimit, prefixCacheTokens, vllmAbortTimeout);
     }
 
     public SimConfig withJournalLimit(int v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, v);
+                defaultMaxTokens, eventLoopThreads, v, prefixCacheTokens, vllmAbortTimeout);
+    }
+
+    public SimConfig withPrefixCacheTokens(long v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit, v, vllmAbortTimeout);
+    }
+
+    public SimConfig withVllmAbortTimeout(Duration v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, v);
     }
 }

@@ -14,6 +14,9 @@ import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http.QueryStringDecoder;
 import io.netty.util.ReferenceCountUtil;
 import java.nio.charset.StandardCharsets;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
@@ -56,15 +59,22 @@ final class SimHttpHandler extends ChannelDuplexHandler {
         boolean keepAlive = HttpUtil.isKeepAlive(req);
         String path = new QueryStringDecoder(req.uri()).path();
         JsonNode body = body(req);
-        worker.journal.record(new RecordedRequest(req.method().name(), path, body, now));
+        Map<String, String> headers = new LinkedHashMap<>();
+        req.headers().forEach(h -> headers.putIfAbsent(h.getKey().toLowerCase(Locale.ROOT), h.getValue()));
+        worker.journal.record(new RecordedRequest(req.method().name(), path, body, now, headers));
         if (!req.decoderResult().isSuccess()) {
-            Responses.json(ch, 400, Responses.error(400, "BadRequestError", "malformed HTTP request"), false);
+            Responses.json(ch, 400, worker.errorBody(400, "BadRequestError", "malformed HTTP request"), false);
+            return;
+        }
+        String requestId = headers.get("x-request-id");
+        if (worker.isVllm()) {
+            VllmRoutes.handle(worker, this, ch, req.method(), path, body, requestId, keepAlive, now);
             return;
         }
         boolean get = req.method().equals(HttpMethod.GET) || req.method().equals(HttpMethod.HEAD);
         Route route = Route.of(path);
         if (route != null && req.method().equals(HttpMethod.POST)) {
-            RequestIntake.generation(worker, this, ch, route, body, keepAlive, now);
+            RequestIntake.generation(worker, this, ch, route, body, requestId, keepAlive, now);
             return;
         }
         switch (get ? "GET " + path : req.method().name() + " " + path) {
@@ -82,9 +92,12 @@ final class SimHttpHandler extends ChannelDuplexHandler {
                     worker.metrics.render(worker, worker.gauges()), keepAlive);
             case "GET /sim/stats" -> Responses.json(ch, 200, SseWriter.JSON.valueToTree(worker.stats()), keepAlive);
             case "GET /sim/faults" -> Responses.json(ch, 200, worker.faults.toJson(), keepAlive);
-            case "POST /sim/faults" -> simFaults(ch, body, keepAlive);
+            case "POST /sim/faults" -> simFaults(worker, ch, body, keepAlive);
             case "POST /abort_request" -> RequestIntake.abortRequest(worker, ch, body, keepAlive, now);
-            case "POST /flush_cache" -> Responses.text(ch, 200, null, "Cache flushed.\n", keepAlive);
+            case "POST /flush_cache" -> {
+                worker.prefixCache.clear();
+                Responses.text(ch, 200, null, "Cache flushed.\n", keepAlive);
+            }
             default -> Responses.json(ch, 404, Responses.error(404, "NotFoundError", "Not Found: " + path),
                     keepAlive);
         }
@@ -129,7 +142,7 @@ final class SimHttpHandler extends ChannelDuplexHandler {
         }
     }
 
-    private void simFaults(Channel ch, JsonNode body, boolean keepAlive) {
+    static void simFaults(SimWorker worker, Channel ch, JsonNode body, boolean keepAlive) {
         try {
             worker.faults.apply(body == null ? JsonNodeFactory.instance.objectNode() : body);
             log.info("{} {} faults={}", worker.role(), worker.ordinal, worker.faults);

@@ -13,15 +13,20 @@ final class SimItem {
     final Exchange exchange;
     final int index;
     final String rid;
+    /** The bootstrap room; -1 for a request without one (vLLM, unified servers). */
     final long room;
     final String bootstrapHost;
     final int bootstrapPort;
     final int promptTokens;
     final int maxTokens;
+    /** The prompt's prefix-cache blocks. */
+    final long[] prefix;
 
     State state = State.NEW;
     /** Prompt tokens the prefill still has to compute. */
     double remainingPrefill;
+    /** Prompt tokens the prefix cache served when the prefill started. */
+    int cachedTokens;
     int generated;
     final StringBuilder text = new StringBuilder();
     /** "length", "abort"; null while running. */
@@ -29,7 +34,7 @@ final class SimItem {
     long firstTokenNanos;
     /** Timer of the current wait (KV wait on a decode, bootstrap timeout on a prefill). */
     ScheduledFuture<?> timer;
-    /** The decode's connection to the prefill's bootstrap server while it waits for KV. */
+    /** The decode's connection to the prefill's bootstrap server (or KV side channel) while it waits for KV. */
     Channel kvChannel;
     /** Counted once in {@code workForDepartedClients}. */
     boolean departedCounted;
@@ -47,11 +52,12 @@ final class SimItem {
         this.exchange = exchange;
         this.index = spec.index();
         this.rid = spec.rid();
-        this.room = spec.room();
+        this.room = spec.room() == null ? -1 : spec.room();
         this.bootstrapHost = spec.bootstrapHost();
         this.bootstrapPort = spec.bootstrapPort();
         this.promptTokens = spec.promptTokens();
         this.maxTokens = spec.maxTokens();
+        this.prefix = spec.prefix();
         this.remainingPrefill = spec.promptTokens();
         long givesUpAtMs = exchange.request.clientGivesUpAtMs();
         this.giveUpNanos = givesUpAtMs <= 0 ? Long.MAX_VALUE
@@ -74,6 +80,15 @@ final class SimItem {
 
     boolean live() {
         return state != State.ENDED;
+    }
+
+    /** Stops a KV fetch in flight: its answer, if any, is then ignored. */
+    void closeKvChannel() {
+        Channel ch = kvChannel;
+        kvChannel = null;
+        if (ch != null) {
+            ch.close();
+        }
     }
 
     void cancelTimer() {

@@ -4,8 +4,9 @@ import java.util.Locale;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * SGLang's {@code /metrics} in Prometheus text format 0.0.4, with the names and labels a real
- * server with {@code --enable-metrics} exposes (the subset a gateway reads).
+ * A server's latency and token counters, and SGLang's {@code /metrics} in Prometheus text format
+ * 0.0.4 with the names and labels a real server with {@code --enable-metrics} exposes (the subset a
+ * gateway reads). vLLM's names are in {@link VllmMetrics}.
  */
 final class SimMetrics {
     static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
@@ -20,6 +21,7 @@ final class SimMetrics {
     private final LongAdder ttftCount = new LongAdder();
     private final LongAdder ttftMicros = new LongAdder();
     private final LongAdder generatedTokens = new LongAdder();
+    private final LongAdder promptTokens = new LongAdder();
     private long lastTokens;
     private long lastNanos = System.nanoTime();
     private volatile double genThroughput;
@@ -42,6 +44,19 @@ final class SimMetrics {
 
     void tokenGenerated() {
         generatedTokens.increment();
+    }
+
+    long generatedTokens() {
+        return generatedTokens.sum();
+    }
+
+    /** A request's prompt entered the engine (vLLM's {@code prompt_tokens} counter). */
+    void promptTokens(int tokens) {
+        promptTokens.add(tokens);
+    }
+
+    long promptTokens() {
+        return promptTokens.sum();
     }
 
     /** Generated tokens per second since the previous scrape (at least one second apart). */
@@ -68,7 +83,8 @@ final class SimMetrics {
         gauge(b, labels, "num_used_tokens", "The number of used tokens.", used);
         gauge(b, labels, "max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
                 SimWorker.MAX_TOTAL_TOKENS);
-        gauge(b, labels, "cache_hit_rate", "The prefix cache hit rate.", 0);
+        // over the server's life (SGLang logs it per batch): stable for a scrape at any pace
+        gauge(b, labels, "cache_hit_rate", "The prefix cache hit rate.", w.prefixCache.hitRate());
         gauge(b, labels, "gen_throughput", "The generation throughput (token/s).", genThroughput());
         gauge(b, labels, "num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue.",
                 g.prefillPrealloc());
@@ -85,7 +101,8 @@ final class SimMetrics {
                 s.bootstrapFailures());
         counter(b, labels, "num_transfer_failed_reqs_total", "Number of transfer failed requests.",
                 s.kvTransferFailures());
-        histogram(b, w);
+        histogram(b, "sglang:time_to_first_token_seconds", "model_name=\"" + w.cfg.model() + "\",engine_type=\""
+                + w.role() + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"");
         // not SGLang's: the simulator's own accounting (definitions in WorkerStats)
         simCounter(b, labels, "work_for_departed_clients_total",
                 "Requests whose prefill or first decode step began after their client gave up.",
@@ -95,7 +112,7 @@ final class SimMetrics {
         return b.toString();
     }
 
-    private static void simCounter(StringBuilder b, String labels, String name, String help, double value) {
+    static void simCounter(StringBuilder b, String labels, String name, String help, double value) {
         b.append("# HELP sim:").append(name).append(' ').append(help).append('\n');
         b.append("# TYPE sim:").append(name).append(" counter\n");
         b.append("sim:").append(name).append(labels).append(' ').append(num(value)).append('\n');
@@ -113,10 +130,8 @@ final class SimMetrics {
         b.append("sglang:").append(name).append(labels).append(' ').append(num(value)).append('\n');
     }
 
-    private void histogram(StringBuilder b, SimWorker w) {
-        String base = "model_name=\"" + w.cfg.model() + "\",engine_type=\"" + w.role()
-                + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"";
-        String name = "sglang:time_to_first_token_seconds";
+    /** The TTFT histogram under {@code name}; {@code base}: its labels without braces. */
+    void histogram(StringBuilder b, String name, String base) {
         b.append("# HELP ").append(name).append(" Histogram of time to first token in seconds.\n");
         b.append("# TYPE ").append(name).append(" histogram\n");
         long count = ttftCount.sum();
@@ -129,7 +144,7 @@ final class SimMetrics {
         b.append(name).append("_count{").append(base).append("} ").append(num(count)).append('\n');
     }
 
-    private static String num(double v) {
+    static String num(double v) {
         return v == Math.rint(v) && Math.abs(v) < 1e15 ? String.format(Locale.ROOT, "%.1f", v)
                 : String.format(Locale.ROOT, "%s", v);
     }

@@ -17,9 +17,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What a simulated prefill and a simulated decode server have in common: the HTTP listener, the
- * item lifecycle, the journal, faults and counters (requests come in through {@link SimHttpHandler}
- * and {@link RequestIntake}). All request state lives
+ * What every simulated server (SGLang prefill and decode, vLLM prefill and decode, unified) has in
+ * common: the HTTP listener, the item lifecycle, the journal, faults, prefix cache and counters
+ * (requests come in through {@link SimHttpHandler} and {@link RequestIntake}; the role hooks below
+ * say which protocol the server speaks). All request state lives
  * on one event loop (the server's connections are all registered on it), so it needs no locks;
  * the public accessors are safe from any thread. A server can be {@linkplain #kill() killed} and
  * {@linkplain #restart() restarted} on the same port, as a worker process that dies and comes back.
@@ -47,7 +48,15 @@ public abstract class SimWorker {
     final LongAdder workForDeparted = new LongAdder();
     /** Nanoseconds of GPU time spent after the client's give-up time. */
     final LongAdder departedWorkNanos = new LongAdder();
+    final LongAdder recomputedPrefills = new LongAdder();
+    final LongAdder strandedKv = new LongAdder();
+    final PrefixCache prefixCache;
     volatile long promptTokensProcessed;
+    /** Written by the prefill scheduler on the event loop only. */
+    volatile long prefillBusyNanos;
+    /** KV held for a remote decode after the request was answered (vLLM prefill); published on the loop. */
+    volatile int heldKvRequests;
+    volatile long heldKvBlocks;
     private volatile int running;
     private volatile int queued;
     private volatile long tokensHeld;
@@ -61,6 +70,7 @@ public abstract class SimWorker {
         this.ordinal = ordinal;
         this.loop = Objects.requireNonNull(loop, "loop");
         this.journal = new RequestJournal(cfg.journalLimit());
+        this.prefixCache = new PrefixCache(cfg.prefixCacheTokens());
     }
 
     // ---- public API ------------------------------------------------------------------------
@@ -103,7 +113,8 @@ public abstract class SimWorker {
     public WorkerStats stats() {
         return new WorkerStats(completed.sum(), aborted.sum(), failed.sum(), kvTransferFailures.sum(),
                 bootstrapFailures.sum(), running, queued, promptTokensProcessed, workForDeparted.sum(),
-                departedWorkNanos.sum() / 1e9);
+                departedWorkNanos.sum() / 1e9, recomputedPrefills.sum(), strandedKv.sum(), heldKvRequests,
+                heldKvBlocks, prefixCache.hitTokens(), prefixCache.queryTokens(), prefillBusyNanos / 1e9);
     }
 
     /** Polls until nothing runs or waits here; false when {@code timeout} passed first. */
@@ -149,9 +160,19 @@ public abstract class SimWorker {
 
     public abstract boolean isPrefill();
 
-    /** "prefill" or "decode", SGLang's {@code disaggregation_mode}. */
+    /** "prefill", "decode" or "unified": the {@code engine_type} label of SGLang's metrics. */
     public String role() {
         return isPrefill() ? "prefill" : "decode";
+    }
+
+    /** Whether the server speaks vLLM's HTTP API (routes, errors, metrics) rather than SGLang's. */
+    public boolean isVllm() {
+        return false;
+    }
+
+    /** SGLang's {@code disaggregation_mode} in {@code /get_server_info}. */
+    String disaggregationMode() {
+        return role();
     }
 
     @Override
@@ -198,6 +219,31 @@ public abstract class SimWorker {
     }
 
     // ---- role hooks (event loop) -----------------------------------------------------------
+
+    /** Refuses (400) a parsed request this role cannot serve. SGLang PD roles need a room per item. */
+    void validate(GenerationRequest request) throws GenerationRequest.BadRequest {
+        for (GenerationRequest.Item item : request.items()) {
+            if (item.room() == null) {
+                throw new GenerationRequest.BadRequest("bootstrap_room is required in disaggregation mode ("
+                        + role() + "); rid=" + item.rid());
+            }
+        }
+    }
+
+    /** The id the server gives a request from its {@code X-Request-Id} (may be null); null: the body's rid. */
+    String requestId(Route route, String header) {
+        return null;
+    }
+
+    /** The body of an error answer (not mid-stream): SGLang's flat shape unless the role says otherwise. */
+    ObjectNode errorBody(int status, String type, String message) {
+        return Responses.error(status, type, message);
+    }
+
+    /** {@code GET /metrics}: SGLang's names unless the role says otherwise. */
+    String renderMetrics() {
+        return metrics.render(this, gauges());
+    }
 
     /** Accepts the items of a validated generation request. */
     abstract void admit(Exchange ex);

@@ -26,8 +26,21 @@ package dev.sluice.testbed.sim;
  * @param departedClientWorkSeconds GPU seconds spent on items after their client's give-up time: prefill
  *                                  slice time, and each decode step's time divided among the items it ran
  *                                  (for items whose first token came after the give-up time)
+ * @param recomputedPrefills        vLLM decode: requests that came without {@code kv_transfer_params} and so
+ *                                  were prefilled on the decode itself (a proxy that dropped them, vllm PR #42703)
+ * @param strandedKv                vLLM prefill: answered prefill legs whose KV no decode fetched before
+ *                                  {@code vllmAbortTimeout}, held all that time and then freed
+ * @param heldKvRequests            vLLM prefill: answered prefill legs whose KV blocks are held for a decode
+ *                                  now (not counted in running or queued: the engine has finished them)
+ * @param heldKvBlocks              vLLM prefill: KV blocks those requests hold (16 tokens a block)
+ * @param prefixCacheHitTokens      prompt tokens a prefill found in the server's prefix cache (not computed)
+ * @param prefixCacheQueryTokens    prompt tokens of every prefill that looked in the prefix cache
+ * @param prefillBusySeconds        seconds this server spent computing prompts (the prefill's GPU time,
+ *                                  partial work of aborted requests included)
  */
 public record WorkerStats(long completed, long aborted, long failed, long kvTransferFailures, long bootstrapFailures,
                           int running, int queued, long promptTokensProcessed, long workForDepartedClients,
-                          double departedClientWorkSeconds) {
+                          double departedClientWorkSeconds, long recomputedPrefills, long strandedKv,
+                          int heldKvRequests, long heldKvBlocks, long prefixCacheHitTokens,
+                          long prefixCacheQueryTokens, double prefillBusySeconds) {
 }

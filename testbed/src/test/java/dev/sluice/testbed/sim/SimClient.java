@@ -49,6 +49,17 @@ final class SimClient {
                 .POST(HttpRequest.BodyPublishers.ofString(body.toString())).build(), HttpResponse.BodyHandlers.ofString());
     }
 
+    /** As above with request headers, given as name, value, name, value... */
+    CompletableFuture<HttpResponse<String>> post(SimWorker w, String path, JsonNode body, String... headers) {
+        HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(w.url() + path)).timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body.toString()));
+        if (headers.length > 0) {
+            b.headers(headers);
+        }
+        return http.sendAsync(b.build(), HttpResponse.BodyHandlers.ofString());
+    }
+
     HttpResponse<String> postNow(SimWorker w, String path, JsonNode body) throws Exception {
         return post(w, path, body).get();
     }

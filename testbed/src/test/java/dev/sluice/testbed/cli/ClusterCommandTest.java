@@ -1,0 +1,31 @@
+package dev.sluice.testbed.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import org.junit.jupiter.api.Test;
+import picocli.CommandLine;
+
+/** The {@code cluster} command's arguments that fail before any server starts. */
+class ClusterCommandTest {
+    private final StringWriter err = new StringWriter();
+
+    private int run(String... args) {
+        CommandLine cmd = new CommandLine(new ClusterCommand());
+        cmd.setErr(new PrintWriter(err));
+        return cmd.execute(args);
+    }
+
+    @Test
+    void anUnknownModeIsAUsageError() {
+        assertThat(run("--base-port", "0", "--mode", "trtllm")).isEqualTo(2);
+        assertThat(err.toString()).contains("--mode: trtllm (expected: sglang, vllm or unified)");
+    }
+
+    @Test
+    void unifiedModeRefusesPrefillServers() {
+        assertThat(run("--base-port", "0", "--mode", "unified", "--prefill", "1")).isEqualTo(2);
+        assertThat(err.toString()).contains("prefill: 1").contains("UNIFIED");
+    }
+}
