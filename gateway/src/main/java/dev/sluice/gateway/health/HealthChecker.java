@@ -13,6 +13,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Active checks of every worker: {@code GET /health} every {@code health.interval}, and
@@ -24,6 +26,7 @@ import java.util.concurrent.TimeUnit;
  * event loop, so its bookkeeping needs no locks.
  */
 public final class HealthChecker implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(HealthChecker.class);
     private static final int MAX_BODY = 64 * 1024;
 
     private final WorkerSet workers;
@@ -38,6 +41,8 @@ public final class HealthChecker implements AutoCloseable {
     /** Workers whose last /health_generate failed: checked at the faster /health pace until it passes (quick recovery). */
     private final Set<Worker> generateFailing = new HashSet<>();
     private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
+    /** Workers that answered /health_generate with 404 (vLLM has no such route): checked with /health only. */
+    private final Set<Worker> noGenerateRoute = new HashSet<>();
 
     public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table) {
         this.workers = workers;
@@ -69,6 +74,9 @@ public final class HealthChecker implements AutoCloseable {
     }
 
     private void checkGenerate(Worker w) {
+        if (noGenerateRoute.contains(w)) {
+            return;
+        }
         check(w, "/health_generate", config.generateTimeout(), FailureKind.ACTIVE_GENERATE, generateInFlight);
     }
 
@@ -79,6 +87,15 @@ public final class HealthChecker implements AutoCloseable {
         UpstreamFetch.get(pool, loop, w, path, timeout, MAX_BODY).addListener(f -> {
             inFlight.remove(w);
             UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
+            if (kind == FailureKind.ACTIVE_GENERATE && r.failure() == null && r.status() == 404) {
+                // vLLM serves no /health_generate: not a failure, just a worker this check cannot see into
+                if (noGenerateRoute.add(w)) {
+                    log.info("worker has no /health_generate role={} worker={}: /health only", w.role().label(),
+                            w.name());
+                }
+                suspected.remove(w);
+                return;
+            }
             boolean ok = r.failure() == null && r.status() == 200;
             boolean confirming = kind == FailureKind.ACTIVE_GENERATE && suspected.remove(w);
             if (kind == FailureKind.ACTIVE_GENERATE) {

@@ -9,6 +9,8 @@ import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
+import dev.sluice.testbed.sim.SimMode;
+import dev.sluice.testbed.sim.SimWorker;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -38,16 +40,40 @@ public final class PdTestbed implements AutoCloseable {
 
     public static PdTestbed start(int prefills, int decodes, SimConfig sim, String timeoutsYaml, String extraYaml)
             throws Exception {
-        SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim);
-        StringBuilder yaml = new StringBuilder("listen: {host: 127.0.0.1, port: 0}\n")
-                .append("disaggregation: sglang\n")
-                .append("workers:\n  prefill:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            yaml.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort()).append('\n');
-        }
-        yaml.append("  decode:\n");
-        for (DecodeServer d : cluster.decodes()) {
-            yaml.append("    - url: ").append(d.url()).append('\n');
+        return start(SimMode.SGLANG, prefills, decodes, sim, timeoutsYaml, extraYaml);
+    }
+
+    /**
+     * A gateway in the disaggregation mode matching {@code mode} (sglang, vllm, or none for unified
+     * servers, {@code decodes} of them) in front of that simulated cluster.
+     */
+    public static PdTestbed start(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
+                                  String extraYaml) throws Exception {
+        SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim, mode);
+        StringBuilder yaml = new StringBuilder("listen: {host: 127.0.0.1, port: 0}\n");
+        switch (mode) {
+            case SGLANG -> {
+                yaml.append("disaggregation: sglang\nworkers:\n  prefill:\n");
+                for (PrefillServer p : cluster.prefills()) {
+                    yaml.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ")
+                            .append(p.bootstrapPort()).append('\n');
+                }
+                yaml.append("  decode:\n");
+                for (DecodeServer d : cluster.decodes()) {
+                    yaml.append("    - url: ").append(d.url()).append('\n');
+                }
+            }
+            case VLLM -> {
+                yaml.append("disaggregation: vllm\nworkers:\n  prefill:\n");
+                cluster.prefillWorkers().forEach(p -> yaml.append("    - url: ").append(p.url()).append('\n'));
+                yaml.append("  decode:\n");
+                cluster.decodeWorkers().forEach(d -> yaml.append("    - url: ").append(d.url()).append('\n'));
+            }
+            case UNIFIED -> {
+                yaml.append("disaggregation: none\nworkers:\n  unified:\n");
+                cluster.decodeWorkers().forEach(d -> yaml.append("    - url: ").append(d.url()).append('\n'));
+            }
+            default -> throw new IllegalArgumentException(String.valueOf(mode));
         }
         yaml.append("timeouts: ").append(timeoutsYaml).append('\n')
                 .append("health: {interval: 200ms, timeout: 500ms}\n")
@@ -144,11 +170,8 @@ public final class PdTestbed implements AutoCloseable {
                 && gateway.liveRequests() == 0))
                 .as("admission back to zero (queue, pending tokens, windows): %s, live requests %d",
                         gateway.admission().snapshot(), gateway.liveRequests()).isTrue();
-        for (PrefillServer p : cluster.prefills()) {
-            assertThat(p.awaitIdle(Duration.ofSeconds(10))).as("prefill %s idle", p.url()).isTrue();
-        }
-        for (DecodeServer d : cluster.decodes()) {
-            assertThat(d.awaitIdle(Duration.ofSeconds(10))).as("decode %s idle", d.url()).isTrue();
+        for (SimWorker w : cluster.workers()) {
+            assertThat(w.awaitIdle(Duration.ofSeconds(10))).as("%s idle", w).isTrue();
         }
     }
 
