@@ -11,6 +11,8 @@ import com.openai.core.http.StreamResponse;
 import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
+import dev.sluice.gateway.routing.WorkerState;
+import dev.sluice.gateway.routing.WorkerTelemetry;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.gateway.testing.RawHttpClient;
 import dev.sluice.testbed.sim.RecordedRequest;
@@ -46,7 +48,9 @@ class VllmModeEndToEndTest {
     }
 
     private PdTestbed start(SimConfig sim, String extra) throws Exception {
-        bed = PdTestbed.start(SimMode.VLLM, 1, 1, sim.withDecodeStep(Duration.ofMillis(2)), TIMEOUTS, extra);
+        // /health_generate every 200 ms: a vLLM worker's 404 for it must not eject anyone
+        bed = PdTestbed.start(SimMode.VLLM, 1, 1, sim.withDecodeStep(Duration.ofMillis(2)), TIMEOUTS,
+                extra + (extra.contains("health:") ? "" : "health: {generate_interval: 200ms}\n"));
         return bed;
     }
 
@@ -146,6 +150,24 @@ class VllmModeEndToEndTest {
         assertThat(r.statusCode()).isEqualTo(500);
         assertThat(JSON.readTree(r.body()).path("error").path("message").asText()).contains("prefill worker");
         assertThat(generations(decode())).isEmpty();
+    }
+
+    @Test
+    void telemetryReadsTheVllmMetricNames() throws Exception {
+        start(SimConfig.defaults(), "");
+        assertThat(bed.post("/v1/chat/completions", chat(false, "")).statusCode()).isEqualTo(200);
+        long stale = bed.gateway.config().telemetry().staleAfter().toNanos();
+        for (var w : bed.gateway.workers().all()) {
+            assertThat(eventually(Duration.ofSeconds(5), () -> {
+                var t = w.telemetry();
+                long now = System.nanoTime();
+                return !Double.isNaN(t.value(WorkerTelemetry.Field.QUEUE_REQUESTS, now, stale))
+                        && !Double.isNaN(t.value(WorkerTelemetry.Field.RUNNING_REQUESTS, now, stale))
+                        && !Double.isNaN(t.value(WorkerTelemetry.Field.TOKEN_USAGE, now, stale));
+            })).as("vllm:num_requests_waiting/running and kv_cache_usage_perc read for %s", w).isTrue();
+        }
+        // vLLM serves no /health_generate: that must not count against it
+        assertThat(bed.gateway.workers().all()).allMatch(w -> w.state() == WorkerState.HEALTHY);
     }
 
     @Test
