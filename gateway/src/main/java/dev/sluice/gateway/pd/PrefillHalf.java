@@ -2,11 +2,7 @@ package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
-import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
-import io.netty.handler.codec.http.HttpContent;
-import io.netty.handler.codec.http.HttpResponse;
-import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import org.slf4j.Logger;
@@ -17,24 +13,15 @@ import org.slf4j.LoggerFactory;
  * client asked for them, and except that its failure (before the first token) fails the request
  * and aborts the decode at once instead of leaving it to wait for KV that will never come.
  */
-final class PrefillHalf extends PdHalf {
+final class PrefillHalf extends BufferedPrefillHalf {
     private static final Logger log = LoggerFactory.getLogger(PrefillHalf.class);
     private static final long INSPECT_LIMIT = 64 * 1024;
-
-    private final BoundedBody body;
-    private int status;
 
     private final SglangAttempt sglang;
 
     PrefillHalf(SglangAttempt at) {
-        super(at);
+        super(at, at.ex.request.logprobs() ? at.ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
         this.sglang = at;
-        this.body = new BoundedBody(ex.request.logprobs() ? ex.pd.maxResponseBodyBytes() : INSPECT_LIMIT);
-    }
-
-    @Override
-    Worker worker() {
-        return at.prefill;
     }
 
     @Override
@@ -43,25 +30,7 @@ final class PrefillHalf extends PdHalf {
     }
 
     @Override
-    public void onResponseHead(HttpResponse head) {
-        status = head.status().code();
-    }
-
-    @Override
-    public void onContent(HttpContent content) {
-        boolean last = content instanceof LastHttpContent;
-        if (!done()) {
-            body.append(content.content());
-        }
-        content.release();
-        if (last && !done()) {
-            finished();
-        }
-    }
-
-    private void finished() {
-        markDone();
-        byte[] bytes = body.toByteArray();
+    void finished(byte[] bytes) {
         String text = new String(bytes, StandardCharsets.UTF_8);
         String message = WorkerErrorBody.message(bytes);
         if (status / 100 != 2) {

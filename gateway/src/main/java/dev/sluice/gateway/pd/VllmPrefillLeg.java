@@ -7,31 +7,21 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import dev.sluice.gateway.upstream.UpstreamFailure;
-import io.netty.handler.codec.http.HttpContent;
-import io.netty.handler.codec.http.HttpResponse;
-import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
 
 /**
  * vLLM's prefill leg: its whole (small, one-token) JSON answer is read; a failure fails the attempt
  * before any decode leg exists; a success hands its {@code kv_transfer_params} to the decode leg.
  */
-final class VllmPrefillLeg extends PdHalf {
+final class VllmPrefillLeg extends BufferedPrefillHalf {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long LIMIT = 1 << 20;
 
     private final VllmAttempt vllm;
-    private final BoundedBody body = new BoundedBody(LIMIT);
-    private int status;
 
     VllmPrefillLeg(VllmAttempt at) {
-        super(at);
+        super(at, LIMIT);
         this.vllm = at;
-    }
-
-    @Override
-    Worker worker() {
-        return at.prefill;
     }
 
     @Override
@@ -40,25 +30,7 @@ final class VllmPrefillLeg extends PdHalf {
     }
 
     @Override
-    public void onResponseHead(HttpResponse head) {
-        status = head.status().code();
-    }
-
-    @Override
-    public void onContent(HttpContent content) {
-        boolean last = content instanceof LastHttpContent;
-        if (!done()) {
-            body.append(content.content());
-        }
-        content.release();
-        if (last && !done()) {
-            finished();
-        }
-    }
-
-    private void finished() {
-        markDone();
-        byte[] bytes = body.toByteArray();
+    void finished(byte[] bytes) {
         String message = WorkerErrorBody.message(bytes);
         Worker w = at.prefill;
         if (status / 100 != 2) {

@@ -1,0 +1,47 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.routing.Worker;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpResponse;
+import io.netty.handler.codec.http.LastHttpContent;
+
+/**
+ * A prefill half whose answer is read whole (bounded) and judged once it is complete: SGLang's
+ * prefill (dropped but for its status and input logprobs) and vLLM's prefill leg (its
+ * {@code kv_transfer_params}). Bytes past the bound are counted as overflow, never kept.
+ */
+abstract class BufferedPrefillHalf extends PdHalf {
+    final BoundedBody body;
+    int status;
+
+    BufferedPrefillHalf(Attempt at, long limit) {
+        super(at);
+        this.body = new BoundedBody(limit);
+    }
+
+    @Override
+    final Worker worker() {
+        return at.prefill;
+    }
+
+    @Override
+    public final void onResponseHead(HttpResponse head) {
+        status = head.status().code();
+    }
+
+    @Override
+    public final void onContent(HttpContent content) {
+        boolean last = content instanceof LastHttpContent;
+        if (!done()) {
+            body.append(content.content());
+        }
+        content.release();
+        if (last && !done()) {
+            markDone();
+            finished(body.toByteArray());
+        }
+    }
+
+    /** The whole answer arrived (this half is already marked done). */
+    abstract void finished(byte[] bytes);
+}
