@@ -15,7 +15,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -272,9 +271,10 @@ public final class PdExchange implements TicketListener {
             return;
         }
         countAgainstWorker(f);
-        String abortCause = "stall".equals(f.retryReason()) ? "stall"
-                : "worker_ejected".equals(f.retryReason()) ? "worker_ejected" : "peer_failed";
-        long backoff = retryBackoffNanos();
+        String abortCause = RetryPlan.abortCause(f);
+        long backoff = ticket == null ? -1 : RetryPlan.backoffNanos(pd.retries(), attempts.size() - 1,
+                System.nanoTime(), Math.min(ticket.deadlineNanos(), timeline.receivedNanos
+                        + pd.timeouts().request().toNanos()));
         if (f.retryReason() == null || backoff < 0 || client.committed() || client.ended()
                 || !pd.workers().ready()) {
             // not safe, no attempt or time left, or no pair to go to: answer now rather than wait
@@ -288,32 +288,13 @@ public final class PdExchange implements TicketListener {
         log.info("retry rid={} attempt={} reason={} failed_prefill={} failed_decode={} backoff_ms={} detail=\"{}\"",
                 rid, attempts.size(), f.retryReason(), a.prefill.name(), a.decode.name(), backoff / 1_000_000,
                 f.error().message());
-        // avoid the worker at fault; after a stall nobody can tell yet which one: avoid both
-        List<Worker> avoid = f.culprit() != null ? List.of(f.culprit())
-                : f.retryReason().equals("stall") ? List.of(a.prefill, a.decode) : List.of();
+        List<Worker> avoid = RetryPlan.avoid(f, a);
         retryTimer = ctx.executor().schedule(() -> {
             retryTimer = null;
             if (!ended && !client.ended() && !pd.admission().requeue(ticket, avoid)) {
                 fail(f.error(), null);
             }
         }, backoff, TimeUnit.NANOSECONDS);
-    }
-
-    /**
-     * The wait before the next attempt ({@code retries}: base x 2^(n-1), capped, with jitter), or -1
-     * when no retry is left or it would not fit in the request's deadline.
-     */
-    private long retryBackoffNanos() {
-        var cfg = pd.retries();
-        int retriesSoFar = attempts.size() - 1;
-        if (retriesSoFar >= cfg.maxRetries() || ticket == null) {
-            return -1;
-        }
-        double base = Math.min(cfg.backoffMax().toNanos(), cfg.backoffBase().toNanos() * Math.pow(2, retriesSoFar));
-        long wait = (long) (base * (1 - cfg.jitter() * ThreadLocalRandom.current().nextDouble()));
-        long now = System.nanoTime();
-        long deadline = Math.min(ticket.deadlineNanos(), timeline.receivedNanos + pd.timeouts().request().toNanos());
-        return now + wait >= deadline ? -1 : wait;
     }
 
     private void cancelRetry() {

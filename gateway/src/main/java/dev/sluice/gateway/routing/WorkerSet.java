@@ -12,7 +12,7 @@ import java.util.Optional;
 public final class WorkerSet {
     private final List<Worker> prefill;
     private final List<Worker> decode;
-    private final SelectionPolicy infoPolicy = new RoundRobinPolicy();
+    private final java.util.concurrent.atomic.AtomicLong infoCursor = new java.util.concurrent.atomic.AtomicLong();
 
     private final boolean unified;
 
@@ -57,7 +57,15 @@ public final class WorkerSet {
 
     /** A usable prefill worker for informational GETs ({@code /v1/models}, {@code /get_server_info}). */
     public Optional<Worker> selectInfoSource() {
-        return infoPolicy.select(prefill);
+        int n = prefill.size();
+        long start = infoCursor.getAndIncrement();
+        for (int i = 0; i < n; i++) {
+            Worker w = prefill.get((int) Math.floorMod(start + i, (long) n));
+            if (w.isAvailable()) {
+                return Optional.of(w);
+            }
+        }
+        return Optional.empty();
     }
 
     /** Ready means a request could be served: one available worker of each role (healthy, degraded or half-open). */
