@@ -146,6 +146,9 @@ public final class PdExchange implements TicketListener {
         if (ticket != null) {
             pd.admission().prefillDone(ticket);
         }
+        if (!ended && timeline.firstTokenNanos == 0) {
+            armTimer(); // the next deadline is now the decode's first token, sooner than the prefill watchdog's
+        }
     }
 
     /** A worker said how many prompt tokens this request had: the estimator learns from it. */
