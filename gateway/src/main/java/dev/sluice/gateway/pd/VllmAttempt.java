@@ -70,6 +70,20 @@ final class VllmAttempt extends Attempt {
         decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
     }
 
+    /**
+     * A decode leg that never reached its worker (no connection) leaves the prefill's KV blocks
+     * waiting for a decode that will not come: stranded until vLLM's timeout, and counted so.
+     */
+    @Override
+    void failed(AttemptFailure f) {
+        if (f.culprit() == decode && f.kind() == dev.sluice.gateway.health.FailureKind.CONNECT) {
+            ex.pd.metrics().abortCause("stranded_prefill");
+            log.info("stranded prefill rid={} worker={} why=\"the decode leg could not reach {}; the prefill holds its "
+                    + "KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name(), decode.name());
+        }
+        super.failed(f);
+    }
+
     private ByteBuf json(ObjectNode node) {
         try {
             byte[] bytes = JSON.writeValueAsBytes(node);

@@ -171,6 +171,25 @@ class VllmModeEndToEndTest {
     }
 
     @Test
+    void aDecodeLegThatCannotBeSentIsRetriedAndItsStrandedPrefillCounted() throws Exception {
+        bed = PdTestbed.start(SimMode.VLLM, 1, 2, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2))
+                        .withVllmAbortTimeout(Duration.ofMillis(500)), TIMEOUTS,
+                "routing: {decode: {policy: round_robin}}\nhealth: {interval: 10s}\n");
+        bed.cluster.decodeWorkers().get(0).kill(); // the next health check is 10 s away: requests still go to it
+        for (int i = 0; i < 4; i++) {
+            HttpResponse<String> r = bed.post("/v1/chat/completions", chat(false, ""));
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        }
+        double stranded = bed.metric("sluice_aborts_total{cause=\"stranded_prefill\"}");
+        assertThat(stranded).isPositive();
+        assertThat(bed.metric("sluice_retries_total{reason=\"connect\"}")).isEqualTo(stranded);
+        // the prefill really held those blocks until its abort timeout, exactly as many as counted
+        assertThat(eventually(Duration.ofSeconds(5), () -> prefill().stats().strandedKv() == (long) stranded
+                && prefill().stats().heldKvRequests() == 0)).isTrue();
+        bed.cluster.decodeWorkers().get(0).restart();
+    }
+
+    @Test
     void generateIsSglangsAndIsRefused() throws Exception {
         start(SimConfig.defaults(), "");
         HttpResponse<String> r = bed.post("/generate", "{\"text\":\"hi\"}");
