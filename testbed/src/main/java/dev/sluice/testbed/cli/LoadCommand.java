@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.testbed.load.LoadRun;
 import dev.sluice.testbed.load.LoadSpec;
+import dev.sluice.testbed.load.SessionWorkload;
 import dev.sluice.testbed.load.TextReport;
 import java.io.File;
 import java.net.URI;
@@ -20,7 +21,8 @@ import picocli.CommandLine.Spec;
 /** {@code sluice-testbed load}: streaming chat load through Sluice, or straight to the workers as SGLang's router. */
 @Command(name = "load", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Send streaming chat completions and report TTFT/TPOT/ITL/E2E, goodput, rejections, client "
-                + "give-ups and, from the workers, KV transfer failures and work done for departed clients.")
+                + "give-ups and, from the workers, KV transfer failures, work done for departed clients, prefix "
+                + "cache hits, prefill GPU time and how it was spread over the prefill workers.")
 public final class LoadCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
@@ -36,6 +38,10 @@ public final class LoadCommand implements Callable<Integer> {
     @Option(names = "--decode", description = "direct: a decode worker URL (repeatable)")
     List<URI> decodes = new ArrayList<>();
 
+    @Option(names = "--workload", defaultValue = "independent",
+            description = "independent: one distinct prompt per request, sent at --arrival times; chat-sessions: "
+                    + "multi-turn conversations over shared system prompts (--sessions ...) (default: ${DEFAULT-VALUE}).")
+    String workload;
     @Option(names = "--requests", defaultValue = "0", description = "Requests to send (0: as many as --duration allows).")
     int requests;
     @Option(names = "--duration", converter = DurationConverter.class, description = "Arrival window, e.g. 120s.")
@@ -44,7 +50,8 @@ public final class LoadCommand implements Callable<Integer> {
     String arrival;
     @Option(names = "--burst", defaultValue = "0", description = "Requests sent at once at time zero.")
     int burst;
-    @Option(names = "--rate", defaultValue = "0", description = "Poisson arrivals per second.")
+    @Option(names = "--rate", defaultValue = "0",
+            description = "Poisson arrivals per second (chat-sessions: conversations started per second).")
     double rate;
     @Option(names = "--seed", defaultValue = "1", description = "Seed of arrivals and prompts (default: ${DEFAULT-VALUE}).")
     long seed;
@@ -66,6 +73,34 @@ public final class LoadCommand implements Callable<Integer> {
     Duration sloE2e;
     @Option(names = "--concurrency-limit", defaultValue = "0", description = "Requests in flight at most (0: unlimited).")
     int concurrencyLimit;
+
+    @Option(names = "--sessions", defaultValue = "64",
+            description = "chat-sessions: conversations (default: ${DEFAULT-VALUE}).")
+    int sessions;
+    @Option(names = "--turns", defaultValue = "6",
+            description = "chat-sessions: requests per conversation (default: ${DEFAULT-VALUE}).")
+    int turns;
+    @Option(names = "--system-prompts", defaultValue = "8",
+            description = "chat-sessions: shared system prompts (default: ${DEFAULT-VALUE}).")
+    int systemPrompts;
+    @Option(names = "--system-prompt-tokens", defaultValue = "2000",
+            description = "chat-sessions: size of each system prompt, ±10%% (default: ${DEFAULT-VALUE}).")
+    int systemPromptTokens;
+    @Option(names = "--user-tokens", defaultValue = "100",
+            description = "chat-sessions: size of each new user message, ±10%% (default: ${DEFAULT-VALUE}).")
+    int userTokens;
+    @Option(names = "--reply-tokens",
+            description = "chat-sessions: size of the stand-in assistant reply later turns carry, ±10%% "
+                    + "(default: --max-tokens).")
+    Integer replyTokens;
+    @Option(names = "--zipf", defaultValue = "1.0",
+            description = "chat-sessions: system prompt k is picked with weight 1/(k+1)^zipf "
+                    + "(default: ${DEFAULT-VALUE}).")
+    double zipf;
+    @Option(names = "--think-time", defaultValue = "4s", converter = DurationConverter.class,
+            description = "chat-sessions: mean pause between an answer and the next turn, exponential, at most 3x "
+                    + "the mean (default: ${DEFAULT-VALUE}).")
+    Duration thinkTime;
 
     @Option(names = "--worker", description = "A worker whose /metrics and /sim/stats are read before and after "
             + "(repeatable; direct mode defaults to every --prefill and --decode).")
@@ -95,9 +130,16 @@ public final class LoadCommand implements Callable<Integer> {
         };
         LoadSpec s;
         try {
+            SessionWorkload chat = switch (workload) {
+                case "independent" -> null;
+                case "chat-sessions" -> new SessionWorkload(sessions, turns, systemPrompts, systemPromptTokens,
+                        userTokens, replyTokens == null ? maxTokens : replyTokens, zipf, rate, thinkTime);
+                default -> throw new IllegalArgumentException("--workload: '" + workload
+                        + "' (expected: independent or chat-sessions)");
+            };
             s = new LoadSpec(t, url, prefills, bootstrapPorts, decodes, requests, duration, a, burst, rate, seed,
                     promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
-                    settle, label == null ? target : label);
+                    settle, label == null ? target : label, chat);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

@@ -171,12 +171,19 @@ final class LoadReport {
         return o;
     }
 
-    /** One compact line per request, in send order, to trace a figure back to requests (and logs). */
-    static com.fasterxml.jackson.databind.node.ArrayNode perRequest(Collection<RequestResult> results) {
+    /**
+     * One compact line per request, in index order, to trace a figure back to requests (and logs);
+     * {@code turns} > 0 (chat-sessions): each also names its session and turn.
+     */
+    static com.fasterxml.jackson.databind.node.ArrayNode perRequest(Collection<RequestResult> results, int turns) {
         var out = F.arrayNode();
         results.stream().sorted(java.util.Comparator.comparingInt(RequestResult::index)).forEach(r -> {
             ObjectNode o = out.addObject();
             o.put("index", r.index());
+            if (turns > 0) {
+                o.put("session", r.index() / turns);
+                o.put("turn", r.index() % turns);
+            }
             o.put("outcome", r.outcome().name().toLowerCase());
             o.put("status", r.status());
             o.put("kind", r.failureKind());

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.load;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.testbed.load.LoadSpec.Target;
 import io.netty.channel.EventLoopGroup;
@@ -49,9 +50,12 @@ public final class LoadRun {
         WorkerProbe probe = new WorkerProbe();
         List<URI> workers = spec.workersToRead();
         List<WorkerProbe.Snapshot> before = readAll(probe, workers);
-        long[] offsets = Arrivals.offsetsNanos(spec.arrival(), spec.burst(), spec.rate(), spec.requests(),
-                spec.duration(), spec.seed());
-        CountDownLatch clientsDone = new CountDownLatch(offsets.length);
+        ChatSessions chat = spec.sessions() == null ? null : new ChatSessions(spec.sessions(), spec.seed(),
+                spec.duration());
+        long[] offsets = chat != null ? new long[0] : Arrivals.offsetsNanos(spec.arrival(), spec.burst(), spec.rate(),
+                spec.requests(), spec.duration(), spec.seed());
+        int total = chat != null ? chat.requests() : offsets.length;
+        CountDownLatch clientsDone = new CountDownLatch(total);
         Limiter limiter = new Limiter(spec.concurrencyLimit());
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(2, new DefaultThreadFactory("load", true),
                 NioIoHandler.newFactory());
@@ -63,19 +67,32 @@ public final class LoadRun {
         warmUp(group);
         String startedAt = Instant.now().toString();
         long start = System.nanoTime();
-        progress.printf("[load] %s: %d requests over %.1f s%n", spec.label(), offsets.length,
-                offsets.length == 0 ? 0 : offsets[offsets.length - 1] / 1e9);
+        if (chat != null) {
+            List<ChatSessions.Session> sessions = chat.sessions();
+            progress.printf("[load] %s: %d conversations x %d turns, starting over %.1f s%n", spec.label(),
+                    sessions.size(), chat.turns(), sessions.isEmpty() ? 0 : sessions.get(sessions.size() - 1)
+                            .startNanos() / 1e9);
+        } else {
+            progress.printf("[load] %s: %d requests over %.1f s%n", spec.label(), offsets.length,
+                    offsets.length == 0 ? 0 : offsets[offsets.length - 1] / 1e9);
+        }
         try {
             for (int i = 0; i < offsets.length; i++) {
                 int index = i;
-                clock.schedule(() -> limiter.submit(() -> send(group, index, r -> {
+                clock.schedule(() -> limiter.submit(() -> send(group, index, userPrompt(index), r -> {
                     results.add(r);
                     clientsDone.countDown();
                     limiter.release();
                 })), offsets[i], TimeUnit.NANOSECONDS);
             }
+            if (chat != null) {
+                Turns turns = new Turns(chat, group, clock, limiter, clientsDone);
+                for (ChatSessions.Session session : chat.sessions()) {
+                    clock.schedule(() -> turns.send(session, 0), session.startNanos(), TimeUnit.NANOSECONDS);
+                }
+            }
             clock.scheduleAtFixedRate(() -> progress.printf("[load] t=%.0fs done %d/%d%n",
-                    (System.nanoTime() - start) / 1e9, offsets.length - clientsDone.getCount(), offsets.length),
+                    (System.nanoTime() - start) / 1e9, total - clientsDone.getCount(), total),
                     10, 10, TimeUnit.SECONDS);
             clientsDone.await();
             long end = System.nanoTime();
@@ -84,18 +101,59 @@ public final class LoadRun {
             double settleSeconds = (System.nanoTime() - settleStart) / 1e9;
             awaitPrefills(settleStart);
             List<WorkerProbe.Snapshot> after = readAll(probe, workers);
-            return report(startedAt, (end - start) / 1e9, before, after, settled, settleSeconds);
+            return report(startedAt, (end - start) / 1e9, before, after, settled, settleSeconds, chat);
         } finally {
             clock.shutdownNow();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
     }
 
-    private void send(EventLoopGroup group, int index, java.util.function.Consumer<RequestResult> done) {
+    /** The conversations of a chat-sessions run: each turn is sent a think time after the previous one ended. */
+    private final class Turns {
+        private final ChatSessions chat;
+        private final EventLoopGroup group;
+        private final ScheduledExecutorService clock;
+        private final Limiter limiter;
+        private final CountDownLatch clientsDone;
+
+        Turns(ChatSessions chat, EventLoopGroup group, ScheduledExecutorService clock, Limiter limiter,
+              CountDownLatch clientsDone) {
+            this.chat = chat;
+            this.group = group;
+            this.clock = clock;
+            this.limiter = limiter;
+            this.clientsDone = clientsDone;
+        }
+
+        /** Sends turn {@code turn}; whatever its outcome, the user goes on with the next one. */
+        void send(ChatSessions.Session session, int turn) {
+            int index = chat.index(session.id(), turn);
+            ArrayNode messages = ClientStream.JSON.createArrayNode();
+            for (ChatSessions.Message m : chat.messages(session.id(), turn)) {
+                messages.addObject().put("role", m.role()).put("content", m.content());
+            }
+            limiter.submit(() -> LoadRun.this.send(group, index, messages, r -> {
+                results.add(r);
+                clientsDone.countDown();
+                limiter.release();
+                if (turn + 1 < chat.turns()) {
+                    clock.schedule(() -> send(session, turn + 1), session.thinkNanos()[turn + 1], TimeUnit.NANOSECONDS);
+                }
+            }));
+        }
+    }
+
+    private ArrayNode userPrompt(int index) {
+        ArrayNode messages = ClientStream.JSON.createArrayNode();
+        messages.addObject().put("role", "user").put("content", Prompts.of(spec.seed(), index, spec.promptTokens()));
+        return messages;
+    }
+
+    private void send(EventLoopGroup group, int index, ArrayNode messages,
+                      java.util.function.Consumer<RequestResult> done) {
         ObjectNode body = ClientStream.JSON.createObjectNode();
         body.put("model", spec.model());
-        body.putArray("messages").addObject().put("role", "user")
-                .put("content", Prompts.of(spec.seed(), index, spec.promptTokens()));
+        body.set("messages", messages);
         body.put("max_tokens", spec.maxTokens());
         body.put("stream", true);
         body.putObject("stream_options").put("include_usage", true);
@@ -190,7 +248,8 @@ public final class LoadRun {
     }
 
     private ObjectNode report(String startedAt, double seconds, List<WorkerProbe.Snapshot> before,
-                              List<WorkerProbe.Snapshot> after, boolean settled, double settleSeconds) {
+                              List<WorkerProbe.Snapshot> after, boolean settled, double settleSeconds,
+                              ChatSessions chat) {
         ObjectNode o = ClientStream.JSON.createObjectNode();
         o.put("label", spec.label());
         o.put("target", spec.target().name().toLowerCase());
@@ -204,7 +263,16 @@ public final class LoadRun {
             router.put("prefill_answers_missing", prefillsOpen.get());
         }
         o.set("workers", LoadReport.workers(before, after, settled, settleSeconds));
-        o.set("requests", LoadReport.perRequest(results));
+        PrefillReport.of(before, after).ifPresent(p -> o.set("prefill", p));
+        if (chat != null) {
+            long[] bound = chat.cacheBound();
+            ObjectNode plan = o.putObject("workload_plan");
+            plan.put("requests", chat.requests());
+            plan.put("prompt_tokens", bound[0]);
+            plan.put("cacheable_tokens", bound[1]);
+            Summary.put(plan, "cacheable_share", bound[0] == 0 ? Double.NaN : (double) bound[1] / bound[0]);
+        }
+        o.set("requests", LoadReport.perRequest(results, chat == null ? 0 : chat.turns()));
         return o;
     }
 

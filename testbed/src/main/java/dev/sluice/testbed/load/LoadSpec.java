@@ -17,16 +17,31 @@ import java.util.Objects;
  * @param concurrencyLimit requests in flight at most; 0 = unlimited (open loop)
  * @param workers        URLs whose {@code /metrics} and {@code /sim/stats} are read before and after
  * @param settle         longest wait, after the clients are done, for every worker to go idle
+ * @param sessions       the {@code chat-sessions} workload, which has its own rate and sizes ({@code requests},
+ *                       {@code arrival}, {@code burst}, {@code rate} and {@code promptTokens} are then not
+ *                       used; {@code duration} bounds the conversations' starts); null: independent
+ *                       requests, one distinct prompt each
  */
 public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer> bootstrapPorts, List<URI> decodes,
                        int requests, Duration duration, Arrival arrival, int burst, double rate, long seed,
                        int promptTokens, int maxTokens, Duration clientTimeout, Duration sloTtft, Duration sloTpot,
                        Duration sloE2e, int concurrencyLimit, String model, List<URI> workers, Duration settle,
-                       String label) {
+                       String label, SessionWorkload sessions) {
 
     public enum Target { GATEWAY, DIRECT }
 
     public enum Arrival { BURST, POISSON, BURST_POISSON }
+
+    /** Independent requests (no {@code chat-sessions} workload). */
+    public LoadSpec(Target target, URI url, List<URI> prefills, List<Integer> bootstrapPorts, List<URI> decodes,
+                    int requests, Duration duration, Arrival arrival, int burst, double rate, long seed,
+                    int promptTokens, int maxTokens, Duration clientTimeout, Duration sloTtft, Duration sloTpot,
+                    Duration sloE2e, int concurrencyLimit, String model, List<URI> workers, Duration settle,
+                    String label) {
+        this(target, url, prefills, bootstrapPorts, decodes, requests, duration, arrival, burst, rate, seed,
+                promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
+                settle, label, null);
+    }
 
     public LoadSpec {
         Objects.requireNonNull(target, "target");
@@ -45,14 +60,14 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
         if (target == Target.DIRECT && bootstrapPorts.size() != prefills.size()) {
             throw new IllegalArgumentException("give one --bootstrap-port per --prefill (" + prefills.size() + ")");
         }
-        if (requests <= 0 && duration == null) {
+        if (sessions == null && requests <= 0 && duration == null) {
             throw new IllegalArgumentException("give --requests or --duration");
         }
-        if (arrival != Arrival.POISSON && burst <= 0 && requests <= 0) {
+        if (sessions == null && arrival != Arrival.POISSON && burst <= 0 && requests <= 0) {
             throw new IllegalArgumentException("--arrival " + arrival.name().toLowerCase().replace('_', '+')
                     + " needs --burst");
         }
-        if (arrival != Arrival.BURST && !(rate > 0)) {
+        if (sessions == null && arrival != Arrival.BURST && !(rate > 0)) {
             throw new IllegalArgumentException("--rate must be > 0 for Poisson arrivals");
         }
         if (promptTokens < 1 || maxTokens < 1) {
@@ -87,6 +102,11 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
         o.put("model", model);
         o.put("workers", workersToRead().toString());
         o.put("settle_ms", settle.toMillis());
+        if (sessions == null) {
+            o.putObject("workload").put("name", "independent");
+        } else {
+            o.set("workload", sessions.toJson());
+        }
         return o;
     }
 

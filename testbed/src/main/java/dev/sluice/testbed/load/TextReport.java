@@ -52,7 +52,35 @@ public final class TextReport {
                     pw.path("departed_client_work_seconds").asDouble(),
                     pw.has("error") ? "  ERROR " + pw.get("error").asText() : "");
         }
+        JsonNode p = r.path("prefill");
+        if (!p.isMissingNode()) {
+            JsonNode m = p.path("max_over_mean");
+            line(b, "prefill      prefix cache hit rate %s (%d of %d prompt tokens), GPU time %.2f s; busiest worker "
+                            + "/ mean: requests %s, prompt tokens %s, GPU time %s", pct(p.get("prefix_cache_hit_rate")),
+                    p.path("prefix_cache_hit_tokens").asLong(), p.path("prompt_tokens").asLong(),
+                    p.path("gpu_seconds").asDouble(), ratio(m.get("requests")), ratio(m.get("prompt_tokens")),
+                    ratio(m.get("gpu_seconds")));
+            JsonNode plan = r.path("workload_plan");
+            if (!plan.isMissingNode()) {
+                line(b, "  the workload's prompts: %d tokens, at most %d (%s) servable from prefix caches",
+                        plan.path("prompt_tokens").asLong(), plan.path("cacheable_tokens").asLong(),
+                        pct(plan.get("cacheable_share")));
+            }
+            for (JsonNode pw : p.path("per_worker")) {
+                line(b, "  %-28s requests %d, prompt tokens %d, hit rate %s, GPU time %.2f s", pw.path("url").asText(),
+                        pw.path("requests").asLong(), pw.path("prompt_tokens").asLong(),
+                        pct(pw.get("prefix_cache_hit_rate")), pw.path("gpu_seconds").asDouble());
+            }
+        }
         return b.toString();
+    }
+
+    private static String pct(JsonNode v) {
+        return v == null || v.isNull() ? "-" : String.format(Locale.ROOT, "%.1f%%", 100 * v.asDouble());
+    }
+
+    private static String ratio(JsonNode v) {
+        return v == null || v.isNull() ? "-" : String.format(Locale.ROOT, "%.2fx", v.asDouble());
     }
 
     static String ms(JsonNode v) {
