@@ -3,50 +3,30 @@ package dev.sluice.gateway.pd;
 import dev.sluice.gateway.config.DisaggregationMode;
 import dev.sluice.gateway.routing.Worker;
 
-/** The protocol driver of the configured {@code disaggregation} mode: makes one {@link Attempt} per try. */
-public interface Drivers {
-    Attempt newAttempt(PdExchange ex, Worker prefill, Worker decode, String rid);
+/**
+ * The protocol driver of the configured {@code disaggregation} mode: makes one {@link Attempt} per try.
+ *
+ * @param disaggregated whether the mode runs a separate prefill worker (false: the first token is the prefill's end)
+ */
+public record Drivers(Factory factory, boolean disaggregated) {
 
-    /** Whether the mode runs a separate prefill worker (false: the first token is the prefill's end). */
-    boolean disaggregated();
+    /** Makes the attempt for a granted pair ({@code prefill == decode} for a unified or direct-decode request). */
+    interface Factory {
+        Attempt newAttempt(PdExchange ex, Worker prefill, Worker decode, String rid);
+    }
 
-    static Drivers of(DisaggregationMode mode) {
+    Attempt newAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
+        return factory.newAttempt(ex, prefill, decode, rid);
+    }
+
+    public static Drivers of(DisaggregationMode mode) {
         return switch (mode) {
-            case SGLANG -> new Drivers() {
-                @Override
-                public Attempt newAttempt(PdExchange ex, Worker p, Worker d, String rid) {
-                    return new SglangAttempt(ex, p, d, rid);
-                }
-
-                @Override
-                public boolean disaggregated() {
-                    return true;
-                }
-            };
-            case VLLM -> new Drivers() {
-                @Override
-                public Attempt newAttempt(PdExchange ex, Worker p, Worker d, String rid) {
-                    // p == d: a short prompt admitted to skip the prefill hop (routing.direct_decode_max_tokens);
-                    // a vLLM decode without kv_transfer_params prefills it itself
-                    return p == d ? new UnifiedAttempt(ex, d, rid) : new VllmAttempt(ex, p, d, rid);
-                }
-
-                @Override
-                public boolean disaggregated() {
-                    return true;
-                }
-            };
-            case NONE -> new Drivers() {
-                @Override
-                public Attempt newAttempt(PdExchange ex, Worker p, Worker d, String rid) {
-                    return new UnifiedAttempt(ex, d, rid);
-                }
-
-                @Override
-                public boolean disaggregated() {
-                    return false;
-                }
-            };
+            case SGLANG -> new Drivers(SglangAttempt::new, true);
+            // p == d: a short prompt admitted to skip the prefill hop (routing.direct_decode_max_tokens);
+            // a vLLM decode without kv_transfer_params prefills it itself
+            case VLLM -> new Drivers((ex, p, d, rid) -> p == d ? new UnifiedAttempt(ex, d, rid)
+                    : new VllmAttempt(ex, p, d, rid), true);
+            case NONE -> new Drivers((ex, p, d, rid) -> new UnifiedAttempt(ex, d, rid), false);
         };
     }
 }

@@ -6,7 +6,6 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.Future;
 
 /**
  * One attempt on a unified worker ({@code disaggregation: none}: a plain SGLang or vLLM server
@@ -14,7 +13,7 @@ import io.netty.util.concurrent.Future;
  * one worker; its answer is the client's. The prefill is over at the first token. Closing the
  * connection aborts the request on both SGLang and vLLM.
  */
-final class UnifiedAttempt extends Attempt {
+final class UnifiedAttempt extends ConnectionAbortedAttempt {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     UnifiedAttempt(PdExchange ex, Worker worker, String rid) {
@@ -43,27 +42,7 @@ final class UnifiedAttempt extends Attempt {
     }
 
     @Override
-    boolean running() {
-        return decodeHalf != null && !decodeHalf.done();
-    }
-
-    @Override
-    boolean done() {
-        return !running();
-    }
-
-    @Override
-    void stop(String cause) {
-        if (running()) {
-            ex.pd.metrics().abortCause(cause);
-        }
-        if (decodeHalf != null) {
-            decodeHalf.stop(false);
-        }
-    }
-
-    @Override
-    Future<Void> sendAbort(Worker worker) {
-        return ex.ctx.executor().newSucceededFuture(null); // the closed connection is the abort
+    PdHalf[] parts() {
+        return new PdHalf[] {decodeHalf};
     }
 }

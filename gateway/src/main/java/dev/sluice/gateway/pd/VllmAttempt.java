@@ -7,7 +7,6 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.Future;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,7 +20,7 @@ import org.slf4j.LoggerFactory;
  * ({@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT}): the decode leg is never sent, and it is counted as
  * {@code sluice_aborts_total{cause="stranded_prefill"}}.
  */
-final class VllmAttempt extends Attempt {
+final class VllmAttempt extends ConnectionAbortedAttempt {
     private static final Logger log = LoggerFactory.getLogger(VllmAttempt.class);
     private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -99,32 +98,7 @@ final class VllmAttempt extends Attempt {
     }
 
     @Override
-    boolean running() {
-        return (prefillLeg != null && !prefillLeg.done()) || (decodeHalf != null && !decodeHalf.done());
-    }
-
-    @Override
-    boolean done() {
-        return !running();
-    }
-
-    /** Closing a leg's connection is vLLM's abort: both legs are simply cancelled. */
-    @Override
-    void stop(String cause) {
-        if (running()) {
-            ex.pd.metrics().abortCause(cause);
-        }
-        if (decodeHalf != null) {
-            decodeHalf.stop(false);
-        }
-        if (prefillLeg != null) {
-            prefillLeg.stop(false);
-        }
-    }
-
-    /** vLLM has no abort endpoint; the closed connection already told it. */
-    @Override
-    Future<Void> sendAbort(Worker worker) {
-        return ex.ctx.executor().newSucceededFuture(null);
+    PdHalf[] parts() {
+        return new PdHalf[] {decodeHalf, prefillLeg};
     }
 }

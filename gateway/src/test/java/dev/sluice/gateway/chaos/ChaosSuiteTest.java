@@ -53,13 +53,7 @@ class ChaosSuiteTest {
             clients.close();
         }
         if (bed != null) {
-            bed.cluster.workers().forEach(w -> {
-                w.faults().reset();
-                if (!w.isRunning()) {
-                    w.restart();
-                }
-            });
-            bed.close();
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
         }
     }
 

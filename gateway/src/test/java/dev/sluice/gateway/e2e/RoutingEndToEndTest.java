@@ -27,8 +27,7 @@ class RoutingEndToEndTest {
     @AfterEach
     void close() throws Exception {
         if (bed != null) {
-            bed.cluster.workers().forEach(w -> w.faults().reset());
-            bed.close();
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
         }
     }
 

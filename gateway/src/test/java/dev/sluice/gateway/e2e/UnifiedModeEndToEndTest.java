@@ -34,13 +34,7 @@ class UnifiedModeEndToEndTest {
     @AfterEach
     void close() throws Exception {
         if (bed != null) {
-            bed.cluster.workers().forEach(w -> {
-                w.faults().reset();
-                if (!w.isRunning()) {
-                    w.restart();
-                }
-            });
-            bed.close();
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
         }
     }
 

@@ -42,8 +42,7 @@ class VllmModeEndToEndTest {
     @AfterEach
     void close() throws Exception {
         if (bed != null) {
-            bed.cluster.workers().forEach(w -> w.faults().reset());
-            bed.close();
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
         }
     }
 

@@ -44,8 +44,7 @@ class WorkerHealthEndToEndTest {
     @AfterEach
     void close() throws Exception {
         if (bed != null) {
-            bed.cluster.workers().forEach(w -> w.faults().reset());
-            bed.close(); // asserts: admission, in-flight counts and workers back to zero
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
         }
     }
 

@@ -175,6 +175,17 @@ public final class PdTestbed implements AutoCloseable {
         }
     }
 
+    /** Turns every fault off, restarts killed workers, then {@link #close}s (which checks everything is back to zero). */
+    public void healAndClose() throws Exception {
+        for (SimWorker w : cluster.workers()) {
+            w.faults().reset();
+            if (!w.isRunning()) {
+                w.restart();
+            }
+        }
+        close();
+    }
+
     @Override
     public void close() throws Exception {
         try {
