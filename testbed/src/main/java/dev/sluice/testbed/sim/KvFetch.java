@@ -64,6 +64,18 @@ final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
     /** Connects to {@code host:port} and asks for {@code uri} (already encoded). */
     static void start(SimWorker server, SimItem item, String host, int port, String uri, Peer kind,
                       Receiver receiver) {
+        start(server, item, host, port, uri, kind, receiver, 1);
+    }
+
+    /**
+     * A connection closed under us while connecting is retried a few times, as a real transfer engine
+     * retries a transient connection failure; it is not the KV transfer failing (and must not look
+     * like one caused by whoever drives the cluster). A refused or timed-out connect still fails.
+     */
+    private static final int CONNECT_ATTEMPTS = 3;
+
+    private static void start(SimWorker server, SimItem item, String host, int port, String uri, Peer kind,
+                              Receiver receiver, int attempt) {
         String peer = host + ":" + port;
         ChannelFuture connect = new Bootstrap().group(server.loop).channel(Transport.socketChannel())
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(server.cfg.kvWait().toMillis(), 10_000))
@@ -83,6 +95,14 @@ final class KvFetch extends SimpleChannelInboundHandler<FullHttpResponse> {
                 return;
             }
             if (!f.isSuccess()) {
+                if (f.cause() instanceof java.nio.channels.ClosedChannelException && attempt < CONNECT_ATTEMPTS) {
+                    server.loop.schedule(() -> {
+                        if (item.kvChannel == ch) {
+                            start(server, item, host, port, uri, kind, receiver, attempt + 1);
+                        }
+                    }, 5, java.util.concurrent.TimeUnit.MILLISECONDS);
+                    return;
+                }
                 receiver.failed(item, "cannot reach " + kind.server + " " + peer + ": " + f.cause());
                 return;
             }
