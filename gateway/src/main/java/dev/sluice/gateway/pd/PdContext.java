@@ -15,5 +15,6 @@ import java.util.Set;
 public record PdContext(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
                         TimeoutsConfig timeouts, long maxResponseBodyBytes, AdmissionController admission,
                         PromptTokenCounter counter, Set<PdExchange> live, RecentErrors recentErrors,
-                        HealthTable health, RetryConfig retries, Drivers drivers, long directDecodeMaxTokens) {
+                        HealthTable health, RetryConfig retries, Drivers drivers, long directDecodeMaxTokens,
+                        boolean routingUsesPrefix) {
 }

@@ -81,7 +81,8 @@ public final class PdExchange implements TicketListener {
             return; // the client left while its prompt was being counted
         }
         ticket = new Ticket(rid, tokens, priority, tenant, deadlineNanos, ctx.channel().eventLoop(), this)
-                .prefixKey(PrefixKey.of(request.route().label(), request.body()))
+                // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
+                .prefixKey(pd.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "")
                 .direct(pd.directDecodeMaxTokens() > 0 && tokens <= pd.directDecodeMaxTokens()
                         && request.batchSize() == 0);
         Rejection r = pd.admission().submit(ticket);

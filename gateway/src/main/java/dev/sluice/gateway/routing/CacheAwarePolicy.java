@@ -41,6 +41,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     }
 
     @Override
+    public boolean usesPrefix() {
+        return true;
+    }
+
+    @Override
     public String name() {
         return NAME;
     }

@@ -15,6 +15,11 @@ public interface RoutingPolicy {
     /** The {@code policy} label: round_robin, least_load, power_of_two, cache_aware. */
     String name();
 
+    /** Whether it reads {@link RoutingRequest#prefixKey}: if no policy does, nobody renders the prompt into one. */
+    default boolean usesPrefix() {
+        return false;
+    }
+
     /** candidates: non-empty, all routable and with window room, in config order. */
     Choice choose(List<Worker> candidates, RoutingRequest request, LoadView load);
 

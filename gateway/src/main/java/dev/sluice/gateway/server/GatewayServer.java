@@ -113,7 +113,8 @@ public final class GatewayServer implements AutoCloseable {
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
                 config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors, health,
-                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()), rc.directDecodeMaxTokens());
+                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()), rc.directDecodeMaxTokens(),
+                prefillPolicy.usesPrefix() || decodePolicy.usesPrefix());
         health.addListener((w, from, to, cause) -> {
             if (cause != null) {
                 metrics.workerEjection(w.role().label(), w.name(), cause.label());
