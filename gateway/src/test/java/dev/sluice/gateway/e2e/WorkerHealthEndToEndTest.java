@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.RawHttpClient;
 import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RecordedRequest;
@@ -192,6 +193,36 @@ class WorkerHealthEndToEndTest {
         assertThat(bed.metric("sluice_retries_total{reason=\"worker_busy\"}")
                 + bed.metric("sluice_retries_total{reason=\"stall\"}")).isZero();
         assertThat(bed.cluster.decodes().stream().mapToInt(d -> generationRids(d).size()).sum()).isEqualTo(1);
+    }
+
+    @Test
+    void aDecodeWhoseKvCacheIsNearlyFullTakesNoNewStreamsUntilItDrops() throws Exception {
+        bed = PdTestbed.start(1, 2, SimConfig.defaults().withDecodeStep(Duration.ofMillis(5))
+                        .withKvWait(Duration.ofSeconds(30)), TIMEOUTS,
+                "health: {interval: 200ms, timeout: 500ms, generate_interval: 0s, decode_max_kv_usage: 0.01}\n"
+                        + "routing: {decode: {policy: round_robin}}\n");
+        DecodeServer full = bed.cluster.decodes().get(0);
+        DecodeServer other = bed.cluster.decodes().get(1);
+        Worker w = gatewayWorker(full);
+        // ~12K prompt tokens held by one long stream: more than 1% of the simulated decode's 1M-token KV pool
+        String big = "{\"model\":\"sim-model\",\"stream\":true,\"max_tokens\":100000,\"messages\":[{\"role\":\"user\","
+                + "\"content\":\"" + "abcd ".repeat(10_000) + "\"}]}";
+        try (RawHttpClient client = new RawHttpClient(bed.port())) {
+            client.post("/v1/chat/completions", big);
+            client.readUntil("chat.completion.chunk");
+            assertThat(generationRids(full)).hasSize(1);
+            assertThat(eventually(Duration.ofSeconds(5), () -> w.state() == WorkerState.DEGRADED))
+                    .as("degraded by its own sglang:token_usage: %s", w.status()).isTrue();
+            assertThat(w.status().reason()).contains("KV token usage");
+            for (int i = 0; i < 4; i++) {
+                assertThat(bed.post("/v1/chat/completions", STREAM).statusCode()).isEqualTo(200);
+            }
+            assertThat(generationRids(full)).hasSize(1); // nothing new while it is full
+            assertThat(generationRids(other)).hasSize(4);
+            assertThat(bed.get("/readiness").statusCode()).isEqualTo(200); // degraded is not gone
+        }
+        assertThat(eventually(Duration.ofSeconds(5), () -> w.state() == WorkerState.HEALTHY))
+                .as("healthy again once its KV drops: %s", w.status()).isTrue();
     }
 
     private static List<JsonNode> bodies(SimWorker w) {
