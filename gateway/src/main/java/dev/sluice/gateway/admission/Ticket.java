@@ -85,11 +85,6 @@ public final class Ticket {
         return tenant;
     }
 
-    /** Prompt tokens the prefill had to work through for this request when it was dispatched, its own included. */
-    public long windowTokensAtDispatch() {
-        return windowTokensAtDispatch;
-    }
-
     void avoid(Worker w) {
         if (w != null) {
             if (avoid.isEmpty()) {

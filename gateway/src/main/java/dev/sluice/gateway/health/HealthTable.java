@@ -128,12 +128,6 @@ public final class HealthTable {
         announce(changes);
     }
 
-    /** How many times passive signals ejected the worker since it was last healthy for long. */
-    public synchronized int ejections(Worker w) {
-        WorkerHealth h = table.get(w);
-        return h == null ? 0 : h.ejections();
-    }
-
     private void update(Worker w, Consumer<WorkerHealth> change) {
         List<Change> changes = new ArrayList<>(1);
         synchronized (this) {

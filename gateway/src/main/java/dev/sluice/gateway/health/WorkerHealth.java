@@ -45,10 +45,6 @@ final class WorkerHealth {
         return published;
     }
 
-    int ejections() {
-        return ejections;
-    }
-
     OutcomeWindow window() {
         return window;
     }
