@@ -1,5 +1,6 @@
 package dev.sluice.gateway.config;
 
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Objects;
 
@@ -79,11 +80,22 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
      *                            loaded one's load; default 1.5 (as sgl-model-gateway)
      * @param maxTreeSize         prompt characters remembered per worker before its least recently used
      *                            prefixes are forgotten; default {@value #DEFAULT_MAX_TREE_SIZE}
+     * @param shareThreshold      the share guard: a best match that was sent more than this times the
+     *                            candidates' mean prompt tokens lately gives the request to a worker
+     *                            below the mean; default {@value #DEFAULT_SHARE_THRESHOLD}; 0 = off
+     * @param shareHalfLife       "lately": prompt tokens routed to each worker, decayed with this half-life;
+     *                            default 60 s
+     * @param shareMaxRecompute   ... but only when the other worker would recompute at most this many
+     *                            more prompt tokens (so a long conversation stays where its history is);
+     *                            default {@value #DEFAULT_SHARE_MAX_RECOMPUTE}
      */
     public record CacheAware(double matchThreshold, long balanceAbsThreshold, double balanceRelThreshold,
-                             long maxTreeSize) {
+                             long maxTreeSize, double shareThreshold, Duration shareHalfLife, long shareMaxRecompute) {
         public static final double DEFAULT_MATCH_THRESHOLD = 0.5;
         public static final double DEFAULT_BALANCE_REL = 1.5;
+        public static final double DEFAULT_SHARE_THRESHOLD = 1.3;
+        public static final Duration DEFAULT_SHARE_HALF_LIFE = Duration.ofSeconds(60);
+        public static final long DEFAULT_SHARE_MAX_RECOMPUTE = 4096;
 
         public CacheAware {
             if (!(matchThreshold >= 0 && matchThreshold <= 1)) {
@@ -98,11 +110,22 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             if (maxTreeSize < 1 || maxTreeSize > Integer.MAX_VALUE) {
                 throw new IllegalArgumentException("maxTreeSize: " + maxTreeSize + " (expected: in [1, 2^31-1])");
             }
+            if (!(shareThreshold == 0 || shareThreshold >= 1)) {
+                throw new IllegalArgumentException("shareThreshold: " + shareThreshold + " (expected: 0 or >= 1)");
+            }
+            Objects.requireNonNull(shareHalfLife, "shareHalfLife");
+            if (shareHalfLife.isNegative() || shareHalfLife.isZero()) {
+                throw new IllegalArgumentException("shareHalfLife: " + shareHalfLife + " (expected: > 0)");
+            }
+            if (shareMaxRecompute < 0) {
+                throw new IllegalArgumentException("shareMaxRecompute: " + shareMaxRecompute + " (expected: >= 0)");
+            }
         }
 
         /** The defaults, with a role's absolute balance threshold. */
         public static CacheAware defaults(long balanceAbsThreshold) {
-            return new CacheAware(DEFAULT_MATCH_THRESHOLD, balanceAbsThreshold, DEFAULT_BALANCE_REL, DEFAULT_MAX_TREE_SIZE);
+            return new CacheAware(DEFAULT_MATCH_THRESHOLD, balanceAbsThreshold, DEFAULT_BALANCE_REL, DEFAULT_MAX_TREE_SIZE,
+                    DEFAULT_SHARE_THRESHOLD, DEFAULT_SHARE_HALF_LIFE, DEFAULT_SHARE_MAX_RECOMPUTE);
         }
     }
 }

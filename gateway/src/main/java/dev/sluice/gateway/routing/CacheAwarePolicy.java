@@ -3,6 +3,7 @@ package dev.sluice.gateway.routing;
 import dev.sluice.gateway.config.RoutingConfig.CacheAware;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.LongSupplier;
 
 /**
  * {@code cache_aware}: sends a prompt to the worker that most likely holds its prefix in its
@@ -18,6 +19,15 @@ import java.util.Objects;
  *       {@code best > balance_rel_threshold x min}, the least loaded wins: {@code balance_override}.
  *       Load here is prefill: pending prompt tokens as {@link WorkerLoad} counts them (window plus
  *       the worker's queue beyond it, in tokens); decode: streams in the window.</li>
+ *   <li>Share guard on a hit (the long view the balance guard lacks: at moderate load the windows
+ *       are nearly empty, and a hot system prompt would pile its whole traffic onto one worker):
+ *       when the best match was sent more than {@code balance_share_threshold} x the candidates'
+ *       mean of prompt tokens lately ({@link RecentLoad}, half-life {@code balance_share_half_life}),
+ *       the request goes to the best-matching candidate below that mean, if that costs at most
+ *       {@code balance_share_max_recompute} more prompt tokens to compute there (a new
+ *       conversation on a hot prompt moves; a long one stays with its history):
+ *       {@code share_override}. The prompt now cached there pulls that conversation's next turns
+ *       along.</li>
  *   <li>Below the threshold: the least loaded candidate (ties: the smallest tree, so new prefixes
  *       spread over the workers, then in turn), reason {@code prefix_miss}.</li>
  * </ul>
@@ -28,16 +38,23 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public static final String PREFIX_HIT = "prefix_hit";
     public static final String PREFIX_MISS = "prefix_miss";
     public static final String BALANCE_OVERRIDE = "balance_override";
+    public static final String SHARE_OVERRIDE = "share_override";
 
     private final CacheAware settings;
     private final WorkerLoad load;
     private final PrefixTree<Worker> tree;
+    private final RecentLoad recent;
     private int cursor;
 
     public CacheAwarePolicy(WorkerRole role, CacheAware settings) {
+        this(role, settings, System::nanoTime);
+    }
+
+    CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock) {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.load = new WorkerLoad(role);
         this.tree = new PrefixTree<>(settings.maxTreeSize());
+        this.recent = new RecentLoad(settings.shareHalfLife().toNanos(), nanoClock);
     }
 
     @Override
@@ -72,6 +89,10 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE);
             }
+            int spill = shareSpill(candidates, request, matched, best);
+            if (spill >= 0) {
+                return new Choice(candidates.get(spill), SHARE_OVERRIDE);
+            }
             return new Choice(candidates.get(best), PREFIX_HIT);
         }
         int pick = leastLoadedSmallestTree(candidates, scores);
@@ -82,6 +103,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public void dispatched(Worker worker, RoutingRequest request) {
         tree.insert(request.prefixKey(), worker);
+        recent.add(worker, request.tokens());
     }
 
     /** Characters of prompt prefix remembered for {@code worker}; safe to read from the metrics thread. */
@@ -93,6 +115,42 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     /** Forgets what {@code worker} was sent: its cache is gone (it restarted, or was replaced). */
     public void forget(Worker worker) {
         tree.remove(worker);
+        recent.forget(worker);
+    }
+
+    /**
+     * The share guard: the candidate to take the request from an over-share best match, or -1.
+     * Acts only once the best match's excess over the mean is at least this request's size, so a
+     * single early request does not count as a trend.
+     */
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, int[] matched, int best) {
+        int n = candidates.size();
+        if (settings.shareThreshold() == 0 || n < 2) {
+            return -1;
+        }
+        double[] lately = recent.of(candidates);
+        double mean = 0;
+        for (double v : lately) {
+            mean += v / n;
+        }
+        long tokens = Math.max(1, request.tokens());
+        if (lately[best] <= settings.shareThreshold() * mean || lately[best] - mean < tokens) {
+            return -1;
+        }
+        int alt = -1;
+        for (int i = 0; i < n; i++) {
+            if (i != best && lately[i] < mean
+                    && (alt < 0 || matched[i] > matched[alt] || (matched[i] == matched[alt] && lately[i] < lately[alt]))) {
+                alt = i;
+            }
+        }
+        if (alt < 0) {
+            return -1;
+        }
+        String key = request.prefixKey();
+        double tokensPerChar = (double) tokens / Math.max(1, key.length());
+        double recompute = (matched[best] - matched[alt]) * tokensPerChar;
+        return recompute <= settings.shareMaxRecompute() ? alt : -1;
     }
 
     private boolean imbalanced(double bestLoad, double minLoad) {

@@ -37,7 +37,7 @@ public final class RoutingPolicies {
             case LEAST_LOAD -> List.of(LeastLoadPolicy.REASON);
             case POWER_OF_TWO -> List.of(PowerOfTwoPolicy.REASON);
             case CACHE_AWARE -> List.of(CacheAwarePolicy.PREFIX_HIT, CacheAwarePolicy.PREFIX_MISS,
-                    CacheAwarePolicy.BALANCE_OVERRIDE);
+                    CacheAwarePolicy.BALANCE_OVERRIDE, CacheAwarePolicy.SHARE_OVERRIDE);
         };
     }
 }

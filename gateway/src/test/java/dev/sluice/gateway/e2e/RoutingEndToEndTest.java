@@ -50,22 +50,42 @@ class RoutingEndToEndTest {
     void clientsSharingASystemPromptLandOnOnePrefillInsideTheGuard() throws Exception {
         bed = PdTestbed.start(3, 1, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2)), TIMEOUTS,
                 "routing: {prefill: {policy: cache_aware}, decode: {policy: least_load}}\n");
-        for (int i = 0; i < 12; i++) {
-            HttpResponse<String> r = bed.post("/v1/chat/completions", chat("question number " + i + " about routing"));
-            assertThat(r.statusCode()).isEqualTo(200);
+        // three apps with equal traffic, each its own system prompt: each keeps to one prefill
+        String[] apps = {"careful assistant", "terse reviewer", "playful tutor"};
+        for (int i = 0; i < 6; i++) {
+            for (String app : apps) {
+                HttpResponse<String> r = bed.post("/v1/chat/completions",
+                        chat("question number " + i + " about routing").replace("careful assistant", app));
+                assertThat(r.statusCode()).isEqualTo(200);
+            }
         }
         List<Integer> counts = bed.cluster.prefills().stream().map(RoutingEndToEndTest::generations).toList();
-        assertThat(counts).as("prefill requests per worker").containsOnlyOnce(12);
-        // a different system prompt is a new prefix: it goes to a worker without a tree of its own yet
-        bed.post("/v1/chat/completions", chat("x").replace("careful assistant", "terse reviewer"));
-        assertThat(bed.cluster.prefills().stream().map(RoutingEndToEndTest::generations).toList())
-                .as("prefill requests per worker").contains(12, 1);
-        assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"prefix_hit\","
-                + "role=\"prefill\"}")).isEqualTo(11);
+        assertThat(counts).as("prefill requests per worker").containsExactly(6, 6, 6);
         assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"prefix_miss\","
-                + "role=\"prefill\"}")).isEqualTo(2);
+                + "role=\"prefill\"}")).isEqualTo(3);
+        assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"prefix_hit\","
+                + "role=\"prefill\"}")).isEqualTo(15);
+        assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"share_override\","
+                + "role=\"prefill\"}")).isZero();
         assertThat(bed.metric("sluice_routing_decisions_total{policy=\"least_load\",reason=\"least_load\","
-                + "role=\"decode\"}")).isEqualTo(13);
+                + "role=\"decode\"}")).isEqualTo(18);
+    }
+
+    @Test
+    void aHotPromptAloneSpreadsByItsShareOfRecentTraffic() throws Exception {
+        // one app sending everything at low load: the windows stay near empty (the balance guard
+        // never trips), but the share guard moves new conversations off a worker taking it all
+        bed = PdTestbed.start(3, 1, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2)), TIMEOUTS,
+                "routing: {prefill: {policy: cache_aware}}\n");
+        for (int i = 0; i < 12; i++) {
+            assertThat(bed.post("/v1/chat/completions", chat("conversation " + i)).statusCode()).isEqualTo(200);
+        }
+        List<Integer> counts = bed.cluster.prefills().stream().map(RoutingEndToEndTest::generations).toList();
+        assertThat(counts).as("prefill requests per worker").allMatch(n -> n >= 2 && n <= 6);
+        assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"share_override\","
+                + "role=\"prefill\"}")).isPositive();
+        assertThat(bed.metric("sluice_routing_decisions_total{policy=\"cache_aware\",reason=\"balance_override\","
+                + "role=\"prefill\"}")).isZero();
     }
 
     @Test

@@ -45,16 +45,94 @@ class CacheAwarePolicyTest {
 
     @Test
     void clientsSharingALongSystemPromptLandOnOneWorkerWhileLoadsStayInsideTheGuard() {
-        Choice first = route(chat("system", SYSTEM, "user", "What is the capital of France?"));
-        assertThat(first.reason()).isEqualTo("prefix_miss");
+        // three apps, each its own system prompt, with equal traffic: each prompt keeps to one worker
+        String[] systems = {SYSTEM, SYSTEM.replace("careful", "concise"), SYSTEM.replace("careful", "playful")};
+        Worker[] home = new Worker[3];
+        for (int a = 0; a < 3; a++) {
+            Choice first = route(chat("system", systems[a], "user", "What is the capital of France?"));
+            assertThat(first.reason()).isEqualTo("prefix_miss");
+            home[a] = first.worker();
+        }
+        assertThat(new HashSet<>(List.of(home))).hasSize(3);
 
         for (int i = 0; i < 8; i++) {
-            Choice c = route(chat("system", SYSTEM, "user", "Question number " + i + ": tell me about topic " + i));
-            assertThat(c.worker()).isSameAs(first.worker());
-            assertThat(c.reason()).isEqualTo("prefix_hit");
+            for (int a = 0; a < 3; a++) {
+                Choice c = route(chat("system", systems[a], "user", "Question number " + i + ": tell me about topic " + i));
+                assertThat(c.worker()).isSameAs(home[a]);
+                assertThat(c.reason()).isEqualTo("prefix_hit");
+            }
         }
-        assertThat(load.windowTokens(first.worker())).isLessThan(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
-        assertThat(policy.stateSize(first.worker())).isGreaterThan(SYSTEM.length());
+        assertThat(load.windowTokens(home[0])).isLessThan(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
+        assertThat(policy.stateSize(home[0])).isGreaterThan(SYSTEM.length());
+    }
+
+    @Test
+    void aHotPromptSpreadsOnceItsWorkerGetsMoreThanItsShareLately() {
+        long[] now = {0};
+        CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL,
+                CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS), () -> now[0]);
+        java.util.Map<Worker, Integer> perWorker = new java.util.HashMap<>();
+        int overrides = 0;
+        // one app only, a request every 100 ms, windows empty (moderate load: the balance guard never trips)
+        for (int i = 0; i < 60; i++) {
+            RoutingRequest r = chat("system", SYSTEM, "user", "conversation " + i + " starts here");
+            Choice c = p.choose(ws, r, load);
+            p.dispatched(c.worker(), r);
+            perWorker.merge(c.worker(), 1, Integer::sum);
+            overrides += c.reason().equals("share_override") ? 1 : 0;
+            now[0] += 100_000_000L;
+        }
+        assertThat(overrides).isPositive();
+        assertThat(perWorker).hasSize(3);
+        assertThat(perWorker.values()).allMatch(n -> n <= 1.3 * 60 / 3 + 2);
+    }
+
+    @Test
+    void aLongConversationStaysWithItsHistoryEvenOnABusyWorker() {
+        long[] now = {0};
+        CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL,
+                CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS), () -> now[0]);
+        String history = "user: tell me more about the harbour. assistant: the harbour was built in 1820... ".repeat(300);
+        RoutingRequest earlier = chat("system", SYSTEM, "user", history);
+        // everyone holds the system prompt; worker 0 also this conversation's ~6K tokens of history
+        p.dispatched(ws.get(1), chat("system", SYSTEM, "user", "a"));
+        p.dispatched(ws.get(2), chat("system", SYSTEM, "user", "b"));
+        p.dispatched(ws.get(0), earlier);
+        for (int i = 0; i < 5; i++) {
+            p.dispatched(ws.get(0), chat("system", SYSTEM, "user", history + " filler " + i)); // worker 0 well over its share
+        }
+
+        Choice next = p.choose(ws, chat("system", SYSTEM, "user", history + " And the lighthouse?"), load);
+        assertThat(next.worker()).isSameAs(ws.get(0));
+        assertThat(next.reason()).isEqualTo("prefix_hit");
+
+        // a new conversation on the same prompt moves: it recomputes nothing elsewhere
+        Choice fresh = p.choose(ws, chat("system", SYSTEM, "user", "hello"), load);
+        assertThat(fresh.reason()).isEqualTo("share_override");
+        assertThat(fresh.worker()).isNotSameAs(ws.get(0));
+
+        // the share is "lately": ten half-lives on, worker 0's past traffic no longer counts
+        now[0] += 10 * RoutingConfig.CacheAware.DEFAULT_SHARE_HALF_LIFE.toNanos();
+        p.dispatched(ws.get(1), chat("system", SYSTEM, "user", "c"));
+        p.dispatched(ws.get(2), chat("system", SYSTEM, "user", "d"));
+        Choice later = p.choose(ws, chat("system", SYSTEM, "user", history + " And the lighthouse?"), load);
+        assertThat(later.reason()).isEqualTo("prefix_hit");
+    }
+
+    @Test
+    void theShareGuardCanBeTurnedOff() {
+        CacheAware d = CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
+        CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL, new CacheAware(d.matchThreshold(),
+                d.balanceAbsThreshold(), d.balanceRelThreshold(), d.maxTreeSize(), 0, d.shareHalfLife(),
+                d.shareMaxRecompute()));
+        Worker first = null;
+        for (int i = 0; i < 20; i++) {
+            RoutingRequest r = chat("system", SYSTEM, "user", "q" + i);
+            Choice c = p.choose(ws, r, load);
+            p.dispatched(c.worker(), r);
+            first = first == null ? c.worker() : first;
+            assertThat(c.worker()).isSameAs(first);
+        }
     }
 
     @Test

@@ -46,7 +46,8 @@ class RoutingConfigTest {
                 routing:
                   prefill:
                     policy: power_of_two
-                    cache_aware: { match_threshold: 0.3, balance_abs_threshold: 8000, balance_rel_threshold: 2, max_tree_size: 1000000 }
+                    cache_aware: { match_threshold: 0.3, balance_abs_threshold: 8000, balance_rel_threshold: 2, max_tree_size: 1000000,
+                                   balance_share_threshold: 1.2, balance_share_half_life: 30s, balance_share_max_recompute: 2000 }
                   decode:
                     policy: cache_aware
                   direct_decode_max_tokens: 256
@@ -57,6 +58,10 @@ class RoutingConfigTest {
         assertThat(c.prefill().cacheAware().balanceAbsThreshold()).isEqualTo(8000);
         assertThat(c.prefill().cacheAware().balanceRelThreshold()).isEqualTo(2.0);
         assertThat(c.prefill().cacheAware().maxTreeSize()).isEqualTo(1_000_000);
+        assertThat(c.prefill().cacheAware().shareThreshold()).isEqualTo(1.2);
+        assertThat(c.prefill().cacheAware().shareHalfLife()).isEqualTo(java.time.Duration.ofSeconds(30));
+        assertThat(c.prefill().cacheAware().shareMaxRecompute()).isEqualTo(2000);
+        assertThat(c.decode().cacheAware().shareThreshold()).isEqualTo(1.3);
         assertThat(c.decode().policy()).isEqualTo(Policy.CACHE_AWARE);
         assertThat(c.decode().cacheAware().balanceAbsThreshold()).isEqualTo(32);
         assertThat(c.directDecodeMaxTokens()).isEqualTo(256);
@@ -78,6 +83,10 @@ class RoutingConfigTest {
                 .hasMessageStartingWith("routing.prefill.cache_aware.balance_abs_threshold: -1 (expected: an integer in [0, ");
         assertThatThrownBy(() -> read("routing: { decode: { cache_aware: { max_tree_size: 0 } } }"))
                 .hasMessageStartingWith("routing.decode.cache_aware.max_tree_size: 0 (expected: an integer in [1, ");
+        assertThatThrownBy(() -> read("routing: { prefill: { cache_aware: { balance_share_threshold: 0.8 } } }"))
+                .hasMessage("routing.prefill.cache_aware.balance_share_threshold: 0.8 (expected: 0 (off) or a number >= 1.0)");
+        assertThatThrownBy(() -> read("routing: { prefill: { cache_aware: { balance_share_half_life: 0s } } }"))
+                .hasMessageStartingWith("routing.prefill.cache_aware.balance_share_half_life: 0s (expected: a duration >= ");
         assertThatThrownBy(() -> read("routing: { direct_decode_max_tokens: -5 }"))
                 .hasMessageStartingWith("routing.direct_decode_max_tokens: -5 (expected: an integer in [0, ");
     }
@@ -96,6 +105,7 @@ class RoutingConfigTest {
             assertThat(policy.name()).isEqualTo(p.label());
             assertThat(RoutingPolicies.reasons(policy.name())).isNotEmpty();
         }
-        assertThat(RoutingPolicies.reasons("cache_aware")).containsExactly("prefix_hit", "prefix_miss", "balance_override");
+        assertThat(RoutingPolicies.reasons("cache_aware")).containsExactly("prefix_hit", "prefix_miss", "balance_override",
+                "share_override");
     }
 }
