@@ -30,7 +30,15 @@ import java.util.function.Supplier;
 public final class GatewayMetrics implements AutoCloseable {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
-    private final ConcurrentMap<String, Timer> timers = new ConcurrentHashMap<>();
+    // hot-path meters, looked up by a plain String key (no key building, no registry lookup per call)
+    private final ConcurrentMap<String, Timer> firstTokenTimers = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Timer> interTokenTimers = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Timer> durationTimers = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Timer> queueWaitTimers = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Counter[]> requestCounters = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Counter> rejectionCounters = new ConcurrentHashMap<>();
+    private final Counter promptTokens;
+    private final Counter completionTokens;
     private final JvmGcMetrics gc = new JvmGcMetrics();
     private final AtomicLong clientBufferedHighWater = new AtomicLong();
 
@@ -42,6 +50,8 @@ public final class GatewayMetrics implements AutoCloseable {
                 .baseUnit("bytes")
                 .description("most bytes ever waiting in one client connection's outbound buffer (backpressure bound)")
                 .register(registry);
+        promptTokens = counter("sluice.prompt.tokens");
+        completionTokens = counter("sluice.completion.tokens");
     }
 
     /** Called after each write to a client; keeps the high-water mark of bytes the gateway buffered. */
@@ -79,22 +89,27 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     public void firstToken(String route, Duration sinceReceived) {
-        timer("sluice.time.to.first.token", "time from request received to the first token relayed", route)
-                .record(sinceReceived);
+        timer(firstTokenTimers, "sluice.time.to.first.token", "time from request received to the first token relayed",
+                "route", route).record(sinceReceived);
     }
 
+    /** Per relayed chunk: a map read and a histogram update, nothing allocated. */
     public void interTokenGap(String route, long nanos) {
-        timer("sluice.inter.token.latency", "gap between two relayed stream chunks", route)
+        timer(interTokenTimers, "sluice.inter.token.latency", "gap between two relayed stream chunks", "route", route)
                 .record(nanos, TimeUnit.NANOSECONDS);
     }
 
     public void completionTokens(long tokens) {
-        counter("sluice.completion.tokens").increment(tokens);
+        completionTokens.increment(tokens);
     }
 
-    private Timer timer(String name, String description, String route) {
-        return timers.computeIfAbsent(name + "|" + route, k -> Timer.builder(name).description(description)
-                .tags("route", route).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry));
+    private Timer timer(ConcurrentMap<String, Timer> cache, String name, String description, String tag, String value) {
+        Timer t = cache.get(value);
+        if (t == null) {
+            t = cache.computeIfAbsent(value, v -> Timer.builder(name).description(description)
+                    .tags(tag, v).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry));
+        }
+        return t;
     }
 
     public void gauge(String name, String description, Supplier<Number> value) {
@@ -102,9 +117,18 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     public void requestEnded(String route, Outcome outcome, Duration duration) {
-        counter("sluice.requests", "route", route, "outcome", outcome.label()).increment();
-        Timer.builder("sluice.request.duration").description("time from request received to response ended")
-                .tags("route", route).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry).record(duration);
+        Counter[] byOutcome = requestCounters.get(route);
+        if (byOutcome == null) {
+            byOutcome = requestCounters.computeIfAbsent(route, r -> new Counter[Outcome.values().length]);
+        }
+        Counter c = byOutcome[outcome.ordinal()];
+        if (c == null) { // registration is idempotent: a race only registers the same meter twice
+            c = counter("sluice.requests", "route", route, "outcome", outcome.label());
+            byOutcome[outcome.ordinal()] = c;
+        }
+        c.increment();
+        timer(durationTimers, "sluice.request.duration", "time from request received to response ended", "route", route)
+                .record(duration);
     }
 
     public void abortCause(String cause) {
@@ -120,16 +144,20 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     public void promptTokens(long tokens) {
-        counter("sluice.prompt.tokens").increment(tokens);
+        promptTokens.increment(tokens);
     }
 
     public void rejection(String reason) {
-        counter("sluice.rejections", "reason", reason).increment();
+        Counter c = rejectionCounters.get(reason);
+        if (c == null) {
+            c = rejectionCounters.computeIfAbsent(reason, r -> counter("sluice.rejections", "reason", r));
+        }
+        c.increment();
     }
 
     public void queueWait(String priority, Duration wait) {
-        Timer.builder("sluice.queue.wait").description("time a request waited in the gateway's queue before dispatch")
-                .tags("priority", priority).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry).record(wait);
+        timer(queueWaitTimers, "sluice.queue.wait", "time a request waited in the gateway's queue before dispatch",
+                "priority", priority).record(wait);
     }
 
     public void retry(String reason) {

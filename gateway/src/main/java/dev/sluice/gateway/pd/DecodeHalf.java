@@ -182,9 +182,8 @@ final class DecodeHalf extends PdHalf {
 
     private void bufferedFinished() {
         markDone();
-        byte[] bytes = body.toByteArray();
         if (!ok) {
-            String message = WorkerErrorBody.message(bytes);
+            String message = WorkerErrorBody.message(body.toByteArray());
             countFailure("status", message);
             at.failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "decode", at.decode.name(), message),
                     at.decode, status, message));
@@ -197,12 +196,34 @@ final class DecodeHalf extends PdHalf {
             return;
         }
         if (at.mergesPrefillLogprobs() && merger == null) {
-            heldBody = bytes;
+            heldBody = body.toByteArray();
             return;
         }
-        sendBuffered(bytes);
+        if (merger != null) {
+            sendBuffered(body.toByteArray());
+        } else {
+            sendRelayed(body.array(), body.size());
+        }
     }
 
+    /** The common case: the answer goes out as the worker sent it, after one streaming pass for JSON and usage. */
+    private void sendRelayed(byte[] bytes, int length) {
+        try {
+            ResponseUsage usage = ResponseUsage.scan(bytes, length);
+            if (ex.wantsPromptTokens()) {
+                ex.reportPromptTokens(usage.promptTokens());
+            }
+            ex.reportCompletionTokens(usage.completionTokens());
+        } catch (IOException e) {
+            countFailure("malformed", "");
+            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(), "body is not JSON: "
+                    + e.getMessage()), at.decode));
+            return;
+        }
+        sendClient(Unpooled.wrappedBuffer(bytes, 0, length));
+    }
+
+    /** With logprobs to merge: the answer is rebuilt from its tree. */
     private void sendBuffered(byte[] bytes) {
         byte[] out = bytes;
         try {
@@ -223,8 +244,12 @@ final class DecodeHalf extends PdHalf {
                     + e.getMessage()), at.decode));
             return;
         }
+        sendClient(Unpooled.wrappedBuffer(out));
+    }
+
+    private void sendClient(ByteBuf content) {
         ex.client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
-                ? HttpHeaderValues.APPLICATION_JSON : contentType, Unpooled.wrappedBuffer(out));
+                ? HttpHeaderValues.APPLICATION_JSON : contentType, content);
         ex.pd.health().success(at.decode);
         ex.clientResponseEnded();
     }

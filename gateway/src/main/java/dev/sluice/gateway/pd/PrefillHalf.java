@@ -4,7 +4,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,13 +31,16 @@ final class PrefillHalf extends BufferedPrefillHalf {
 
     @Override
     void finished(byte[] bytes) {
-        String text = new String(bytes, StandardCharsets.UTF_8);
-        String message = WorkerErrorBody.message(bytes);
+        // the success path reads nothing but a byte scan: the message is decoded only for a failure
+        int errorEvent = status / 100 == 2 ? WorkerErrorBody.errorEventAt(bytes) : -1;
         if (status / 100 != 2) {
+            String message = WorkerErrorBody.message(bytes);
             failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "prefill", at.prefill.name(), message),
                     at.prefill, status, message), "status");
-        } else if (text.contains("data: {\"error\"") || text.contains("data:{\"error\"")) {
-            int s = WorkerErrorBody.statusOfEvent(text.substring(text.indexOf("data:")).getBytes(StandardCharsets.UTF_8));
+        } else if (errorEvent >= 0) {
+            byte[] event = Arrays.copyOfRange(bytes, errorEvent, bytes.length);
+            String message = WorkerErrorBody.message(event);
+            int s = WorkerErrorBody.statusOfEvent(event);
             failed(AttemptFailure.fromStatus(ApiError.fromWorker(s, "prefill", at.prefill.name(), message),
                     at.prefill, s, message), "stream_error");
         } else if (ex.request.logprobs()) {

@@ -48,6 +48,32 @@ public final class WorkerErrorBody {
         return text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT) + "..." : text;
     }
 
+    private static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
+
+    /**
+     * Where an SSE error event ({@code data: {"error"...}) starts in {@code body}, or -1: a byte
+     * scan, so a worker's successful answer is never decoded just to look for one.
+     */
+    public static int errorEventAt(byte[] body) {
+        int a = indexOf(body, ERROR_EVENT);
+        int b = indexOf(body, ERROR_EVENT_COMPACT);
+        return a < 0 ? b : b < 0 ? a : Math.min(a, b);
+    }
+
+    private static int indexOf(byte[] haystack, byte[] needle) {
+        outer:
+        for (int i = 0, last = haystack.length - needle.length; i <= last; i++) {
+            for (int k = 0; k < needle.length; k++) {
+                if (haystack[i + k] != needle[k]) {
+                    continue outer;
+                }
+            }
+            return i;
+        }
+        return -1;
+    }
+
     /** HTTP status named inside an SSE error event ({@code "code": 500}), or 500. */
     public static int statusOfEvent(byte[] body) {
         String text = new String(body, StandardCharsets.UTF_8).trim();

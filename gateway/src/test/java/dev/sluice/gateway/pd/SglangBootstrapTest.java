@@ -55,5 +55,12 @@ class SglangBootstrapTest {
     @Test
     void requestIdsHaveAFixedLengthSoNoneIsAPrefixOfAnother() {
         assertThat(RequestIds.next()).hasSize(RequestIds.next().length()).startsWith("sluice-");
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        for (int i = 0; i < 1000; i++) {
+            String rid = RequestIds.next();
+            assertThat(rid).matches("sluice-[0-9a-f]{24}");
+            seen.add(rid);
+        }
+        assertThat(seen).hasSize(1000);
     }
 }
