@@ -1,11 +1,13 @@
 package dev.sluice.gateway.api;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufInputStream;
+import io.netty.buffer.ByteBufUtil;
 import java.io.IOException;
 import java.util.Objects;
 
@@ -15,17 +17,28 @@ import java.util.Objects;
  * worker is chosen, so a bad body costs nothing but its parse.
  */
 public final class GenerationRequest {
-    private static final ObjectMapper JSON = new ObjectMapper();
+    /** Trailing content after the object is refused: the bytes forwarded to a worker are the bytes checked here. */
+    private static final ObjectMapper JSON = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
+
+    /** Top-level keys a worker request's body gets from the gateway only (see pd.WorkerBodies). */
+    private static final String[] GATEWAY_OWNED = {"bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
+            "kv_transfer_params"};
 
     private final GenerationRoute route;
     private final ObjectNode body;
+    private final byte[] raw;
+    private final boolean clean;
     private final boolean stream;
     private final boolean logprobs;
     private final int batchSize;
 
-    private GenerationRequest(GenerationRoute route, ObjectNode body, boolean stream, boolean logprobs, int batchSize) {
+    private GenerationRequest(GenerationRoute route, ObjectNode body, byte[] raw, boolean stream, boolean logprobs,
+                              int batchSize) {
         this.route = route;
         this.body = body;
+        this.raw = raw;
+        this.clean = !hasAny(body, GATEWAY_OWNED);
         this.stream = stream;
         this.logprobs = logprobs;
         this.batchSize = batchSize;
@@ -36,9 +49,10 @@ public final class GenerationRequest {
         if (!content.isReadable()) {
             throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is empty (expected: a JSON object)"));
         }
+        byte[] raw = ByteBufUtil.getBytes(content);
         JsonNode tree;
-        try (ByteBufInputStream in = new ByteBufInputStream(content.duplicate())) {
-            tree = JSON.readTree(in);
+        try {
+            tree = JSON.readTree(raw);
         } catch (JsonProcessingException e) {
             throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is not valid JSON: "
                     + e.getOriginalMessage()));
@@ -56,7 +70,7 @@ public final class GenerationRequest {
             case COMPLETIONS -> completionsBatch(body);
         };
         boolean stream = body.path("stream").asBoolean(false);
-        return new GenerationRequest(route, body, stream, wantsLogprobs(route, body), batch);
+        return new GenerationRequest(route, body, raw, stream, wantsLogprobs(route, body), batch);
     }
 
     private static int generateBatch(ObjectNode body) throws ApiException {
@@ -170,6 +184,30 @@ public final class GenerationRequest {
     /** The client's body; the dispatcher rewrites the gateway-owned fields in it. */
     public ObjectNode body() {
         return body;
+    }
+
+    /**
+     * The client's body bytes exactly as received (valid JSON, one object: {@link #parse} checked),
+     * for the drivers' fast path: when the client sent none of the gateway-owned fields
+     * ({@link #clean}), a worker's body is these bytes, with the gateway's fields spliced in before
+     * the closing brace, instead of the tree serialized again. Not to be modified.
+     */
+    public byte[] raw() {
+        return raw;
+    }
+
+    /** The client sent none of the fields that belong to the gateway (bootstrap_*, rid, kv_transfer_params). */
+    public boolean clean() {
+        return clean;
+    }
+
+    private static boolean hasAny(ObjectNode body, String[] keys) {
+        for (String k : keys) {
+            if (body.has(k)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public boolean stream() {

@@ -30,14 +30,22 @@ final class SglangAttempt extends Attempt {
     /** Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends the same bytes to both halves. */
     @Override
     boolean send(EventLoop loop) {
-        assignment = SglangBootstrap.assign(ex.request, prefill, rid);
-        byte[] bytes;
-        try {
-            bytes = JSON.writeValueAsBytes(ex.request.body());
-        } catch (JsonProcessingException e) {
-            return false;
+        ByteBuf body = null;
+        if (ex.request.batchSize() == 0) {
+            // the fast path: the client's bytes with the four bootstrap fields spliced in
+            assignment = SglangBootstrap.single(rid);
+            body = WorkerBodies.spliced(ex.ctx.alloc(), ex.request, SglangBootstrap.singleFields(prefill, assignment));
         }
-        ByteBuf body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+        if (body == null) {
+            assignment = SglangBootstrap.assign(ex.request, prefill, rid);
+            byte[] bytes;
+            try {
+                bytes = JSON.writeValueAsBytes(ex.request.body());
+            } catch (JsonProcessingException e) {
+                return false;
+            }
+            body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+        }
         prefill.acquired();
         decode.acquired();
         prefillHalf = new PrefillHalf(this);

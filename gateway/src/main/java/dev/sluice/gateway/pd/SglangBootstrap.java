@@ -24,6 +24,22 @@ public final class SglangBootstrap {
         return ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE;
     }
 
+    /**
+     * A single request's assignment as JSON members to splice into the client's bytes
+     * ({@link WorkerBodies#spliced}); the tree is left alone.
+     */
+    static String singleFields(Worker prefill, BootstrapAssignment a) {
+        Integer port = prefill.bootstrapPort();
+        return WorkerBodies.member("bootstrap_host", prefill.host()) + ",\"bootstrap_port\":"
+                + (port == null ? "null" : port.toString()) + ",\"bootstrap_room\":" + a.rooms().get(0) + ","
+                + WorkerBodies.member("rid", a.rid());
+    }
+
+    /** A single request's rid and fresh room. */
+    static BootstrapAssignment single(String rid) {
+        return new BootstrapAssignment(rid, List.of(rid), List.of(newRoom()), false);
+    }
+
     /** Rewrites {@code request}'s body in place and says what it wrote. */
     public static BootstrapAssignment assign(GenerationRequest request, Worker prefill, String rid) {
         ObjectNode body = request.body();

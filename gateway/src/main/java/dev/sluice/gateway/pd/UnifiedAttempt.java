@@ -22,13 +22,16 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
 
     @Override
     boolean send(EventLoop loop) {
-        byte[] bytes;
-        try {
-            bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(ex.request.body()));
-        } catch (JsonProcessingException e) {
-            return false;
+        ByteBuf body = WorkerBodies.spliced(ex.ctx.alloc(), ex.request, ""); // the client's bytes as they came
+        if (body == null) {
+            byte[] bytes;
+            try {
+                bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(ex.request.body()));
+            } catch (JsonProcessingException e) {
+                return false;
+            }
+            body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
         }
-        ByteBuf body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
         decode.acquired();
         decodeHalf = new DecodeHalf(this);
         decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);

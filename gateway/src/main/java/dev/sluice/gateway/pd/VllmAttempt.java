@@ -56,7 +56,7 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
                     + "holds its KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name());
             return;
         }
-        ByteBuf body = json(WorkerBodies.vllmDecodeLeg(ex.request.body(), kvTransferParams));
+        ByteBuf body = decodeLeg(kvTransferParams);
         if (body == null) {
             failed(AttemptFailure.malformed(dev.sluice.gateway.api.ApiError.internal("cannot build the decode leg"),
                     null));
@@ -81,6 +81,20 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
                     + "KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name(), decode.name());
         }
         super.failed(f);
+    }
+
+    /** The client's bytes with the prefill's kv_transfer_params spliced in, or (tree path) its body rebuilt. */
+    private ByteBuf decodeLeg(ObjectNode kvTransferParams) {
+        try {
+            ByteBuf spliced = WorkerBodies.spliced(ex.ctx.alloc(), ex.request,
+                    "\"kv_transfer_params\":" + JSON.writeValueAsString(kvTransferParams));
+            if (spliced != null) {
+                return spliced;
+            }
+        } catch (JsonProcessingException e) {
+            return null;
+        }
+        return json(WorkerBodies.vllmDecodeLeg(ex.request.body(), kvTransferParams));
     }
 
     private ByteBuf json(ObjectNode node) {

@@ -1,7 +1,12 @@
 package dev.sluice.gateway.pd;
 
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.api.GenerationRequest;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
 import java.util.List;
 
 /**
@@ -15,6 +20,41 @@ final class WorkerBodies {
             "kv_transfer_params");
 
     private WorkerBodies() {
+    }
+
+    /**
+     * The fast path of every driver: the client's bytes as received, with {@code fields} (JSON
+     * members, {@code "name":value,...}, or empty) spliced in before the object's closing brace,
+     * written straight into one pooled buffer. No tree is serialized. Null when it does not apply
+     * (the client sent a gateway-owned field, which must be dropped; an empty object; bytes that
+     * do not end with the brace): the caller then takes the tree path.
+     */
+    static ByteBuf spliced(ByteBufAllocator alloc, GenerationRequest request, String fields) {
+        if (!request.clean() || request.body().isEmpty()) {
+            return null;
+        }
+        byte[] raw = request.raw();
+        int brace = raw.length - 1;
+        while (brace >= 0 && (raw[brace] == ' ' || raw[brace] == '\n' || raw[brace] == '\r' || raw[brace] == '\t')) {
+            brace--;
+        }
+        if (brace < 0 || raw[brace] != '}') {
+            return null;
+        }
+        int extra = fields.isEmpty() ? 0 : 1 + ByteBufUtil.utf8Bytes(fields);
+        ByteBuf out = alloc.buffer(brace + 1 + extra);
+        out.writeBytes(raw, 0, brace);
+        if (!fields.isEmpty()) {
+            out.writeByte(',');
+            ByteBufUtil.writeUtf8(out, fields);
+        }
+        out.writeByte('}');
+        return out;
+    }
+
+    /** {@code "name":"value"} with the value escaped as a JSON string. */
+    static String member(String name, String value) {
+        return '"' + name + "\":\"" + new String(JsonStringEncoder.getInstance().quoteAsString(value)) + '"';
     }
 
     /** A copy of the client's body without the gateway-owned fields. */

@@ -43,6 +43,7 @@ class BadInputEndToEndTest {
             "/v1/chat/completions|{not json|400|invalid_json",
             "/v1/chat/completions|[1,2,3]|400|invalid_json",
             "/v1/chat/completions|\"a string\"|400|invalid_json",
+            "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]} {\"rid\":\"x\"}|400|invalid_json",
             "/v1/chat/completions|{\"model\":\"m\"}|400|missing_messages",
             "/v1/chat/completions|{\"messages\":[]}|400|invalid_field",
             "/v1/chat/completions|{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":0}|400|invalid_field",
