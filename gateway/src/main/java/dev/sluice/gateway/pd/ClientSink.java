@@ -10,7 +10,6 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.handler.codec.http.DefaultFullHttpResponse;
-import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultHttpResponse;
 import io.netty.handler.codec.http.FullHttpResponse;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -110,9 +109,14 @@ final class ClientSink {
         ctx.write(res, ctx.voidPromise());
     }
 
-    /** Writes one chunk and flushes; ownership of {@code data} passes to the channel. */
+    /**
+     * Writes one chunk and flushes; ownership of {@code data} passes to the channel. Nothing is
+     * allocated per chunk beyond the buffer: the encoder frames a bare {@code ByteBuf} as a chunk
+     * of the committed stream, and the void promise sends a failed write to the pipeline's
+     * exceptionCaught, which closes the connection (what CLOSE_ON_FAILURE did, without a promise).
+     */
     void write(ByteBuf data) {
-        ctx.writeAndFlush(new DefaultHttpContent(data)).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        ctx.writeAndFlush(data, ctx.voidPromise());
         ChannelOutboundBuffer out = ctx.channel().unsafe().outboundBuffer();
         if (out != null) {
             metrics.clientBuffered(out.totalPendingWriteBytes());
