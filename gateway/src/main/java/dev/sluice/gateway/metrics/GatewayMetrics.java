@@ -168,6 +168,35 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason).increment();
     }
 
+    /** Every {@code cause} label of {@code sluice_aborts_total} the gateway gives. */
+    public static final java.util.List<String> ABORT_CAUSES = java.util.List.of("client_disconnect", "timeout", "stall",
+            "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain");
+    /** Every {@code kind} label of {@code sluice_upstream_errors_total}: the connection's kinds and the answer's. */
+    public static final java.util.List<String> UPSTREAM_ERROR_KINDS = java.util.List.of("connect", "reset", "malformed",
+            "status", "stream_error");
+
+    /**
+     * Exports at 0, from start-up, every counter whose label values are known in advance, so that
+     * a dashboard shows 0 rather than "No data" and {@code rate()}/{@code increase()} see the first
+     * event: requests by route and outcome, rejections by reason, aborts by cause, upstream errors
+     * by role and kind, KV transfer failures per worker.
+     */
+    public void preRegister(java.util.List<String> routes, java.util.List<String> rejectReasons,
+                            java.util.List<String> roles, java.util.List<String> workerNames) {
+        for (String route : routes) {
+            Counter[] byOutcome = requestCounters.computeIfAbsent(route, r -> new Counter[Outcome.values().length]);
+            for (Outcome o : Outcome.values()) {
+                byOutcome[o.ordinal()] = counter("sluice.requests", "route", route, "outcome", o.label());
+            }
+        }
+        rejectReasons.forEach(r -> rejectionCounters.computeIfAbsent(r, x -> counter("sluice.rejections", "reason", x)));
+        ABORT_CAUSES.forEach(c -> counter("sluice.aborts", "cause", c));
+        for (String role : roles) {
+            UPSTREAM_ERROR_KINDS.forEach(k -> counter("sluice.upstream.errors", "role", role, "kind", k));
+        }
+        workerNames.forEach(w -> counter("sluice.kv.transfer.failures", "worker", w));
+    }
+
     /** Exports a retry counter at 0 before the first retry. */
     public void preRegisterRetry(String reason) {
         counter("sluice.retries", "reason", reason);

@@ -135,6 +135,11 @@ public final class GatewayServer implements AutoCloseable {
                 metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
             }
         }
+        metrics.preRegister(Routes.metricLabels(),
+                java.util.Arrays.stream(RejectReason.values()).map(RejectReason::code).toList(),
+                workers.unified() ? List.of(WorkerRole.UNIFIED.label())
+                        : List.of(WorkerRole.PREFILL.label(), WorkerRole.DECODE.label()),
+                workers.all().stream().map(dev.sluice.gateway.routing.Worker::name).toList());
         metrics.bindWorkers(workers, config.telemetry());
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
         metrics.gauge("sluice.client.connections", "open client connections", clientChannels::size);

@@ -34,6 +34,16 @@ final class Routes {
         return INFO.getOrDefault(path, LOCAL.getOrDefault(path, "other"));
     }
 
+    /** The route labels of the requests that reach workers (generation and info routes), pre-registered at 0. */
+    static java.util.List<String> metricLabels() {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        for (GenerationRoute g : GenerationRoute.values()) {
+            out.add(g.label());
+        }
+        out.addAll(new java.util.TreeSet<>(INFO.values()));
+        return out;
+    }
+
     static String allowedMethod(String path) {
         if (GenerationRoute.forPath(path) != null) {
             return "POST";
