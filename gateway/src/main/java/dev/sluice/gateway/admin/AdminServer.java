@@ -34,6 +34,7 @@ public final class AdminServer implements AutoCloseable {
     private final StateView state;
     private final GatewayMetrics metrics;
     private Channel listener;
+    private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload;
 
     public AdminServer(AdminConfig config, StateView state, GatewayMetrics metrics) {
         this.config = config;
@@ -54,6 +55,11 @@ public final class AdminServer implements AutoCloseable {
                 .bind(config.host(), config.port()).sync().channel();
     }
 
+    /** Enables {@code POST /admin/reload}; the supplier runs the reload and describes its result. */
+    public void onReload(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload) {
+        this.reload = reload;
+    }
+
     public int port() {
         return ((InetSocketAddress) listener.localAddress()).getPort();
     }
@@ -72,9 +78,27 @@ public final class AdminServer implements AutoCloseable {
             HttpResponseStatus status = HttpResponseStatus.OK;
             String type = "application/json";
             String body;
+            if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && reload != null) {
+                // reads a file: off the event loop, answered when done
+                req.retain();
+                java.util.concurrent.CompletableFuture.supplyAsync(reload::get).whenComplete((result, error) ->
+                        ctx.executor().execute(() -> {
+                            try {
+                                boolean ok = error == null && !"invalid".equals(result.path("result").asText());
+                                respond(ctx, req, ok ? HttpResponseStatus.OK : HttpResponseStatus.UNPROCESSABLE_ENTITY,
+                                        "application/json", error == null ? result.toPrettyString()
+                                                : com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode()
+                                                        .put("result", "invalid").put("error", String.valueOf(error))
+                                                        .toPrettyString());
+                            } finally {
+                                req.release();
+                            }
+                        }));
+                return;
+            }
             if (!req.method().equals(HttpMethod.GET)) {
                 status = HttpResponseStatus.METHOD_NOT_ALLOWED;
-                body = "{\"error\":{\"message\":\"only GET\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
+                body = "{\"error\":{\"message\":\"only GET (and POST /admin/reload)\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
             } else if (path.equals("/admin/state")) {
                 body = state.render().toPrettyString();
             } else if (path.equals("/metrics")) {
@@ -85,6 +109,11 @@ public final class AdminServer implements AutoCloseable {
                 body = "{\"error\":{\"message\":\"no route for " + path.replace("\"", "")
                         + "\",\"type\":\"invalid_request_error\",\"code\":\"not_found\"}}";
             }
+            respond(ctx, req, status, type, body);
+        }
+
+        private void respond(ChannelHandlerContext ctx, FullHttpRequest req, HttpResponseStatus status, String type,
+                             String body) {
             FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
                     ByteBufUtil.writeUtf8(ctx.alloc(), body));
             res.headers().set(HttpHeaderNames.CONTENT_TYPE, type).setInt(HttpHeaderNames.CONTENT_LENGTH,

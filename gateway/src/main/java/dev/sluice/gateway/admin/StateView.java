@@ -36,15 +36,26 @@ public final class StateView {
         this.liveRequests = liveRequests;
     }
 
+    private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> configInfo;
+
+    /** What {@code "config"} shows: the running configuration's hash and the last reload. */
+    public StateView configInfo(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> info) {
+        this.configInfo = info;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
-        AdmissionConfig a = config.admission();
+        AdmissionConfig a = admission.config(); // the running limits, reloads included
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("time", Instant.now().toString());
         root.put("draining", draining.getAsBoolean());
         root.put("ready", workers.ready() && !draining.getAsBoolean());
         root.put("live_requests", liveRequests.getAsInt());
+        if (configInfo != null) {
+            root.set("config", configInfo.get());
+        }
         ObjectNode limits = root.putObject("limits");
         limits.put("max_queued_requests", a.maxQueuedRequests()).put("max_pending_tokens", a.maxPendingTokens())
                 .put("max_request_tokens", a.maxRequestTokens()).put("queue_timeout_ms", a.queueTimeout().toMillis())

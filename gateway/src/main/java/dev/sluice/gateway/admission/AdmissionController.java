@@ -21,7 +21,7 @@ import java.util.function.LongSupplier;
  * released, on each ticket's own executor (its event loop).
  */
 public final class AdmissionController {
-    private final AdmissionConfig config;
+    private volatile AdmissionConfig config; // replaced whole by reconfigure, read under the lock
     private final WorkerSet workers;
     private final AdmissionObserver observer;
     private final LongSupplier clock;
@@ -68,6 +68,47 @@ public final class AdmissionController {
 
     public AdmissionConfig config() {
         return config;
+    }
+
+    /** A worker added by a reload: a window of its own before routing can see it. */
+    public void addWorker(Worker w) {
+        lock.lock();
+        try {
+            windows.add(w);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** A worker removed by a reload, drained: its (empty) window goes. */
+    public void removeWorker(Worker w) {
+        lock.lock();
+        try {
+            windows.remove(w);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /**
+     * A reloaded configuration: new limits hold for every decision from now on. Nothing admitted
+     * is dropped: a lowered limit only stops new admissions until the work already in drains below
+     * it; a raised one may let queued requests go at once. The priority classes cannot change
+     * while requests are queued under their indexes: a different class list is refused.
+     */
+    public void reconfigure(AdmissionConfig next) {
+        if (!next.priorities().equals(config.priorities())) {
+            throw new IllegalArgumentException("admission.priorities: " + next.priorities()
+                    + " differs from the running " + config.priorities() + "; the priority classes change only with a restart");
+        }
+        lock.lock();
+        try {
+            config = next;
+            windows.reconfigure(next);
+        } finally {
+            lock.unlock();
+        }
+        kick();
     }
 
     /**

@@ -35,7 +35,7 @@ final class WorkerWindows {
         void decided(WorkerRole role, RoutingPolicy policy, String reason);
     }
 
-    private final AdmissionConfig config;
+    private AdmissionConfig config; // under the admission lock
     private final WorkerSet workers;
     private final Routing routing;
     private final Map<Worker, Window> windows = new HashMap<>();
@@ -44,6 +44,21 @@ final class WorkerWindows {
     private final List<Worker> candidates = new ArrayList<>();
     private RoutingPolicy.Choice prefillChoice;
     private RoutingPolicy.Choice decodeChoice;
+
+    /** A worker added by a reload gets an empty window (under the admission lock). */
+    void add(Worker w) {
+        windows.putIfAbsent(w, new Window());
+    }
+
+    /** A drained worker's window goes (under the admission lock). */
+    void remove(Worker w) {
+        windows.remove(w);
+    }
+
+    /** New window limits (under the admission lock); windows already holding more keep what they hold. */
+    void reconfigure(AdmissionConfig next) {
+        this.config = next;
+    }
 
     WorkerWindows(AdmissionConfig config, WorkerSet workers, Routing routing) {
         this.config = config;

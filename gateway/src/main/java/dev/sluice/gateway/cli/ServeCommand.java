@@ -64,6 +64,8 @@ public final class ServeCommand implements Callable<Integer> {
         Signal.handle(new Signal("INT"), onSignal);
         try {
             server.start();
+            // live reload: the file is watched, SIGHUP (systemd ExecReload) and POST /admin/reload reload it
+            server.reloadFrom(config, true);
         } catch (Exception e) {
             System.err.println("sluice-gateway: cannot start: " + e);
             return 1;

@@ -35,7 +35,7 @@ public final class HealthTable {
     }
 
     private final WorkerSet workers;
-    private final HealthConfig config;
+    private volatile HealthConfig config;
     private final LongSupplier clock;
     private final Map<Worker, WorkerHealth> table = new HashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
@@ -52,6 +52,34 @@ public final class HealthTable {
 
     public HealthConfig config() {
         return config;
+    }
+
+    /** A worker added by a reload: ejected ("starting") until its first active check passes. */
+    public void add(Worker w) {
+        List<Change> changes = new ArrayList<>(1);
+        synchronized (this) {
+            WorkerHealth h = new WorkerHealth(w, config);
+            table.put(w, h);
+            record(h, clock.getAsLong(), changes);
+        }
+        announce(changes);
+    }
+
+    /** Forgets a worker a reload removed (once it drained). */
+    public synchronized void remove(Worker w) {
+        table.remove(w);
+    }
+
+    /** Reloaded health settings: thresholds and ejection times hold from the next outcome on. */
+    public void reconfigure(HealthConfig next) {
+        List<Worker> known;
+        synchronized (this) {
+            config = next;
+            known = new ArrayList<>(table.keySet());
+        }
+        for (Worker w : known) {
+            update(w, h -> h.reconfigure(next));
+        }
     }
 
     public void addListener(Listener l) {

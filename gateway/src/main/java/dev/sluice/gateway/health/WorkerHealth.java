@@ -17,8 +17,8 @@ import java.util.Map;
  */
 final class WorkerHealth {
     final Worker worker;
-    private final HealthConfig config;
-    private final OutcomeWindow window;
+    private HealthConfig config; // under the table's lock
+    private OutcomeWindow window;
     private final Map<FailureKind, Integer> activeFailures = new EnumMap<>(FailureKind.class);
     private final Map<FailureKind, Integer> activeSuccesses = new EnumMap<>(FailureKind.class);
     /** Active check kinds past their failure threshold, each cleared by its own passing streak. */
@@ -136,6 +136,14 @@ final class WorkerHealth {
                 ? String.format("KV token usage %.3f above health.decode_max_kv_usage=%.3f", kvUsage,
                         config.decodeMaxKvUsage())
                 : null;
+    }
+
+    /** New settings; a changed passive window length starts an empty window. */
+    void reconfigure(HealthConfig next) {
+        if (!next.passive().window().equals(config.passive().window())) {
+            window = new OutcomeWindow(next.passive().window().toNanos());
+        }
+        config = next;
     }
 
     void draining(boolean on) {

@@ -28,7 +28,6 @@ public final class AdmissionMetrics implements AdmissionObserver {
     /** Gauges read a snapshot at scrape time (one short lock per gauge read). */
     public void bind(AdmissionController admission, PromptTokenCounter counter) {
         PrometheusMeterRegistry r = metrics.registry();
-        AdmissionConfig c = admission.config();
         for (int i = 0; i < priorities.size(); i++) {
             int cls = i;
             Gauge.builder("sluice.queue.depth", admission, a -> a.snapshot().queuedByClass()[cls])
@@ -42,13 +41,14 @@ public final class AdmissionMetrics implements AdmissionObserver {
                 "measured prefill drain rate used for wait predictions and Retry-After");
         Gauge.builder("sluice.token.estimator.bytes.per.token", counter, PromptTokenCounter::bytesPerToken)
                 .description("learned UTF-8 bytes per prompt token").register(r);
-        limit(r, "max_queued_requests", c.maxQueuedRequests());
-        limit(r, "max_pending_tokens", c.maxPendingTokens());
-        limit(r, "max_request_tokens", c.maxRequestTokens());
-        limit(r, "prefill_max_inflight_requests", c.prefillMaxInflightRequests());
-        limit(r, "prefill_max_inflight_tokens", c.prefillMaxInflightTokens());
-        limit(r, "decode_max_inflight_streams", c.decodeMaxInflightStreams());
-        limit(r, "queue_timeout_seconds", c.queueTimeout().toMillis() / 1000.0);
+        // read at scrape time: a reloaded limit shows at once
+        limit(r, "max_queued_requests", () -> admission.config().maxQueuedRequests());
+        limit(r, "max_pending_tokens", () -> admission.config().maxPendingTokens());
+        limit(r, "max_request_tokens", () -> admission.config().maxRequestTokens());
+        limit(r, "prefill_max_inflight_requests", () -> admission.config().prefillMaxInflightRequests());
+        limit(r, "prefill_max_inflight_tokens", () -> admission.config().prefillMaxInflightTokens());
+        limit(r, "decode_max_inflight_streams", () -> admission.config().decodeMaxInflightStreams());
+        limit(r, "queue_timeout_seconds", () -> admission.config().queueTimeout().toMillis() / 1000.0);
     }
 
     private static void gauge(PrometheusMeterRegistry r, String name, AdmissionController a,
@@ -56,8 +56,8 @@ public final class AdmissionMetrics implements AdmissionObserver {
         Gauge.builder(name, a, f).description(description).register(r);
     }
 
-    private static void limit(PrometheusMeterRegistry r, String limit, double value) {
-        Gauge.builder("sluice.admission.limit", () -> value).description("configured admission limits")
+    private static void limit(PrometheusMeterRegistry r, String limit, java.util.function.Supplier<Number> value) {
+        Gauge.builder("sluice.admission.limit", value).description("configured admission limits")
                 .tag("limit", limit).register(r);
     }
 

@@ -68,6 +68,17 @@ public final class GatewayMetrics implements AutoCloseable {
         WorkerMetrics.bind(registry, workers, telemetry);
     }
 
+    /** The per-worker gauges of a worker a reload added, and its counters at 0. */
+    public void bindWorker(dev.sluice.gateway.routing.Worker w, TelemetryConfig telemetry) {
+        WorkerMetrics.bind(registry, w, telemetry);
+        counter("sluice.kv.transfer.failures", "worker", w.name());
+    }
+
+    /** Removes the gauges of a worker a reload removed. */
+    public void unbindWorker(dev.sluice.gateway.routing.Worker w) {
+        WorkerMetrics.unbind(registry, w);
+    }
+
     /** Netty's own memory and each event loop's backlog: the first things to look at when latency creeps. */
     public void bindNetty(EventLoopGroup loops) {
         Gauge.builder("sluice.netty.direct.memory.used", PlatformDependent::usedDirectMemory).baseUnit("bytes")

@@ -7,6 +7,7 @@ import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.List;
 import java.util.Locale;
 
 /**
@@ -19,8 +20,24 @@ final class WorkerMetrics {
     }
 
     static void bind(MeterRegistry registry, WorkerSet workers, TelemetryConfig telemetry) {
-        long staleNanos = telemetry.staleAfter().toNanos();
         for (Worker w : workers.all()) {
+            bind(registry, w, telemetry);
+        }
+    }
+
+    /** Removes the gauges of a worker a reload removed (its counters stay: their history is still true). */
+    static void unbind(MeterRegistry registry, Worker w) {
+        for (io.micrometer.core.instrument.Meter m : List.copyOf(registry.getMeters())) {
+            if (m instanceof Gauge && w.name().equals(m.getId().getTag("worker"))
+                    && w.role().label().equals(m.getId().getTag("role"))) {
+                registry.remove(m);
+            }
+        }
+    }
+
+    static void bind(MeterRegistry registry, Worker w, TelemetryConfig telemetry) {
+        long staleNanos = telemetry.staleAfter().toNanos();
+        {
             String[] tags = {"role", w.role().label(), "worker", w.name()};
             Gauge.builder("sluice.worker.up", w, x -> x.isAvailable() ? 1 : 0)
                     .description("1 when the worker counts as capacity (healthy, degraded or half-open), 0 when ejected or draining").tags(tags).register(registry);

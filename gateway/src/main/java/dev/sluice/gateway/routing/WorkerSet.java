@@ -10,8 +10,9 @@ import java.util.Optional;
  * ({@code WorkerWindows}, which knows each worker's window); this picks the source of info GETs.
  */
 public final class WorkerSet {
-    private final List<Worker> prefill;
-    private final List<Worker> decode;
+    // immutable lists, replaced whole when a reload adds or removes a worker: readers never lock
+    private volatile List<Worker> prefill;
+    private volatile List<Worker> decode;
     private final java.util.concurrent.atomic.AtomicLong infoCursor = new java.util.concurrent.atomic.AtomicLong();
 
     private final boolean unified;
@@ -26,6 +27,33 @@ public final class WorkerSet {
             this.prefill = config.prefill().stream().map(e -> new Worker(WorkerRole.PREFILL, e)).toList();
             this.decode = config.decode().stream().map(e -> new Worker(WorkerRole.DECODE, e)).toList();
         }
+    }
+
+    /**
+     * Publishes a worker added by a reload (its health and admission state must exist first:
+     * from here on routing may see it, though only once it is routable).
+     */
+    public synchronized void add(Worker w) {
+        if (unified) {
+            prefill = append(prefill, w);
+            decode = prefill;
+        } else if (w.role() == WorkerRole.DECODE) {
+            decode = append(decode, w);
+        } else {
+            prefill = append(prefill, w);
+        }
+    }
+
+    /** Withdraws a worker a reload removed, once it drained. */
+    public synchronized void remove(Worker w) {
+        prefill = prefill.stream().filter(x -> x != w).toList();
+        decode = unified ? prefill : decode.stream().filter(x -> x != w).toList();
+    }
+
+    private static List<Worker> append(List<Worker> list, Worker w) {
+        List<Worker> out = new ArrayList<>(list);
+        out.add(w);
+        return List.copyOf(out);
     }
 
     /** True in {@code disaggregation: none}: every worker prefills and decodes itself. */
@@ -47,16 +75,18 @@ public final class WorkerSet {
     }
 
     public List<Worker> all() {
+        List<Worker> p = prefill;
         if (unified) {
-            return prefill;
+            return p;
         }
-        List<Worker> all = new ArrayList<>(prefill);
+        List<Worker> all = new ArrayList<>(p);
         all.addAll(decode);
         return all;
     }
 
     /** A usable prefill worker for informational GETs ({@code /v1/models}, {@code /get_server_info}). */
     public Optional<Worker> selectInfoSource() {
+        List<Worker> prefill = this.prefill;
         int n = prefill.size();
         long start = infoCursor.getAndIncrement();
         for (int i = 0; i < n; i++) {

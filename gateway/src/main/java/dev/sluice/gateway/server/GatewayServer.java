@@ -64,16 +64,26 @@ public final class GatewayServer implements AutoCloseable {
     // Armeria's values: enough to keep a stream flowing, small enough that a slow client costs little
     private static final WriteBufferWaterMark CLIENT_WATERMARK = new WriteBufferWaterMark(64 * 1024, 128 * 1024);
 
-    private final GatewayConfig config;
+    private volatile GatewayConfig config; // replaced by a reload (apply)
     private final Transport transport = Transport.best();
     private final GatewayMetrics metrics = new GatewayMetrics();
     private final WorkerSet workers;
     private final UpstreamPool pool;
-    private final PdContext pdContext;
+    private volatile PdContext pdContext;
     private final AdmissionController admission;
     private final LearnedRatioCounter estimator;
     private final PromptTokenCounter counter;
-    private final RequestClassifier classifier;
+    private volatile RequestClassifier classifier;
+    private final AbortSender aborts;
+    private final RoutingPolicy prefillPolicy;
+    private final RoutingPolicy decodePolicy;
+    private final RoutingMetrics routingMetrics;
+    /** Workers a reload removed that still carry requests: retired (pool closed, state dropped) once idle. */
+    private final Set<dev.sluice.gateway.routing.Worker> drainingWorkers = ConcurrentHashMap.newKeySet();
+    private ScheduledFuture<?> reaper;
+    private final boolean routingUsesPrefix;
+    private StateView stateView;
+    private java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> configInfo;
     private final Set<PdExchange> live = ConcurrentHashMap.newKeySet();
     private volatile boolean draining;
     private ScheduledFuture<?> expiry;
@@ -86,6 +96,7 @@ public final class GatewayServer implements AutoCloseable {
     private AdminServer adminServer;
     private final RecentErrors recentErrors;
     private Channel listener;
+    private ConfigReload reload;
 
     public GatewayServer(GatewayConfig config) {
         this.config = config;
@@ -93,15 +104,15 @@ public final class GatewayServer implements AutoCloseable {
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout());
-        AbortSender aborts = new AbortSender(pool, metrics, config.timeouts().abort());
+        this.aborts = new AbortSender(pool, metrics, config.timeouts().abort());
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
         RoutingConfig rc = config.routing();
-        RoutingPolicy prefillPolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
-        RoutingPolicy decodePolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
-        RoutingMetrics routingMetrics = new RoutingMetrics(metrics.registry());
+        this.prefillPolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
+        this.decodePolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
+        this.routingMetrics = new RoutingMetrics(metrics.registry());
         routingMetrics.bind(WorkerRole.PREFILL, prefillPolicy, workers.prefill());
         if (!workers.unified()) {
             routingMetrics.bind(WorkerRole.DECODE, decodePolicy, workers.decode());
@@ -111,16 +122,15 @@ public final class GatewayServer implements AutoCloseable {
         admissionMetrics.bind(admission, counter);
         this.classifier = new RequestClassifier(ac);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
-        this.pdContext = new PdContext(workers, pool, aborts, metrics, config.timeouts(),
-                config.http().maxResponseBodyBytes(), admission, counter, live, recentErrors, health,
-                config.retries(), dev.sluice.gateway.pd.Drivers.of(config.disaggregation()), rc.directDecodeMaxTokens(),
-                prefillPolicy.usesPrefix() || decodePolicy.usesPrefix());
+        this.routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
+        this.pdContext = pdContext(config);
         health.addListener((w, from, to, cause) -> {
             if (cause != null) {
                 metrics.workerEjection(w.role().label(), w.name(), cause.label());
             }
-            if (to.state() == WorkerState.EJECTED || to.state() == WorkerState.DRAINING) {
-                // whoever waits on it for a first byte moves on now, not at its deadline
+            if (to.state() == WorkerState.EJECTED) {
+                // whoever waits on it for a first byte moves on now, not at its deadline (a draining
+                // worker, removed by a reload, finishes what it has)
                 live.forEach(ex -> ex.workerEjected(w));
             } else if (w.routable()) {
                 admission.kick(); // queued requests may go now
@@ -174,12 +184,14 @@ public final class GatewayServer implements AutoCloseable {
         checker = new HealthChecker(workers, pool, workerGroup.next(), health);
         checker.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
+        reaper = workerGroup.next().scheduleWithFixedDelay(this::reapDrainedWorkers, 100, 100, TimeUnit.MILLISECONDS);
         telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry(), health);
         telemetry.start();
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
-            adminServer = new AdminServer(config.admin(), new StateView(config, workers, admission, recentErrors,
-                    () -> draining, live::size), metrics);
+            stateView = new StateView(config, workers, admission, recentErrors, () -> draining, live::size)
+                    .configInfo(configInfo);
+            adminServer = new AdminServer(config.admin(), stateView, metrics);
             adminServer.start(bossGroup, workerGroup, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
         }
@@ -187,6 +199,197 @@ public final class GatewayServer implements AutoCloseable {
                 listener.localAddress(), transport.name(), threads, workers.prefill().size(), workers.decode().size(),
                 config.disaggregation().name().toLowerCase());
         return this;
+    }
+
+    private PdContext pdContext(GatewayConfig c) {
+        return new PdContext(workers, pool, aborts, metrics, c.timeouts(), c.http().maxResponseBodyBytes(), admission,
+                counter, live, recentErrors, health, c.retries(), dev.sluice.gateway.pd.Drivers.of(c.disaggregation()),
+                c.routing().directDecodeMaxTokens(), routingUsesPrefix);
+    }
+
+    /** What a reload put in force, and what differs but waits for a restart. */
+    public record Applied(List<String> applied, List<String> restartRequired) {
+    }
+
+    /**
+     * Puts a reloaded configuration's live settings in force (see {@link ConfigReload}): checked
+     * first, so that a refused change leaves everything as it was. Requests already admitted keep
+     * the settings they started with; new ones get the new ones.
+     *
+     * @throws IllegalArgumentException when a change cannot be applied live (nothing was changed)
+     */
+    public synchronized Applied apply(GatewayConfig next) {
+        GatewayConfig cur = config;
+        List<String> restart = new java.util.ArrayList<>();
+        if (!next.listen().equals(cur.listen())) {
+            restart.add("listen");
+        }
+        if (next.disaggregation() != cur.disaggregation()) {
+            restart.add("disaggregation");
+        }
+        if (!next.http().equals(cur.http())) {
+            restart.add("http");
+        }
+        if (!next.upstream().equals(cur.upstream())) {
+            restart.add("upstream");
+        }
+        if (!next.telemetry().equals(cur.telemetry())) {
+            restart.add("telemetry");
+        }
+        if (!next.admin().equals(cur.admin())) {
+            restart.add("admin");
+        }
+        if (!next.routing().equals(cur.routing())) {
+            restart.add("routing");
+        }
+        if (!next.admission().tokenizer().equals(cur.admission().tokenizer())) {
+            restart.add("admission.tokenizer");
+        }
+        boolean workersChanged = !next.workers().equals(cur.workers());
+        if (workersChanged && next.disaggregation() != cur.disaggregation()) {
+            restart.add("workers"); // a different topology: with the mode, at the next start
+        }
+        if (!next.admission().priorities().equals(cur.admission().priorities())) {
+            throw new IllegalArgumentException("admission.priorities: " + next.admission().priorities()
+                    + " differs from the running " + cur.admission().priorities()
+                    + "; the priority classes change only with a restart (nothing was applied)");
+        }
+        // everything checked: from here on nothing refuses
+        List<String> applied = new java.util.ArrayList<>();
+        dev.sluice.gateway.config.AdmissionConfig admissionNext = withTokenizer(next.admission(), cur.admission().tokenizer());
+        if (!admissionNext.equals(cur.admission())) {
+            admission.reconfigure(admissionNext);
+            classifier = new RequestClassifier(admissionNext);
+            applied.add("admission");
+        }
+        if (!next.health().equals(cur.health())) {
+            health.reconfigure(next.health());
+            if (checker != null) {
+                checker.close();
+                checker = new HealthChecker(workers, pool, workerGroup.next(), health);
+                checker.start();
+            }
+            applied.add("health");
+        }
+        if (!next.timeouts().equals(cur.timeouts())) {
+            applied.add("timeouts");
+        }
+        if (!next.retries().equals(cur.retries())) {
+            applied.add("retries");
+        }
+        GatewayConfig.WorkersConfig workersNow = cur.workers();
+        if (workersChanged && next.disaggregation() == cur.disaggregation()) {
+            reconcileWorkers(next.workers());
+            workersNow = next.workers();
+            applied.add("workers");
+        }
+        GatewayConfig merged = new GatewayConfig(cur.listen(), cur.disaggregation(), workersNow, next.timeouts(),
+                cur.http(), cur.upstream(), next.health(), admissionNext, cur.telemetry(), cur.admin(), next.retries(),
+                cur.routing());
+        config = merged;
+        pdContext = pdContext(merged);
+        return new Applied(applied, restart);
+    }
+
+    /**
+     * The worker lists of a reload. A new worker gets its health entry (ejected until its first
+     * active check passes), its admission window and its metrics before routing can see it; a
+     * removed one drains (no new requests; those in flight finish) and is retired once idle; a
+     * draining one that comes back is simply undrained.
+     */
+    private void reconcileWorkers(GatewayConfig.WorkersConfig next) {
+        if (workers.unified()) {
+            reconcileRole(WorkerRole.UNIFIED, next.unified());
+        } else {
+            reconcileRole(WorkerRole.PREFILL, next.prefill());
+            reconcileRole(WorkerRole.DECODE, next.decode());
+        }
+    }
+
+    private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
+        List<dev.sluice.gateway.routing.Worker> current = workers.role(role == WorkerRole.DECODE ? role : WorkerRole.PREFILL);
+        for (dev.sluice.gateway.routing.Worker w : current) {
+            boolean keep = wanted.stream().anyMatch(e -> sameEndpoint(w, e));
+            if (!keep && drainingWorkers.add(w)) {
+                health.draining(w, true);
+                log.info("worker removed by reload, draining role={} worker={} in_flight={}", role.label(), w.name(),
+                        w.inflight());
+            } else if (keep && drainingWorkers.remove(w)) {
+                health.draining(w, false);
+                log.info("worker back by reload role={} worker={}", role.label(), w.name());
+            }
+        }
+        for (GatewayConfig.WorkerEndpoint e : wanted) {
+            if (current.stream().noneMatch(w -> sameEndpoint(w, e))) {
+                dev.sluice.gateway.routing.Worker w = new dev.sluice.gateway.routing.Worker(role, e);
+                health.add(w);
+                admission.addWorker(w);
+                metrics.bindWorker(w, config.telemetry());
+                for (FailureKind k : FailureKind.values()) {
+                    metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
+                }
+                routingMetrics.bind(role, role == WorkerRole.DECODE ? decodePolicy : prefillPolicy, List.of(w));
+                workers.add(w);
+                log.info("worker added by reload role={} worker={} (in rotation once its health check passes)",
+                        role.label(), w.name());
+            }
+        }
+    }
+
+    private static boolean sameEndpoint(dev.sluice.gateway.routing.Worker w, GatewayConfig.WorkerEndpoint e) {
+        return w.url().equals(e.url()) && java.util.Objects.equals(w.bootstrapPort(), e.bootstrapPort());
+    }
+
+    /** Retires drained workers: out of the lists first (routing stops seeing them), then their state and pool. */
+    private void reapDrainedWorkers() {
+        for (dev.sluice.gateway.routing.Worker w : drainingWorkers) {
+            if (w.inflight() == 0) {
+                drainingWorkers.remove(w);
+                workers.remove(w);
+                admission.removeWorker(w);
+                health.remove(w);
+                metrics.unbindWorker(w);
+                if (prefillPolicy instanceof dev.sluice.gateway.routing.CacheAwarePolicy ca) {
+                    ca.forget(w);
+                }
+                pool.forget(w, workerGroup);
+                log.info("worker retired role={} worker={}", w.role().label(), w.name());
+            }
+        }
+    }
+
+    /** Workers a reload removed that still drain (tests, state). */
+    public int drainingWorkers() {
+        return drainingWorkers.size();
+    }
+
+    private static dev.sluice.gateway.config.AdmissionConfig withTokenizer(dev.sluice.gateway.config.AdmissionConfig a,
+            dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig tokenizer) {
+        return new dev.sluice.gateway.config.AdmissionConfig(a.maxQueuedRequests(), a.maxPendingTokens(), a.queueTimeout(),
+                a.maxRequestTokens(), a.prefillMaxInflightRequests(), a.prefillMaxInflightTokens(),
+                a.decodeMaxInflightStreams(), a.initialPrefillTokensPerSecond(), a.retryAfterMin(), a.retryAfterMax(),
+                a.drainGrace(), a.priorities(), a.defaultPriority(), a.apiKeys(), tokenizer);
+    }
+
+    /** Where {@code /admin/state} gets its {@code "config"} object (set by {@link ConfigReload}). */
+    void stateView(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> info) {
+        this.configInfo = info;
+        if (stateView != null) {
+            stateView.configInfo(info);
+        }
+    }
+
+    /** Enables live reload from {@code file}: SIGHUP, a watch on the file, {@code POST /admin/reload}. */
+    public ConfigReload reloadFrom(java.nio.file.Path file, boolean sighup) throws IOException {
+        ConfigReload r = new ConfigReload(this, file).watch();
+        if (sighup) {
+            r.onSighup();
+        }
+        reload = r;
+        if (adminServer != null) {
+            adminServer.onReload(() -> r.reload("admin_api").toJson());
+        }
+        return r;
     }
 
     /** The admin listener's bound port, or -1 when disabled. */
@@ -302,6 +505,9 @@ public final class GatewayServer implements AutoCloseable {
 
     @Override
     public void close() {
+        if (reload != null) {
+            reload.close();
+        }
         if (checker != null) {
             checker.close();
         }
@@ -313,6 +519,9 @@ public final class GatewayServer implements AutoCloseable {
         }
         if (expiry != null) {
             expiry.cancel(false);
+        }
+        if (reaper != null) {
+            reaper.cancel(false);
         }
         counter.close();
         if (listener != null) {

@@ -63,6 +63,22 @@ public final class UpstreamPool {
         return pool.acquire();
     }
 
+    /**
+     * Forgets a worker a reload removed, once it drained: on each event loop its idle connections
+     * are closed and its pool dropped (a connection still in use closes when its call ends, as it
+     * is no longer pooled).
+     */
+    public void forget(Worker worker, Iterable<io.netty.util.concurrent.EventExecutor> loops) {
+        for (io.netty.util.concurrent.EventExecutor loop : loops) {
+            loop.execute(() -> {
+                LoopPool p = pools.get().remove(worker.name());
+                if (p != null) {
+                    p.closeIdle();
+                }
+            });
+        }
+    }
+
     /** Gives a channel back; it is pooled only when {@code reusable} (a complete, keep-alive exchange). */
     public static void release(Channel channel, boolean reusable) {
         LoopPool pool = channel.attr(POOL).get();
@@ -153,7 +169,21 @@ public final class UpstreamPool {
             });
         }
 
+        private boolean forgotten;
+
+        void closeIdle() {
+            forgotten = true;
+            Channel ch;
+            while ((ch = idle.pollFirst()) != null) {
+                ch.close();
+            }
+        }
+
         void offer(Channel ch) {
+            if (forgotten) {
+                ch.close();
+                return;
+            }
             ch.config().setAutoRead(true);
             Promise<Channel> w;
             while ((w = waiters.pollFirst()) != null) {

@@ -28,6 +28,8 @@ public final class PdTestbed implements AutoCloseable {
     public final SimCluster cluster;
     public final GatewayServer gateway;
     public final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    /** The gateway's configuration as YAML (tests of reload write it to a file and edit it). */
+    public String yaml;
 
     private PdTestbed(SimCluster cluster, GatewayServer gateway) {
         this.cluster = cluster;
@@ -91,6 +93,7 @@ public final class PdTestbed implements AutoCloseable {
             throw e;
         }
         PdTestbed bed = new PdTestbed(cluster, gateway);
+        bed.yaml = yaml.toString();
         if (!gateway.awaitReady(10, TimeUnit.SECONDS)) {
             bed.close();
             throw new IllegalStateException("gateway never saw its workers healthy");
