@@ -1,7 +1,5 @@
 package dev.sluice.gateway.health;
 
-import java.util.ArrayDeque;
-
 /**
  * The outcomes of one worker's recent requests over a sliding time window, for outlier
  * detection: failures in a row, and the share of failures in the window. Bounded: at most
@@ -11,7 +9,11 @@ final class OutcomeWindow {
     static final int MAX_OUTCOMES = 4096;
 
     private final long windowNanos;
-    private final ArrayDeque<long[]> outcomes = new ArrayDeque<>();
+    // a ring of primitives: recording an outcome (every request, twice in PD) allocates nothing
+    private final long[] at = new long[MAX_OUTCOMES];
+    private final boolean[] failedAt = new boolean[MAX_OUTCOMES];
+    private int head; // index of the oldest
+    private int size;
     private int failures;
     private int consecutiveFailures;
 
@@ -21,10 +23,13 @@ final class OutcomeWindow {
 
     void add(long now, boolean failed) {
         trim(now);
-        if (outcomes.size() == MAX_OUTCOMES) {
+        if (size == MAX_OUTCOMES) {
             drop();
         }
-        outcomes.addLast(new long[] {now, failed ? 1 : 0});
+        int i = (head + size) % MAX_OUTCOMES;
+        at[i] = now;
+        failedAt[i] = failed;
+        size++;
         if (failed) {
             failures++;
             consecutiveFailures++;
@@ -40,31 +45,33 @@ final class OutcomeWindow {
 
     int total(long now) {
         trim(now);
-        return outcomes.size();
+        return size;
     }
 
     double failureRatio(long now) {
         trim(now);
-        return outcomes.isEmpty() ? 0 : (double) failures / outcomes.size();
+        return size == 0 ? 0 : (double) failures / size;
     }
 
     void clear() {
-        outcomes.clear();
+        head = 0;
+        size = 0;
         failures = 0;
         consecutiveFailures = 0;
     }
 
     private void trim(long now) {
-        while (!outcomes.isEmpty() && now - outcomes.peekFirst()[0] > windowNanos) {
+        while (size > 0 && now - at[head] > windowNanos) {
             drop();
         }
-        consecutiveFailures = Math.min(consecutiveFailures, outcomes.size());
+        consecutiveFailures = Math.min(consecutiveFailures, size);
     }
 
     private void drop() {
-        long[] o = outcomes.pollFirst();
-        if (o[1] == 1) {
+        if (failedAt[head]) {
             failures--;
         }
+        head = (head + 1) % MAX_OUTCOMES;
+        size--;
     }
 }
