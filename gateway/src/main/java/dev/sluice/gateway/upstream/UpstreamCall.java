@@ -46,6 +46,12 @@ public final class UpstreamCall {
     /** Sends {@code request} (ownership passes to this call). */
     public void start(EventLoop loop, FullHttpRequest request) {
         this.request = request;
+        // the common case, a pooled idle connection: taken at once, no promise and no listener
+        Channel idle = pool.pollIdle(loop, worker);
+        if (idle != null) {
+            send(idle);
+            return;
+        }
         pool.acquire(loop, worker).addListener(f -> {
             if (!f.isSuccess()) {
                 if (state != State.DONE) {
@@ -61,19 +67,20 @@ public final class UpstreamCall {
                 UpstreamPool.release(ch, true);
                 return;
             }
-            state = State.ACTIVE;
-            channel = ch;
-            reused = ch.attr(UpstreamPool.SERVED).get() != null;
-            ch.attr(UpstreamPool.SERVED).set(Boolean.TRUE);
-            ch.attr(UpstreamHandler.CALL).set(this);
-            FullHttpRequest req = this.request;
-            this.request = null;
-            ch.writeAndFlush(req).addListener(w -> {
-                if (!w.isSuccess() && state == State.ACTIVE) {
-                    fail(UpstreamFailure.Kind.RESET, "write failed: " + w.cause().getMessage());
-                }
-            });
+            send(ch);
         });
+    }
+
+    private void send(Channel ch) {
+        state = State.ACTIVE;
+        channel = ch;
+        reused = ch.attr(UpstreamPool.SERVED).get() != null;
+        ch.attr(UpstreamPool.SERVED).set(Boolean.TRUE);
+        ch.attr(UpstreamHandler.CALL).set(this);
+        FullHttpRequest req = this.request;
+        this.request = null;
+        // a failed write reaches UpstreamHandler.exceptionCaught (void promise): onError fails the call
+        ch.writeAndFlush(req, ch.voidPromise());
     }
 
     /** True once the request was handed to a connection: the worker may hold it. */

@@ -79,6 +79,12 @@ public final class UpstreamPool {
         }
     }
 
+    /** An idle pooled connection to {@code worker}, taken, or null (then {@link #acquire}). Must be called on {@code loop}. */
+    public Channel pollIdle(EventLoop loop, Worker worker) {
+        LoopPool pool = pools.get().get(worker.name());
+        return pool == null ? null : pool.pollIdle();
+    }
+
     /** Gives a channel back; it is pooled only when {@code reusable} (a complete, keep-alive exchange). */
     public static void release(Channel channel, boolean reusable) {
         LoopPool pool = channel.attr(POOL).get();
@@ -100,6 +106,16 @@ public final class UpstreamPool {
         LoopPool(EventLoop loop, Worker worker) {
             this.loop = loop;
             this.worker = worker;
+        }
+
+        Channel pollIdle() {
+            Channel ch;
+            while ((ch = idle.pollFirst()) != null) {
+                if (ch.isActive()) {
+                    return ch;
+                }
+            }
+            return null;
         }
 
         Future<Channel> acquire() {

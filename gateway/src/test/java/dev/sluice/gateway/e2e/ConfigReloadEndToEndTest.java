@@ -132,7 +132,8 @@ class ConfigReloadEndToEndTest {
 
                 // 1. the file is edited: the watch reloads it
                 Files.writeString(config, yaml(sim, 8, 8));
-                assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 8)).isTrue();
+                assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 8
+                        && state(admin).path("config").has("last_reload"))).isTrue();
                 JsonNode last = state(admin).path("config").path("last_reload");
                 assertThat(last.path("trigger").asText()).isEqualTo("file_watch");
                 assertThat(last.path("result").asText()).isEqualTo("applied");
