@@ -35,6 +35,8 @@ public final class AdminServer implements AutoCloseable {
     private final GatewayMetrics metrics;
     private Channel listener;
     private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload;
+    /** SLUICE_ADMIN_TOKEN: when set, POST /admin/reload needs {@code Authorization: Bearer <it>}. */
+    private final byte[] token = tokenFromEnv();
 
     public AdminServer(AdminConfig config, StateView state, GatewayMetrics metrics) {
         this.config = config;
@@ -60,6 +62,21 @@ public final class AdminServer implements AutoCloseable {
         this.reload = reload;
     }
 
+    private static byte[] tokenFromEnv() {
+        String t = System.getenv("SLUICE_ADMIN_TOKEN");
+        return t == null || t.isBlank() ? null : t.trim().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    private boolean authorized(FullHttpRequest req) {
+        if (token == null) {
+            return true;
+        }
+        String h = req.headers().get(HttpHeaderNames.AUTHORIZATION);
+        byte[] given = h != null && h.startsWith("Bearer ")
+                ? h.substring(7).trim().getBytes(java.nio.charset.StandardCharsets.UTF_8) : new byte[0];
+        return java.security.MessageDigest.isEqual(token, given); // constant time
+    }
+
     public int port() {
         return ((InetSocketAddress) listener.localAddress()).getPort();
     }
@@ -78,6 +95,12 @@ public final class AdminServer implements AutoCloseable {
             HttpResponseStatus status = HttpResponseStatus.OK;
             String type = "application/json";
             String body;
+            if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && !authorized(req)) {
+                respond(ctx, req, HttpResponseStatus.UNAUTHORIZED, "application/json", "{\"error\":{\"message\":\"POST "
+                        + "/admin/reload needs Authorization: Bearer <SLUICE_ADMIN_TOKEN>\",\"type\":\"authentication_error\","
+                        + "\"code\":\"unauthorized\"}}");
+                return;
+            }
             if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && reload != null) {
                 // reads a file: off the event loop, answered when done
                 req.retain();

@@ -97,7 +97,7 @@ class ConfigReloadEndToEndTest {
         try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(20)))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, yaml(sim, 1, 1));
-            try (GatewayProcess gateway = GatewayProcess.start(config)) {
+            try (GatewayProcess gateway = GatewayProcess.start(config, java.util.Map.of("SLUICE_ADMIN_TOKEN", "s3cret"))) {
                 int port = gateway.port();
                 int admin = gateway.adminPort();
                 assertThat(until(() -> http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port
@@ -146,10 +146,18 @@ class ConfigReloadEndToEndTest {
                 // new admissions see the new limits: the same burst now goes through whole
                 assertThat(burst(port, 6)).containsOnly(200);
 
+                // the reload API wants the admin token when one is set
+                assertThat(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin + "/admin/reload"))
+                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.ofString())
+                        .statusCode()).isEqualTo(401);
+                assertThat(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin + "/admin/reload"))
+                        .header("Authorization", "Bearer wrong").POST(HttpRequest.BodyPublishers.noBody()).build(),
+                        HttpResponse.BodyHandlers.ofString()).statusCode()).isEqualTo(401);
+
                 // 2. an invalid file is refused by POST /admin/reload; the running limits stay
                 Files.writeString(config, yaml(sim, 8, 8).replace("max_queued_requests: 8", "max_queued_requests: -3"));
                 HttpResponse<String> refused = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin
-                        + "/admin/reload")).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                        + "/admin/reload")).header("Authorization", "Bearer s3cret").POST(HttpRequest.BodyPublishers.noBody()).build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertThat(refused.statusCode()).isEqualTo(422);
                 assertThat(JSON.readTree(refused.body()).path("error").asText()).contains("admission.max_queued_requests");
@@ -161,7 +169,7 @@ class ConfigReloadEndToEndTest {
                 // 3. a valid file again, applied by POST /admin/reload (or by the watch first: then the API finds it unchanged)
                 Files.writeString(config, yaml(sim, 8, 3));
                 HttpResponse<String> ok = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + admin
-                        + "/admin/reload")).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                        + "/admin/reload")).header("Authorization", "Bearer s3cret").POST(HttpRequest.BodyPublishers.noBody()).build(),
                         HttpResponse.BodyHandlers.ofString());
                 assertThat(ok.statusCode()).isEqualTo(200);
                 assertThat(JSON.readTree(ok.body()).path("result").asText()).isIn("applied", "unchanged");

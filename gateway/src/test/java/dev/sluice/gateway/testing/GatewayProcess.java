@@ -28,9 +28,15 @@ public final class GatewayProcess implements AutoCloseable {
     }
 
     public static GatewayProcess start(Path config) throws Exception {
+        return start(config, java.util.Map.of());
+    }
+
+    /** With these environment variables added to the test's own. */
+    public static GatewayProcess start(Path config, java.util.Map<String, String> env) throws Exception {
         ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "dev.sluice.gateway.GatewayMain", "serve",
                 "--config", config.toString()).redirectErrorStream(true);
+        pb.environment().putAll(env);
         GatewayProcess g = new GatewayProcess(pb.start());
         Thread reader = new Thread(() -> {
             try (BufferedReader r = new BufferedReader(new InputStreamReader(g.process.getInputStream(),
