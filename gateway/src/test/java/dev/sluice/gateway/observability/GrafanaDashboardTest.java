@@ -16,8 +16,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The shipped dashboard, its provisioning and the upload script, checked without a Grafana:
  * structure, one datasource variable used everywhere, the rows operators look for, and a
- * dashboard that always lands in its own folder. (Queries are run by PrometheusIntegrationTest,
- * Grafana itself by GrafanaContainersTest where Docker runs.)
+ * dashboard that always lands in its own folder. (Queries are run by PrometheusIntegrationTest and,
+ * for the Node health and HiCache rows, GpuPanelsPrometheusTest; Grafana itself by
+ * GrafanaContainersTest where Docker runs.)
  */
 class GrafanaDashboardTest {
     private static final String DS = "${datasource}";
@@ -96,7 +97,8 @@ class GrafanaDashboardTest {
                 rows.add(p.path("title").asText());
             }
         }
-        assertThat(rows).containsExactly("Admission", "Latency", "PD", "Workers", "Gateway process");
+        assertThat(rows).containsExactly("Admission", "Latency", "PD", "Workers", "Node health", "HiCache",
+                "Gateway process");
         List<Query> queries = ShippedQueries.dashboard();
         assertThat(queries).filteredOn(q -> q.row().equals("Admission")).extracting(Query::written)
                 .anySatisfy(e -> assertThat(e).contains("sluice_queue_depth"))
@@ -118,12 +120,48 @@ class GrafanaDashboardTest {
                 .anySatisfy(e -> assertThat(e).contains("sluice_worker_up"))
                 .anySatisfy(e -> assertThat(e).contains("sluice_worker_telemetry_age_seconds"))
                 .anySatisfy(e -> assertThat(e).contains("sluice_worker_hicache_host_used_tokens"));
+        // read from Prometheus's own scrapes of the workers and GPU exporters, not through a gateway
+        assertThat(queries).filteredOn(q -> q.row().equals("Node health")).extracting(Query::written)
+                .anySatisfy(e -> assertThat(e).contains("up{job=~").contains("sluice-gateway").contains("sglang-prefill"))
+                .anySatisfy(e -> assertThat(e).contains("sglang:num_queue_reqs{role=\"prefill\"}"))
+                .anySatisfy(e -> assertThat(e).contains("sglang:token_usage{role=\"decode\"}"))
+                .anySatisfy(e -> assertThat(e).contains("DCGM_FI_DEV_FB_USED").doesNotContain("DCGM_FI_DEV_FB_FREE"))
+                .anySatisfy(e -> assertThat(e).contains("DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE"))
+                .anySatisfy(e -> assertThat(e).contains("DCGM_FI_DEV_GPU_UTIL"))
+                .allSatisfy(e -> assertThat(e).doesNotContain("$instance"));
+        assertThat(queries).filteredOn(q -> q.row().equals("HiCache")).extracting(Query::written)
+                .anySatisfy(e -> assertThat(e).contains("sglang:hicache_host_used_tokens"))
+                .anySatisfy(e -> assertThat(e).contains("sglang:hicache_host_total_tokens"))
+                .anySatisfy(e -> assertThat(e).contains("sglang:cache_hit_rate"));
         assertThat(queries).filteredOn(q -> q.row().equals("Gateway process")).extracting(Query::written)
                 .anySatisfy(e -> assertThat(e).contains("jvm_memory_used_bytes"))
                 .anySatisfy(e -> assertThat(e).contains("jvm_gc_pause_seconds"))
                 .anySatisfy(e -> assertThat(e).contains("sluice_netty_direct_memory_used_bytes"))
                 .anySatisfy(e -> assertThat(e).contains("sluice_event_loop_pending_tasks"))
                 .anySatisfy(e -> assertThat(e).contains("sluice_client_connections"));
+    }
+
+    @Test
+    void theGpuPanelsArePerGpuAndTheNewRowsFillTheGridWithoutOverlap() throws Exception {
+        for (Query q : ShippedQueries.dashboard()) {
+            if (q.written().contains("DCGM_FI_")) {
+                assertThat(q.written()).as(q.source()).contains("by (instance, gpu)");
+            }
+        }
+        // no two panels share a cell of the 24-column grid (rows count as one line)
+        Set<String> cells = new HashSet<>();
+        List<String> overlaps = new ArrayList<>();
+        for (JsonNode p : ShippedQueries.dashboardJson().path("panels")) {
+            JsonNode pos = p.path("gridPos");
+            for (int y = pos.path("y").asInt(); y < pos.path("y").asInt() + pos.path("h").asInt(); y++) {
+                for (int x = pos.path("x").asInt(); x < pos.path("x").asInt() + pos.path("w").asInt(); x++) {
+                    if (!cells.add(x + "," + y)) {
+                        overlaps.add(p.path("title").asText() + " at " + x + "," + y);
+                    }
+                }
+            }
+        }
+        assertThat(overlaps).isEmpty();
     }
 
     @Test
@@ -152,6 +190,12 @@ class GrafanaDashboardTest {
                 "GRAFANA_TOKEN=t", "bash", script.toString(), "--folder-uid", "");
         assertThat(general.exitCode()).isNotZero();
         assertThat(general.output()).contains("General", "invisible");
+        for (String[] args : List.of(new String[] {"--folder-uid", "general"}, new String[] {"--folder-title", "General"})) {
+            Result named = PrometheusBinaries.run(dir, null, "env", "GRAFANA_URL=http://127.0.0.1:9",
+                    "GRAFANA_TOKEN=t", "bash", script.toString(), args[0], args[1]);
+            assertThat(named.exitCode()).as(String.join(" ", args)).isNotZero();
+            assertThat(named.output()).as(String.join(" ", args)).contains("refusing to upload into the General folder");
+        }
 
         Result noUrl = PrometheusBinaries.run(dir, null, "env", "-u", "GRAFANA_URL", "bash", script.toString());
         assertThat(noUrl.exitCode()).isNotZero();
