@@ -78,8 +78,7 @@ public final class GatewayServer implements AutoCloseable {
     private final RoutingPolicy prefillPolicy;
     private final RoutingPolicy decodePolicy;
     private final RoutingMetrics routingMetrics;
-    /** Workers a reload removed that still carry requests: retired (pool closed, state dropped) once idle. */
-    private final Set<dev.sluice.gateway.routing.Worker> drainingWorkers = ConcurrentHashMap.newKeySet();
+    private WorkerReconciler reconciler;
     private ScheduledFuture<?> reaper;
     private final boolean routingUsesPrefix;
     private StateView stateView;
@@ -184,7 +183,9 @@ public final class GatewayServer implements AutoCloseable {
         checker = new HealthChecker(workers, pool, workerGroup.next(), health);
         checker.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
-        reaper = workerGroup.next().scheduleWithFixedDelay(this::reapDrainedWorkers, 100, 100, TimeUnit.MILLISECONDS);
+        reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy, decodePolicy,
+                pool, workerGroup, config.telemetry());
+        reaper = workerGroup.next().scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS);
         telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry(), health);
         telemetry.start();
         metrics.bindNetty(workerGroup);
@@ -220,43 +221,13 @@ public final class GatewayServer implements AutoCloseable {
      */
     public synchronized Applied apply(GatewayConfig next) {
         GatewayConfig cur = config;
-        List<String> restart = new java.util.ArrayList<>();
-        if (!next.listen().equals(cur.listen())) {
-            restart.add("listen");
-        }
-        if (next.disaggregation() != cur.disaggregation()) {
-            restart.add("disaggregation");
-        }
-        if (!next.http().equals(cur.http())) {
-            restart.add("http");
-        }
-        if (!next.upstream().equals(cur.upstream())) {
-            restart.add("upstream");
-        }
-        if (!next.telemetry().equals(cur.telemetry())) {
-            restart.add("telemetry");
-        }
-        if (!next.admin().equals(cur.admin())) {
-            restart.add("admin");
-        }
-        if (!next.routing().equals(cur.routing())) {
-            restart.add("routing");
-        }
-        if (!next.admission().tokenizer().equals(cur.admission().tokenizer())) {
-            restart.add("admission.tokenizer");
-        }
+        List<String> restart = ConfigDiff.restartRequired(cur, next);
         boolean workersChanged = !next.workers().equals(cur.workers());
-        if (workersChanged && next.disaggregation() != cur.disaggregation()) {
-            restart.add("workers"); // a different topology: with the mode, at the next start
-        }
-        if (!next.admission().priorities().equals(cur.admission().priorities())) {
-            throw new IllegalArgumentException("admission.priorities: " + next.admission().priorities()
-                    + " differs from the running " + cur.admission().priorities()
-                    + "; the priority classes change only with a restart (nothing was applied)");
-        }
+        ConfigDiff.refuseUnappliable(cur, next);
         // everything checked: from here on nothing refuses
         List<String> applied = new java.util.ArrayList<>();
-        dev.sluice.gateway.config.AdmissionConfig admissionNext = withTokenizer(next.admission(), cur.admission().tokenizer());
+        dev.sluice.gateway.config.AdmissionConfig admissionNext = ConfigDiff.withTokenizer(next.admission(),
+                cur.admission().tokenizer());
         if (!admissionNext.equals(cur.admission())) {
             admission.reconfigure(admissionNext);
             classifier = new RequestClassifier(admissionNext);
@@ -279,7 +250,7 @@ public final class GatewayServer implements AutoCloseable {
         }
         GatewayConfig.WorkersConfig workersNow = cur.workers();
         if (workersChanged && next.disaggregation() == cur.disaggregation()) {
-            reconcileWorkers(next.workers());
+            reconciler.reconcile(next.workers());
             workersNow = next.workers();
             applied.add("workers");
         }
@@ -291,84 +262,9 @@ public final class GatewayServer implements AutoCloseable {
         return new Applied(applied, restart);
     }
 
-    /**
-     * The worker lists of a reload. A new worker gets its health entry (ejected until its first
-     * active check passes), its admission window and its metrics before routing can see it; a
-     * removed one drains (no new requests; those in flight finish) and is retired once idle; a
-     * draining one that comes back is simply undrained.
-     */
-    private void reconcileWorkers(GatewayConfig.WorkersConfig next) {
-        if (workers.unified()) {
-            reconcileRole(WorkerRole.UNIFIED, next.unified());
-        } else {
-            reconcileRole(WorkerRole.PREFILL, next.prefill());
-            reconcileRole(WorkerRole.DECODE, next.decode());
-        }
-    }
-
-    private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
-        List<dev.sluice.gateway.routing.Worker> current = workers.role(role == WorkerRole.DECODE ? role : WorkerRole.PREFILL);
-        for (dev.sluice.gateway.routing.Worker w : current) {
-            boolean keep = wanted.stream().anyMatch(e -> sameEndpoint(w, e));
-            if (!keep && drainingWorkers.add(w)) {
-                health.draining(w, true);
-                log.info("worker removed by reload, draining role={} worker={} in_flight={}", role.label(), w.name(),
-                        w.inflight());
-            } else if (keep && drainingWorkers.remove(w)) {
-                health.draining(w, false);
-                log.info("worker back by reload role={} worker={}", role.label(), w.name());
-            }
-        }
-        for (GatewayConfig.WorkerEndpoint e : wanted) {
-            if (current.stream().noneMatch(w -> sameEndpoint(w, e))) {
-                dev.sluice.gateway.routing.Worker w = new dev.sluice.gateway.routing.Worker(role, e);
-                health.add(w);
-                admission.addWorker(w);
-                metrics.bindWorker(w, config.telemetry());
-                for (FailureKind k : FailureKind.values()) {
-                    metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
-                }
-                routingMetrics.bind(role, role == WorkerRole.DECODE ? decodePolicy : prefillPolicy, List.of(w));
-                workers.add(w);
-                log.info("worker added by reload role={} worker={} (in rotation once its health check passes)",
-                        role.label(), w.name());
-            }
-        }
-    }
-
-    private static boolean sameEndpoint(dev.sluice.gateway.routing.Worker w, GatewayConfig.WorkerEndpoint e) {
-        return w.url().equals(e.url()) && java.util.Objects.equals(w.bootstrapPort(), e.bootstrapPort());
-    }
-
-    /** Retires drained workers: out of the lists first (routing stops seeing them), then their state and pool. */
-    private void reapDrainedWorkers() {
-        for (dev.sluice.gateway.routing.Worker w : drainingWorkers) {
-            if (w.inflight() == 0) {
-                drainingWorkers.remove(w);
-                workers.remove(w);
-                admission.removeWorker(w);
-                health.remove(w);
-                metrics.unbindWorker(w);
-                if (prefillPolicy instanceof dev.sluice.gateway.routing.CacheAwarePolicy ca) {
-                    ca.forget(w);
-                }
-                pool.forget(w, workerGroup);
-                log.info("worker retired role={} worker={}", w.role().label(), w.name());
-            }
-        }
-    }
-
     /** Workers a reload removed that still drain (tests, state). */
     public int drainingWorkers() {
-        return drainingWorkers.size();
-    }
-
-    private static dev.sluice.gateway.config.AdmissionConfig withTokenizer(dev.sluice.gateway.config.AdmissionConfig a,
-            dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig tokenizer) {
-        return new dev.sluice.gateway.config.AdmissionConfig(a.maxQueuedRequests(), a.maxPendingTokens(), a.queueTimeout(),
-                a.maxRequestTokens(), a.prefillMaxInflightRequests(), a.prefillMaxInflightTokens(),
-                a.decodeMaxInflightStreams(), a.initialPrefillTokensPerSecond(), a.retryAfterMin(), a.retryAfterMax(),
-                a.drainGrace(), a.priorities(), a.defaultPriority(), a.apiKeys(), tokenizer);
+        return reconciler.draining();
     }
 
     /** Where {@code /admin/state} gets its {@code "config"} object (set by {@link ConfigReload}). */

@@ -1,0 +1,128 @@
+package dev.sluice.gateway.server;
+
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
+import dev.sluice.gateway.health.FailureKind;
+import dev.sluice.gateway.health.HealthTable;
+import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.metrics.RoutingMetrics;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerRole;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.RoutingPolicy;
+import dev.sluice.gateway.upstream.UpstreamPool;
+import io.netty.util.concurrent.EventExecutor;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker lists of a live reload: one place that adds, drains and retires workers, in the
+ * order that keeps every reader consistent (a new worker's health, window and metrics exist
+ * before routing can see it; a retired one leaves the lists before its state goes).
+ */
+final class WorkerReconciler {
+    private static final Logger log = LoggerFactory.getLogger(WorkerReconciler.class);
+
+    private final WorkerSet workers;
+    private final HealthTable health;
+    private final AdmissionController admission;
+    private final GatewayMetrics metrics;
+    private final RoutingMetrics routingMetrics;
+    private final RoutingPolicy prefillPolicy;
+    private final RoutingPolicy decodePolicy;
+    private final UpstreamPool pool;
+    private final Iterable<EventExecutor> loops;
+    private final TelemetryConfig telemetry;
+    /** Workers a reload removed that still carry requests: retired (pool closed, state dropped) once idle. */
+    private final Set<Worker> draining = ConcurrentHashMap.newKeySet();
+
+    WorkerReconciler(WorkerSet workers, HealthTable health, AdmissionController admission, GatewayMetrics metrics,
+                     RoutingMetrics routingMetrics, RoutingPolicy prefillPolicy, RoutingPolicy decodePolicy,
+                     UpstreamPool pool, Iterable<EventExecutor> loops, TelemetryConfig telemetry) {
+        this.workers = workers;
+        this.health = health;
+        this.admission = admission;
+        this.metrics = metrics;
+        this.routingMetrics = routingMetrics;
+        this.prefillPolicy = prefillPolicy;
+        this.decodePolicy = decodePolicy;
+        this.pool = pool;
+        this.loops = loops;
+        this.telemetry = telemetry;
+    }
+
+    int draining() {
+        return draining.size();
+    }
+
+    /**
+     * The worker lists of a reload. A new worker gets its health entry (ejected until its first
+     * active check passes), its admission window and its metrics before routing can see it; a
+     * removed one drains (no new requests; those in flight finish) and is retired once idle; a
+     * draining one that comes back is simply undrained.
+     */
+    void reconcile(GatewayConfig.WorkersConfig next) {
+        if (workers.unified()) {
+            reconcileRole(WorkerRole.UNIFIED, next.unified());
+        } else {
+            reconcileRole(WorkerRole.PREFILL, next.prefill());
+            reconcileRole(WorkerRole.DECODE, next.decode());
+        }
+    }
+
+    private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
+        List<Worker> current = workers.role(role == WorkerRole.DECODE ? role : WorkerRole.PREFILL);
+        for (Worker w : current) {
+            boolean keep = wanted.stream().anyMatch(e -> sameEndpoint(w, e));
+            if (!keep && draining.add(w)) {
+                health.draining(w, true);
+                log.info("worker removed by reload, draining role={} worker={} in_flight={}", role.label(), w.name(),
+                        w.inflight());
+            } else if (keep && draining.remove(w)) {
+                health.draining(w, false);
+                log.info("worker back by reload role={} worker={}", role.label(), w.name());
+            }
+        }
+        for (GatewayConfig.WorkerEndpoint e : wanted) {
+            if (current.stream().noneMatch(w -> sameEndpoint(w, e))) {
+                Worker w = new Worker(role, e);
+                health.add(w);
+                admission.addWorker(w);
+                metrics.bindWorker(w, telemetry);
+                for (FailureKind k : FailureKind.values()) {
+                    metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
+                }
+                routingMetrics.bind(role, role == WorkerRole.DECODE ? decodePolicy : prefillPolicy, List.of(w));
+                workers.add(w);
+                log.info("worker added by reload role={} worker={} (in rotation once its health check passes)",
+                        role.label(), w.name());
+            }
+        }
+    }
+
+    private static boolean sameEndpoint(Worker w, GatewayConfig.WorkerEndpoint e) {
+        return w.url().equals(e.url()) && java.util.Objects.equals(w.bootstrapPort(), e.bootstrapPort());
+    }
+
+    /** Retires drained workers: out of the lists first (routing stops seeing them), then their state and pool. */
+    void retireDrained() {
+        for (Worker w : draining) {
+            if (w.inflight() == 0) {
+                draining.remove(w);
+                workers.remove(w);
+                admission.removeWorker(w);
+                health.remove(w);
+                metrics.unbindWorker(w);
+                if (prefillPolicy instanceof dev.sluice.gateway.routing.CacheAwarePolicy ca) {
+                    ca.forget(w);
+                }
+                pool.forget(w, loops);
+                log.info("worker retired role={} worker={}", w.role().label(), w.name());
+            }
+        }
+    }
+}
