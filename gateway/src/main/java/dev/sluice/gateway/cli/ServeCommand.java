@@ -1,39 +1,44 @@
 package dev.sluice.gateway.cli;
 
 import dev.sluice.gateway.config.ConfigException;
-import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.LoadedConfig;
 import dev.sluice.gateway.server.GatewayServer;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Spec;
 import sun.misc.Signal;
 import sun.misc.SignalHandler;
 import picocli.CommandLine.Option;
 
-/** {@code serve --config FILE}: runs the gateway until SIGTERM or Ctrl-C. */
+/** {@code serve --config FILE [--set KEY=VALUE]...}: runs the gateway until SIGTERM or Ctrl-C. */
 @Command(name = "serve", mixinStandardHelpOptions = true,
         description = "Run the gateway with the given YAML configuration until SIGTERM/Ctrl-C.")
 public final class ServeCommand implements Callable<Integer> {
-    @Option(names = {"-c", "--config"}, required = true, paramLabel = "FILE",
-            description = "gateway YAML configuration (see config/gateway.yaml)")
-    Path config;
+    @Mixin
+    ConfigOptions source = new ConfigOptions();
 
-    @Option(names = "--check", description = "validate the configuration, print it, and exit")
+    @Option(names = "--check", description = "validate the configuration, print it, and exit (as check-config, "
+            + "but an invalid one exits 2)")
     boolean check;
+
+    @Spec
+    CommandSpec spec;
 
     @Override
     public Integer call() throws Exception {
-        GatewayConfig cfg;
-        try {
-            cfg = ConfigLoader.load(config);
-        } catch (ConfigException e) {
-            System.err.println("sluice-gateway: invalid configuration: " + e.getMessage());
+        LoadedConfig loaded = source.load(spec.commandLine().getErr(), "invalid configuration");
+        if (loaded == null) {
             return 2;
         }
+        GatewayConfig cfg = loaded.config();
+        Path config = source.file();
         if (check) {
-            System.out.println("configuration OK: " + cfg);
+            source.printEffective(spec.commandLine().getOut(), loaded);
             return 0;
         }
         GatewayServer server;
@@ -65,7 +70,7 @@ public final class ServeCommand implements Callable<Integer> {
         try {
             server.start();
             // live reload: the file is watched, SIGHUP (systemd ExecReload) and POST /admin/reload reload it
-            server.reloadFrom(config, true);
+            server.reloadFrom(config, source.overrides(), true);
         } catch (Exception e) {
             System.err.println("sluice-gateway: cannot start: " + e);
             return 1;

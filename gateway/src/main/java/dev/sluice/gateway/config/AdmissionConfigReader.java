@@ -9,88 +9,126 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 
 /** The {@code admission:} section: limits, priorities, API keys, token counting. */
 final class AdmissionConfigReader {
     static final long DEFAULT_MAX_PENDING_TOKENS = 131_072;
+    private static final List<String> DEFAULT_PRIORITIES = List.of("high", "normal", "low");
 
     private AdmissionConfigReader() {
     }
 
     static AdmissionConfig read(ConfigNode n) {
-        n.allowOnly(Set.of("max_queued_requests", "max_pending_tokens", "queue_timeout", "max_request_tokens", "prefill",
+        n.allowOnly("max_queued_requests", "max_pending_tokens", "queue_timeout", "max_request_tokens", "prefill",
                 "decode", "initial_prefill_tokens_per_second", "retry_after", "drain_grace", "priorities",
-                "default_priority", "api_keys", "tokenizer"));
-        int maxQueued = n.child("max_queued_requests").intIn(32, 0, 1_000_000);
-        long maxPending = n.child("max_pending_tokens").longIn(DEFAULT_MAX_PENDING_TOKENS, 1, Long.MAX_VALUE / 4);
-        long maxRequest = n.child("max_request_tokens").longIn(maxPending, 1, Long.MAX_VALUE / 4);
+                "default_priority", "api_keys", "tokenizer");
+        int maxQueued = n.child("max_queued_requests", "Requests waiting in the gateway's queue (not yet "
+                + "dispatched); past it, 429 queue_full.").intIn(32, 0, 1_000_000);
+        long maxPending = n.child("max_pending_tokens", "Prompt tokens admitted and not yet prefilled (queued and in "
+                + "prefill), all prefill workers together; about target TTFT x measured prefill tokens/s.")
+                .longIn(DEFAULT_MAX_PENDING_TOKENS, 1, Long.MAX_VALUE / 4);
+        Duration queueTimeout = n.child("queue_timeout", "Longest wait in the queue; then 429 queue_timeout.")
+                .durationAtLeast(Duration.ofSeconds(30), Duration.ofMillis(1));
+        ConfigNode maxRequestNode = n.child("max_request_tokens", "One prompt larger than this can never run: 413 "
+                + "request_too_large at once.").defaultIs("admission.max_pending_tokens")
+                .rule("<= admission.max_pending_tokens");
+        long maxRequest = maxRequestNode.longIn(maxPending, 1, Long.MAX_VALUE / 4);
         if (maxRequest > maxPending) {
-            throw n.child("max_request_tokens").fail(String.valueOf(maxRequest),
+            maxRequestNode.reject(String.valueOf(maxRequest),
                     "<= admission.max_pending_tokens (" + maxPending + "): a larger prompt could never be admitted");
+            maxRequest = maxPending;
         }
-        ConfigNode prefill = n.child("prefill").allowOnly(Set.of("max_inflight_requests", "max_inflight_tokens"));
-        ConfigNode decode = n.child("decode").allowOnly(Set.of("max_inflight_streams"));
-        ConfigNode retry = n.child("retry_after").allowOnly(Set.of("min", "max"));
-        Duration retryMin = retry.child("min").durationAtLeast(Duration.ofSeconds(1), Duration.ofSeconds(1));
-        Duration retryMax = retry.child("max").durationAtLeast(Duration.ofSeconds(60), retryMin);
-        List<String> priorities = priorities(n.child("priorities"));
-        String defaultPriority = n.child("default_priority").text(priorities.size() > 1 ? priorities.get(1) : priorities.get(0));
+        ConfigNode prefill = n.child("prefill", "Each prefill worker's window.")
+                .allowOnly("max_inflight_requests", "max_inflight_tokens");
+        ConfigNode decode = n.child("decode", "Each decode worker's window.").allowOnly("max_inflight_streams");
+        int prefillRequests = prefill.child("max_inflight_requests", "Requests dispatched to one prefill worker and "
+                + "not yet prefilled.").intIn(4, 1, 100_000);
+        long prefillTokens = prefill.child("max_inflight_tokens", "Their prompt tokens (a single larger request still "
+                + "goes, alone).").longIn(32_768, 1, Long.MAX_VALUE / 4);
+        int decodeStreams = decode.child("max_inflight_streams", "Requests on one decode worker, until they end.")
+                .intIn(256, 1, 1_000_000);
+        double initialRate = n.child("initial_prefill_tokens_per_second", "Drain-rate guess until one is measured "
+                + "(used by Retry-After).").doubleAtLeast(8_000, 1);
+        ConfigNode retry = n.child("retry_after", "Clamp of every computed Retry-After.").allowOnly("min", "max");
+        Duration retryMin = retry.child("min", "Shortest Retry-After.")
+                .durationAtLeast(Duration.ofSeconds(1), Duration.ofSeconds(1));
+        Duration retryMax = retry.child("max", "Longest Retry-After.")
+                .durationAtLeast(Duration.ofSeconds(60), retryMin, "admission.retry_after.min");
+        Duration drainGrace = n.child("drain_grace", "On SIGTERM: stop admitting (503 draining), let queued and "
+                + "in-flight requests finish this long, then abort the rest (both halves) and exit 0.")
+                .durationAtLeast(Duration.ofSeconds(30), Duration.ZERO);
+        List<String> priorities = priorities(n.child("priorities", "Priority classes, highest first; the header "
+                + "X-Sluice-Priority picks one."));
+        ConfigNode defaultNode = n.child("default_priority", "Class of a request that names none.")
+                .defaultIs("the second of admission.priorities (normal), or the only one").rule("one of admission.priorities");
+        String defaultPriority = defaultNode.text(priorities.size() > 1 ? priorities.get(1) : priorities.get(0));
         if (!priorities.contains(defaultPriority)) {
-            throw n.child("default_priority").fail(defaultPriority, "one of " + priorities);
+            defaultNode.reject(defaultPriority, "one of " + priorities);
+            defaultPriority = priorities.size() > 1 ? priorities.get(1) : priorities.get(0);
         }
-        return new AdmissionConfig(maxQueued, maxPending,
-                n.child("queue_timeout").durationAtLeast(Duration.ofSeconds(30), Duration.ofMillis(1)),
-                maxRequest,
-                prefill.child("max_inflight_requests").intIn(4, 1, 100_000),
-                prefill.child("max_inflight_tokens").longIn(32_768, 1, Long.MAX_VALUE / 4),
-                decode.child("max_inflight_streams").intIn(256, 1, 1_000_000),
-                n.child("initial_prefill_tokens_per_second").doubleAtLeast(8_000, 1),
-                retryMin, retryMax,
-                n.child("drain_grace").durationAtLeast(Duration.ofSeconds(30), Duration.ZERO),
-                priorities, defaultPriority, apiKeys(n.child("api_keys"), priorities),
-                tokenizer(n.child("tokenizer")));
+        return new AdmissionConfig(maxQueued, maxPending, queueTimeout, maxRequest, prefillRequests, prefillTokens,
+                decodeStreams, initialRate, retryMin, retryMax, drainGrace, priorities, defaultPriority,
+                apiKeys(n.child("api_keys", "Client API keys: Authorization: Bearer <key> gives the key's tenant and "
+                        + "class; a header may lower the class a key grants, never raise it. Example: "
+                        + "\"sk-team-a\": { tenant: team-a, priority: high }."), priorities),
+                tokenizer(n.child("tokenizer", "Token counting for admission: exact with a tokenizer.json, "
+                        + "else estimated from bytes.")));
     }
 
     private static List<String> priorities(ConfigNode n) {
-        if (n.isMissing()) {
-            return List.of("high", "normal", "low");
-        }
         List<String> out = new ArrayList<>();
         Set<String> seen = new HashSet<>();
-        for (ConfigNode item : n.items()) {
-            String name = item.requiredText();
+        for (ConfigNode item : n.items(1, true)) {
+            String name = item.describe("A class name.").requiredText();
+            if (name == null) {
+                continue;
+            }
             if (!seen.add(name)) {
-                throw item.fail(name, "distinct class names");
+                item.reject(name, "distinct class names");
+                continue;
             }
             out.add(name);
         }
+        if (n.isMissing()) {
+            return n.stringsDefault(DEFAULT_PRIORITIES);
+        }
+        n.stringsDefault(DEFAULT_PRIORITIES);
         if (out.isEmpty()) {
-            throw n.fail("[]", "at least one priority class, highest first");
+            if (!n.reading().hasProblemAt(n.path())) {
+                n.reject("[]", "at least one priority class, highest first");
+            }
+            return DEFAULT_PRIORITIES;
         }
         return out;
     }
 
     private static Map<String, ApiKey> apiKeys(ConfigNode n, List<String> priorities) {
         Map<String, ApiKey> out = new LinkedHashMap<>();
-        for (String key : n.keys()) {
-            ConfigNode entry = n.child(key).allowOnly(Set.of("tenant", "priority"));
-            String priority = entry.child("priority").text(null);
+        for (Map.Entry<String, ConfigNode> e : n.entries("One client API key (the whole Bearer token) and what it "
+                + "grants.")) {
+            String key = e.getKey();
+            ConfigNode entry = e.getValue().allowOnly("tenant", "priority");
+            String priority = entry.child("priority", "The class the key grants; absent: the request's "
+                    + "X-Sluice-Priority or admission.default_priority.").rule("one of admission.priorities").text(null);
             if (priority != null && !priorities.contains(priority)) {
-                throw entry.child("priority").fail(priority, "one of " + priorities);
+                entry.child("priority").reject(priority, "one of " + priorities);
+                priority = null;
             }
-            out.put(key, new ApiKey(entry.child("tenant").text(key.length() > 8 ? key.substring(0, 8) : key), priority));
+            String tenant = entry.child("tenant", "Tenant name in metrics and /admin/state.")
+                    .defaultIs("the key's first 8 characters").text(key.length() > 8 ? key.substring(0, 8) : key);
+            out.put(key, new ApiKey(tenant, priority));
         }
         return out;
     }
 
     private static TokenizerConfig tokenizer(ConfigNode n) {
-        n.allowOnly(Set.of("path", "initial_bytes_per_token", "chat_tokens_per_message", "threads"));
-        String path = n.child("path").text(null);
-        return new TokenizerConfig(Optional.ofNullable(path).map(Path::of),
-                n.child("initial_bytes_per_token").doubleAtLeast(4.0, 0.5),
-                n.child("chat_tokens_per_message").intIn(4, 0, 1000),
-                n.child("threads").intIn(2, 1, 64));
+        n.allowOnly("path", "initial_bytes_per_token", "chat_tokens_per_message", "threads");
+        return new TokenizerConfig(n.child("path", "A HuggingFace tokenizer.json for exact counting; absent: tokens "
+                        + "are estimated from bytes with a learned ratio.").optionalText().map(Path::of),
+                n.child("initial_bytes_per_token", "The estimator's starting ratio; it follows usage.prompt_tokens.")
+                        .doubleAtLeast(4.0, 0.5),
+                n.child("chat_tokens_per_message", "Chat template overhead per message.").intIn(4, 0, 1000),
+                n.child("threads", "Tokenizer pool for exact counting (never the event loops).").intIn(2, 1, 64));
     }
 }

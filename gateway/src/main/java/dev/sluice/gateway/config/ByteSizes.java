@@ -5,7 +5,9 @@ import java.util.regex.Pattern;
 
 /** Parses byte sizes such as {@code 32MiB}, {@code 512KiB}, {@code 1048576}. */
 public final class ByteSizes {
-    private static final Pattern PATTERN = Pattern.compile("^\\s*(\\d+)\\s*(B|KiB|MiB|GiB|KB|MB|GB)?\\s*$");
+    /** What a byte size looks like, as a regular expression (also the JSON Schema's {@code pattern}). */
+    public static final String REGEX = "^\\s*(\\d+)\\s*(B|KiB|MiB|GiB|KB|MB|GB)?\\s*$";
+    private static final Pattern PATTERN = Pattern.compile(REGEX);
 
     private ByteSizes() {
     }
@@ -26,5 +28,19 @@ public final class ByteSizes {
             case "GB" -> n * 1000_000_000;
             default -> n;
         };
+    }
+
+    /** Renders a size the way the config file writes it: the largest binary unit that divides it. */
+    public static String format(long bytes) {
+        if (bytes > 0 && bytes % (1L << 30) == 0) {
+            return (bytes >> 30) + "GiB";
+        }
+        if (bytes > 0 && bytes % (1L << 20) == 0) {
+            return (bytes >> 20) + "MiB";
+        }
+        if (bytes > 0 && bytes % (1L << 10) == 0) {
+            return (bytes >> 10) + "KiB";
+        }
+        return String.valueOf(bytes);
     }
 }

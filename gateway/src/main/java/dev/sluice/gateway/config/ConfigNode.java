@@ -1,166 +1,399 @@
 package dev.sluice.gateway.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.BooleanNode;
+import com.fasterxml.jackson.databind.node.DoubleNode;
+import com.fasterxml.jackson.databind.node.IntNode;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
+import com.fasterxml.jackson.databind.node.TextNode;
+import dev.sluice.gateway.config.ConfigKey.Type;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Set;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 import java.util.function.Function;
 
 /**
  * A section of the YAML tree that knows its own path, so that every validation message names
- * the key it is about ({@code "timeouts.connect: -1s (expected: a duration > 0)"}).
+ * the key it is about ({@code "timeouts.connect: -1s (expected: a duration >= 1ms)"}).
+ *
+ * <p>A typed getter that finds a bad value records the problem in its {@link ConfigReading} and
+ * returns the default, so that reading goes on and one run reports every mistake in the file.
+ * Each getter also records what it knows of its key (type, bounds, default, the description given
+ * to {@link #child(String, String)}) in the reading's {@link ConfigModel}, and the value in force
+ * in the effective configuration.
  */
 final class ConfigNode {
     private final JsonNode node;
     private final String path;
+    private final String schemaPath;
+    private final List<Object> segments;
+    private final ConfigReading reading;
 
-    ConfigNode(JsonNode node, String path) {
+    private ConfigNode(JsonNode node, String path, String schemaPath, List<Object> segments, ConfigReading reading) {
         this.node = node == null ? MissingNode.getInstance() : node;
         this.path = path;
+        this.schemaPath = schemaPath;
+        this.segments = segments;
+        this.reading = reading;
+    }
+
+    /** The root of a document ({@code path} empty) or a section read on its own ({@code "routing"}). */
+    static ConfigNode root(JsonNode node, String path, ConfigReading reading) {
+        return new ConfigNode(node, path, path, path.isEmpty() ? List.of() : List.of(path), reading);
     }
 
     String path() {
         return path;
     }
 
+    ConfigReading reading() {
+        return reading;
+    }
+
     boolean isMissing() {
         return node.isMissingNode() || node.isNull();
     }
 
+    private ConfigKey key() {
+        return reading.model().key(schemaPath);
+    }
+
+    /** A key of this mapping (already described elsewhere, or read again). */
     ConfigNode child(String key) {
-        return new ConfigNode(node.get(key), path.isEmpty() ? key : path + "." + key);
+        JsonNode c = node.isObject() ? node.get(key) : null;
+        return new ConfigNode(c, ConfigModel.child(path, key), ConfigModel.child(schemaPath, key), append(key), reading);
+    }
+
+    /** A key of this mapping and what it means, for the schema and the reference. */
+    ConfigNode child(String key, String description) {
+        ConfigNode c = child(key);
+        c.key().description(description);
+        return c;
+    }
+
+    private List<Object> append(Object segment) {
+        List<Object> s = new ArrayList<>(segments.size() + 1);
+        s.addAll(segments);
+        s.add(segment);
+        return s;
+    }
+
+    /** What this key (a list's item, say) means, for the schema and the reference. */
+    ConfigNode describe(String description) {
+        key().description(description);
+        return this;
+    }
+
+    /** The keys of this mapping in the order the reference lists them, beyond those {@link #allowOnly} names. */
+    ConfigNode declare(String... keys) {
+        key().type(Type.OBJECT).properties(Arrays.asList(keys));
+        return this;
     }
 
     /** Rejects keys this version does not know: a typo must not silently fall back to a default. */
-    ConfigNode allowOnly(Set<String> keys) {
+    ConfigNode allowOnly(String... keys) {
+        List<String> allowed = Arrays.asList(keys);
+        key().type(Type.OBJECT).properties(allowed);
         if (isMissing()) {
             return this;
         }
         if (!node.isObject()) {
-            throw fail(describe(node), "a mapping");
+            reject(describe(node), "a mapping");
+            return this;
         }
+        String expected = String.join(", ", allowed.stream().sorted().toList());
         for (Iterator<String> it = node.fieldNames(); it.hasNext(); ) {
             String k = it.next();
-            if (!keys.contains(k)) {
-                throw new ConfigException((path.isEmpty() ? k : path + "." + k) + ": unknown key (expected one of: "
-                        + String.join(", ", keys.stream().sorted().toList()) + ")");
+            if (!allowed.contains(k)) {
+                String p = ConfigModel.child(path, k);
+                reading.problem(p, p + ": unknown key (expected one of: " + expected + ")");
             }
         }
         return this;
     }
 
-    List<ConfigNode> items() {
+    private void requiredInParent() {
+        int cut = schemaPath.lastIndexOf('.');
+        if (cut > 0 && !schemaPath.endsWith("]")) {
+            reading.model().key(schemaPath.substring(0, cut)).require(key().name());
+        }
+    }
+
+    /** Marks this key as required (schema) and reports it when it is missing. */
+    boolean require(ConfigNode parent, String expected) {
+        parent.key().require(key().name());
+        if (isMissing()) {
+            reading.problem(path, path + ": missing (expected: " + expected + ")");
+            return false;
+        }
+        return true;
+    }
+
+    /** The items of a list; a list read in an exploring run has one (absent) item, so its keys get recorded. */
+    List<ConfigNode> items(int minItems, boolean unique) {
+        key().type(Type.LIST).items(minItems, unique);
+        if (reading.explore() && isMissing()) {
+            return List.of(item(MissingNode.getInstance(), 0));
+        }
         if (isMissing()) {
             return List.of();
         }
         if (!node.isArray()) {
-            throw fail(describe(node), "a list");
+            reject(describe(node), "a list");
+            return List.of();
         }
         List<ConfigNode> out = new ArrayList<>();
         for (int i = 0; i < node.size(); i++) {
-            out.add(new ConfigNode(node.get(i), path + "[" + i + "]"));
+            out.add(item(node.get(i), i));
         }
         return out;
     }
 
+    private ConfigNode item(JsonNode n, int i) {
+        return new ConfigNode(n, path + "[" + i + "]", schemaPath + "[]", append(i), reading);
+    }
+
+    /** The entries of a mapping whose keys are names the user chooses (not a fixed set). */
+    List<Map.Entry<String, ConfigNode>> entries(String entryDescription) {
+        key().type(Type.MAP);
+        reading.model().key(ConfigModel.child(schemaPath, "*")).description(entryDescription);
+        if (reading.explore() && isMissing()) {
+            return List.of(Map.entry("*", entry("*", MissingNode.getInstance())));
+        }
+        if (isMissing()) {
+            reading.effective(segments, JsonNodeFactory.instance.objectNode());
+            return List.of();
+        }
+        if (!node.isObject()) {
+            reject(describe(node), "a mapping");
+            return List.of();
+        }
+        List<Map.Entry<String, ConfigNode>> out = new ArrayList<>();
+        node.fields().forEachRemaining(e -> out.add(Map.entry(e.getKey(), entry(e.getKey(), e.getValue()))));
+        return out;
+    }
+
+    private ConfigNode entry(String name, JsonNode n) {
+        return new ConfigNode(n, ConfigModel.child(path, name), ConfigModel.child(schemaPath, "*"), append(name), reading);
+    }
+
+    /** Records a list of strings as the default and, when this key is absent, as the value in force. */
+    List<String> stringsDefault(List<String> def) {
+        com.fasterxml.jackson.databind.node.ArrayNode a = JsonNodeFactory.instance.arrayNode();
+        def.forEach(a::add);
+        key().defaultValue(a);
+        if (isMissing()) {
+            reading.effective(segments, a);
+        }
+        return def;
+    }
+
+    /** The default shown by the reference when it follows from other keys (no {@code default} in the schema). */
+    ConfigNode defaultIs(String text) {
+        key().defaultText(text);
+        return this;
+    }
+
+    /** A rule that involves other keys, for the reference (the reader checks it). */
+    ConfigNode rule(String text) {
+        key().rule(text);
+        return this;
+    }
+
     String text(String def) {
+        key().type(Type.STRING).defaultValue(def == null ? null : TextNode.valueOf(def));
+        String v = textOr(def, "a string");
+        if (v != null) {
+            reading.effective(segments, TextNode.valueOf(v));
+        }
+        return v;
+    }
+
+    Optional<String> optionalText() {
+        return Optional.ofNullable(text(null));
+    }
+
+    /** The text of a required key; null (and a problem recorded) when it is missing or not a scalar. */
+    String requiredText() {
+        String v = scalar(Type.STRING, "a value");
+        if (v != null) {
+            inForce(v);
+        }
+        return v;
+    }
+
+    /**
+     * The text of a required scalar of {@code type}, as written, for a reader that checks it further
+     * (and calls {@link #inForce} with what it accepts); null, with a problem recorded, when it is
+     * missing ({@code "path: missing (expected: missingExpected)"}) or not a scalar.
+     */
+    String scalar(Type type, String missingExpected) {
+        key().type(type);
+        requiredInParent();
+        if (isMissing()) {
+            reading.problem(path, path + ": missing (expected: " + missingExpected + ")");
+            return null;
+        }
+        return textOr(null, "a string");
+    }
+
+    /** The text of an optional scalar of {@code type}, as written; null when absent or not a scalar. */
+    String optionalScalar(Type type) {
+        key().type(type);
+        return textOr(null, "a string");
+    }
+
+    /** Records {@code value} as this key's value in force (the effective configuration). */
+    void inForce(String value) {
+        reading.effective(segments, TextNode.valueOf(value));
+    }
+
+    private String textOr(String def, String expected) {
         if (isMissing()) {
             return def;
         }
         if (!node.isValueNode()) {
-            throw fail(describe(node), "a string");
+            reject(describe(node), expected);
+            return def;
         }
         return node.asText();
     }
 
-    String requiredText() {
-        if (isMissing()) {
-            throw new ConfigException(path + ": missing (expected: a value)");
+    /** A value written as one of {@code values}' labels. */
+    <E> E oneOf(E def, List<E> values, Function<E, String> label) {
+        List<String> labels = values.stream().map(label).toList();
+        key().type(Type.ENUM).enumValues(labels).defaultValue(TextNode.valueOf(label.apply(def)));
+        String expected = "one of " + String.join(", ", labels);
+        String v = textOr(label.apply(def), expected);
+        E out = def;
+        boolean found = false;
+        for (E e : values) {
+            if (label.apply(e).equals(v.toLowerCase(Locale.ROOT))) {
+                out = e;
+                found = true;
+            }
         }
-        return text(null);
+        if (!found) {
+            reject(v, expected);
+        }
+        reading.effective(segments, TextNode.valueOf(label.apply(out)));
+        return out;
     }
 
     int intIn(int def, int min, int max) {
-        if (isMissing()) {
-            return def;
+        return (int) integer((long) def, min, max).longValue();
+    }
+
+    /** An integer that may be absent (no default: absent means "the worker's own"). */
+    Optional<Integer> optionalInt(int min, int max) {
+        return Optional.ofNullable(integer(null, min, max)).map(Long::intValue);
+    }
+
+    long longIn(long def, long min, long max) {
+        return integer(def, min, max);
+    }
+
+    /** An integer in [min, max]; {@code def} null: optional, absent (or bad) gives null. */
+    private Long integer(Long def, long min, long max) {
+        boolean small = min >= Integer.MIN_VALUE && max <= Integer.MAX_VALUE;
+        key().type(Type.INTEGER).range(min, max >= Long.MAX_VALUE / 4 ? null : max, words(min, max))
+                .defaultValue(def == null ? null : small ? IntNode.valueOf(def.intValue()) : LongNode.valueOf(def));
+        Long v = def;
+        if (!isMissing()) {
+            String expected = "an integer in [" + min + ", " + max + "]";
+            if (!node.isIntegralNumber() || !node.canConvertToLong()) {
+                reject(describe(node), expected);
+            } else if (node.asLong() < min || node.asLong() > max) {
+                reject(String.valueOf(node.asLong()), expected);
+            } else {
+                v = node.asLong();
+            }
         }
-        if (!node.canConvertToInt() || !node.isIntegralNumber()) {
-            throw fail(describe(node), "an integer in [" + min + ", " + max + "]");
-        }
-        int v = node.asInt();
-        if (v < min || v > max) {
-            throw fail(String.valueOf(v), "an integer in [" + min + ", " + max + "]");
+        if (v != null) {
+            reading.effective(segments, small ? IntNode.valueOf(v.intValue()) : LongNode.valueOf(v));
         }
         return v;
     }
 
     boolean bool(boolean def) {
-        if (isMissing()) {
-            return def;
+        key().type(Type.BOOLEAN).defaultValue(BooleanNode.valueOf(def));
+        boolean v = def;
+        if (!isMissing()) {
+            if (node.isBoolean()) {
+                v = node.booleanValue();
+            } else {
+                reject(describe(node), "true or false");
+            }
         }
-        if (!node.isBoolean()) {
-            throw fail(describe(node), "true or false");
-        }
-        return node.booleanValue();
-    }
-
-    long longIn(long def, long min, long max) {
-        if (isMissing()) {
-            return def;
-        }
-        if (!node.isIntegralNumber() || !node.canConvertToLong()) {
-            throw fail(describe(node), "an integer in [" + min + ", " + max + "]");
-        }
-        long v = node.asLong();
-        if (v < min || v > max) {
-            throw fail(String.valueOf(v), "an integer in [" + min + ", " + max + "]");
-        }
+        reading.effective(segments, BooleanNode.valueOf(v));
         return v;
     }
 
     double doubleAtLeast(double def, double min) {
-        if (isMissing()) {
-            return def;
-        }
-        if (!node.isNumber() || node.asDouble() < min) {
-            throw fail(describe(node), "a number >= " + min);
-        }
-        return node.asDouble();
+        return doubleIn(def, min, Double.NaN, "a number >= " + min);
     }
 
-    /** The keys of a mapping (empty when missing). */
-    List<String> keys() {
-        if (isMissing()) {
-            return List.of();
+    /** A number in [min, max] ({@code max} NaN: no upper bound); {@code expected} is the message's wording. */
+    double doubleIn(double def, double min, double max, String expected) {
+        key().type(Type.NUMBER).range(min, Double.isNaN(max) ? null : max,
+                Double.isNaN(max) ? ">= " + num(min) : num(min) + " to " + num(max)).defaultValue(DoubleNode.valueOf(def));
+        double v = def;
+        if (!isMissing()) {
+            if (!node.isNumber() || node.asDouble() < min || node.asDouble() > max) {
+                reject(describe(node), expected);
+            } else {
+                v = node.asDouble();
+            }
         }
-        if (!node.isObject()) {
-            throw fail(describe(node), "a mapping");
-        }
-        List<String> out = new ArrayList<>();
-        node.fieldNames().forEachRemaining(out::add);
-        return out;
-    }
-
-    Integer optionalInt(int min, int max) {
-        return isMissing() ? null : intIn(0, min, max);
+        reading.effective(segments, DoubleNode.valueOf(v));
+        return v;
     }
 
     long bytesAtLeast(long def, long min) {
-        long v = parsed(def, t -> node.isIntegralNumber() ? node.asLong() : ByteSizes.parse(t), "a byte size");
+        key().type(Type.BYTE_SIZE).range(min, null, ">= " + ByteSizes.format(min))
+                .defaultValue(TextNode.valueOf(ByteSizes.format(def)));
+        long v = parsed(def, t -> node.isIntegralNumber() ? node.asLong() : ByteSizes.parse(t),
+                "a byte size such as 32MiB, 512KiB, 1048576");
         if (v < min) {
-            throw fail(node.asText(), "a byte size >= " + min);
+            reject(node.asText(), "a byte size >= " + min);
+            v = def;
         }
+        reading.effective(segments, TextNode.valueOf(ByteSizes.format(v)));
         return v;
     }
 
     Duration durationAtLeast(Duration def, Duration min) {
+        key().type(Type.DURATION).range(null, null, ">= " + Durations.format(min))
+                .defaultValue(TextNode.valueOf(Durations.format(def)));
+        return checkedDuration(def, min, Durations.format(min));
+    }
+
+    /** A duration no shorter than another key's value ({@code minKey}, read before as {@code min}). */
+    Duration durationAtLeast(Duration def, Duration min, String minKey) {
+        key().type(Type.DURATION).range(null, null, ">= " + minKey)
+                .defaultValue(TextNode.valueOf(Durations.format(def)));
+        return checkedDuration(def, min, minKey + " (" + Durations.format(min) + ")");
+    }
+
+    private Duration checkedDuration(Duration def, Duration min, String minWords) {
+        if (isMissing() && def.compareTo(min) < 0) {
+            // a default below a bound set by another key (max_ejection under a longer base_ejection) follows it
+            reading.effective(segments, TextNode.valueOf(Durations.format(min)));
+            return min;
+        }
         Duration v = parsed(def, Durations::parse, "a duration such as 500ms, 30s, 2m");
         if (v.compareTo(min) < 0) {
-            throw fail(node.asText(), "a duration >= " + Durations.format(min));
+            reject(node.asText(), "a duration >= " + minWords);
+            v = def.compareTo(min) < 0 ? min : def;
         }
+        reading.effective(segments, TextNode.valueOf(Durations.format(v)));
         return v;
     }
 
@@ -169,20 +402,31 @@ final class ConfigNode {
             return def;
         }
         if (!node.isValueNode()) {
-            throw fail(describe(node), expected);
+            reject(describe(node), expected);
+            return def;
         }
         try {
             return parser.apply(node.asText());
         } catch (IllegalArgumentException e) {
-            throw fail(node.asText(), expected);
+            reject(node.asText(), expected);
+            return def;
         }
     }
 
-    ConfigException fail(String actual, String expected) {
-        return new ConfigException(path + ": " + actual + " (expected: " + expected + ")");
+    /** Records that this key's value is wrong: {@code "path: actual (expected: expected)"}. */
+    void reject(String actual, String expected) {
+        reading.problem(path, path + ": " + actual + " (expected: " + expected + ")");
     }
 
     private static String describe(JsonNode n) {
-        return n.isContainerNode() ? n.getNodeType().name().toLowerCase() : n.asText();
+        return n.isContainerNode() ? n.getNodeType().name().toLowerCase(Locale.ROOT) : n.asText();
+    }
+
+    private static String words(long min, long max) {
+        return max >= Long.MAX_VALUE / 4 ? ">= " + min : min + " to " + max;
+    }
+
+    static String num(double d) {
+        return d == Math.rint(d) && !Double.isInfinite(d) ? String.valueOf((long) d) : String.valueOf(d);
     }
 }

@@ -6,7 +6,9 @@ import java.util.regex.Pattern;
 
 /** Parses the human durations of the YAML file: {@code 500ms}, {@code 30s}, {@code 2m}, {@code 1h}. */
 public final class Durations {
-    private static final Pattern PATTERN = Pattern.compile("^\\s*(\\d+)\\s*(ms|s|m|h)\\s*$");
+    /** What a duration looks like, as a regular expression (also the JSON Schema's {@code pattern}). */
+    public static final String REGEX = "^\\s*(\\d+)\\s*(ms|s|m|h)\\s*$";
+    private static final Pattern PATTERN = Pattern.compile(REGEX);
 
     private Durations() {
     }

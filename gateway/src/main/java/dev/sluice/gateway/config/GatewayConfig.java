@@ -2,10 +2,13 @@ package dev.sluice.gateway.config;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * The whole gateway configuration, immutable and validated once by {@link ConfigLoader}.
- * Every default lives in the loader and is documented in {@code config/gateway.yaml}.
+ * Every default lives in the readers ({@link GatewayConfigReader} and the section readers), which
+ * also describe each key: {@code docs/configuration.md} and {@code config/gateway.schema.json} are
+ * generated from them; {@code config/gateway.yaml} shows every key at its default.
  */
 public record GatewayConfig(
         ListenConfig listen,
@@ -59,8 +62,19 @@ public record GatewayConfig(
     /**
      * One worker's address. {@code bootstrapPort} is only meaningful for prefill workers; null
      * means "the worker's default", sent to the decode as JSON null, as SGLang's router does.
+     * {@code authorization} is the {@code Authorization} header value the gateway sends the worker
+     * ({@code Bearer <key>} from {@code workers.api_key_env}), printed as {@code ***}.
      */
-    public record WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
+    public record WorkerEndpoint(String url, String host, int port, Integer bootstrapPort,
+                                 Optional<Secret> authorization) {
+        public WorkerEndpoint {
+            Objects.requireNonNull(authorization, "authorization");
+        }
+
+        /** A worker that takes no API key. */
+        public WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
+            this(url, host, port, bootstrapPort, Optional.empty());
+        }
     }
 
     /** Request body limits and the client-facing HTTP server. */

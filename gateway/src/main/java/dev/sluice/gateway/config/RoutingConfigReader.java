@@ -5,9 +5,8 @@ import dev.sluice.gateway.config.RoutingConfig.CacheAware;
 import dev.sluice.gateway.config.RoutingConfig.Policy;
 import dev.sluice.gateway.config.RoutingConfig.RolePolicy;
 import java.time.Duration;
-import java.util.Arrays;
-import java.util.Set;
-import java.util.stream.Collectors;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Reads the {@code routing:} section; every key is optional and validated, defaults as in
@@ -31,60 +30,72 @@ import java.util.stream.Collectors;
  * </pre>
  */
 public final class RoutingConfigReader {
-    private static final String POLICIES = Arrays.stream(Policy.values()).map(Policy::label)
-            .collect(Collectors.joining(", "));
-
     private RoutingConfigReader() {
     }
 
     /** Reads a {@code routing:} node parsed elsewhere (tests, tools); messages start with "routing.". */
     public static RoutingConfig read(JsonNode routing) {
-        return read(new ConfigNode(routing, "routing"));
+        ConfigReading reading = ConfigReading.of("routing", Map.of(), Map.of(), name -> null);
+        RoutingConfig r = read(ConfigNode.root(routing, "routing", reading));
+        if (reading.hasProblems()) {
+            throw new ConfigException(reading.problems());
+        }
+        return r;
     }
 
     static RoutingConfig read(ConfigNode n) {
-        n.allowOnly(Set.of("prefill", "decode", "direct_decode_max_tokens"));
+        n.allowOnly("prefill", "decode", "direct_decode_max_tokens");
         RoutingConfig defaults = RoutingConfig.defaults();
-        return new RoutingConfig(role(n.child("prefill"), defaults.prefill()), role(n.child("decode"), defaults.decode()),
-                n.child("direct_decode_max_tokens").longIn(0, 0, Long.MAX_VALUE / 4));
+        return new RoutingConfig(
+                role(n.child("prefill", "The prefill workers' policy (and the unified workers', in disaggregation: "
+                        + "none)."), defaults.prefill(), "prefill: pending prompt tokens"),
+                role(n.child("decode", "The decode workers' policy."), defaults.decode(), "decode: streams"),
+                n.child("direct_decode_max_tokens", "vllm mode only: a prompt of at most this many tokens skips the "
+                        + "prefill hop and goes to a decode alone (a vLLM decode prefills a request without "
+                        + "kv_transfer_params itself); 0 = off.").longIn(0, 0, Long.MAX_VALUE / 4));
     }
 
-    private static RolePolicy role(ConfigNode n, RolePolicy def) {
-        n.allowOnly(Set.of("policy", "cache_aware"));
-        return new RolePolicy(policy(n.child("policy"), def.policy()), cacheAware(n.child("cache_aware"), def.cacheAware()));
+    private static RolePolicy role(ConfigNode n, RolePolicy def, String loadUnit) {
+        n.allowOnly("policy", "cache_aware");
+        Policy policy = n.child("policy", "round_robin, least_load (in-flight load weighted by the worker's KV "
+                + "usage), power_of_two, or cache_aware (prefix affinity).")
+                .oneOf(def.policy(), List.of(Policy.values()), Policy::label);
+        return new RolePolicy(policy, cacheAware(n.child("cache_aware", "Settings of cache_aware: prefix affinity "
+                + "over the whole rendered prompt (every chat message in order; /generate text or input_ids), so "
+                + "that SGLang HiCache and vLLM's prefix cache get hits."), def.cacheAware(), loadUnit));
     }
 
-    private static Policy policy(ConfigNode n, Policy def) {
-        String v = n.text(def.label());
-        for (Policy p : Policy.values()) {
-            if (p.label().equals(v)) {
-                return p;
-            }
-        }
-        throw n.fail(v, "one of " + POLICIES);
-    }
-
-    private static CacheAware cacheAware(ConfigNode n, CacheAware def) {
-        n.allowOnly(Set.of("match_threshold", "balance_abs_threshold", "balance_rel_threshold", "max_tree_size",
-                "balance_share_threshold", "balance_share_half_life", "balance_share_max_recompute"));
-        ConfigNode threshold = n.child("match_threshold");
-        double match = threshold.doubleAtLeast(def.matchThreshold(), 0.0);
-        if (match > 1.0) {
-            throw threshold.fail(String.valueOf(match), "a number in [0.0, 1.0]");
-        }
-        return new CacheAware(match,
-                n.child("balance_abs_threshold").longIn(def.balanceAbsThreshold(), 0, Long.MAX_VALUE / 4),
-                n.child("balance_rel_threshold").doubleAtLeast(def.balanceRelThreshold(), 1.0),
-                n.child("max_tree_size").longIn(def.maxTreeSize(), 1, Integer.MAX_VALUE),
-                shareThreshold(n.child("balance_share_threshold"), def.shareThreshold()),
-                n.child("balance_share_half_life").durationAtLeast(def.shareHalfLife(), Duration.ofMillis(1)),
-                n.child("balance_share_max_recompute").longIn(def.shareMaxRecompute(), 0, Long.MAX_VALUE / 4));
+    private static CacheAware cacheAware(ConfigNode n, CacheAware def, String loadUnit) {
+        n.allowOnly("match_threshold", "balance_abs_threshold", "balance_rel_threshold", "max_tree_size",
+                "balance_share_threshold", "balance_share_half_life", "balance_share_max_recompute");
+        return new CacheAware(
+                n.child("match_threshold", "Share of the prompt that must match a worker's prefix tree to follow it.")
+                        .doubleIn(def.matchThreshold(), 0.0, 1.0, "a number in [0.0, 1.0]"),
+                n.child("balance_abs_threshold", "Load wins over a prefix hit when the best-matching worker carries "
+                        + "this much more load than the least loaded one (" + loadUnit + ")...")
+                        .longIn(def.balanceAbsThreshold(), 0, Long.MAX_VALUE / 4),
+                n.child("balance_rel_threshold", "...and more than this times its load.")
+                        .doubleAtLeast(def.balanceRelThreshold(), 1.0),
+                n.child("max_tree_size", "Prompt characters remembered per worker before its least recently used "
+                        + "prefixes are forgotten (4194304: about 1M tokens).")
+                        .longIn(def.maxTreeSize(), 1, Integer.MAX_VALUE),
+                shareThreshold(n.child("balance_share_threshold", "The share guard: a best match sent more than this "
+                        + "times the candidates' mean prompt tokens lately gives the request to a worker below the "
+                        + "mean; 0 = off, else >= 1."), def.shareThreshold()),
+                n.child("balance_share_half_life", "\"Lately\" for the share guard: prompt tokens routed to each "
+                        + "worker, decayed with this half-life.")
+                        .durationAtLeast(def.shareHalfLife(), Duration.ofMillis(1)),
+                n.child("balance_share_max_recompute", "...but only when the other worker would recompute at most "
+                        + "this many more prompt tokens (a long conversation stays where its history is).")
+                        .longIn(def.shareMaxRecompute(), 0, Long.MAX_VALUE / 4));
     }
 
     private static double shareThreshold(ConfigNode n, double def) {
+        n.rule("0 or >= 1");
         double v = n.doubleAtLeast(def, 0.0);
         if (v != 0 && v < 1) {
-            throw n.fail(String.valueOf(v), "0 (off) or a number >= 1.0");
+            n.reject(String.valueOf(v), "0 (off) or a number >= 1.0");
+            return def;
         }
         return v;
     }

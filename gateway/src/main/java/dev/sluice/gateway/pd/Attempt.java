@@ -83,6 +83,11 @@ abstract class Attempt {
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set(HttpHeaderNames.ACCEPT, stream ? "text/event-stream" : "application/json")
                 .set("X-Request-Id", rid);
+        // the worker's own key (workers.api_key_env); the client's Authorization is never forwarded
+        java.util.Optional<dev.sluice.gateway.config.Secret> auth = worker.authorization();
+        if (auth.isPresent()) {
+            req.headers().set(HttpHeaderNames.AUTHORIZATION, auth.get().reveal());
+        }
         return req;
     }
 }

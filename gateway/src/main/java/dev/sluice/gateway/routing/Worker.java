@@ -10,7 +10,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class Worker {
     private final WorkerRole role;
-    private final WorkerEndpoint endpoint;
+    private volatile WorkerEndpoint endpoint; // replaced only by a reload that rotates its API key
     private final String name;
     private final AtomicInteger inflight = new AtomicInteger();
     private volatile WorkerStatus status = WorkerStatus.STARTING;
@@ -22,6 +22,18 @@ public final class Worker {
         this.role = Objects.requireNonNull(role, "role");
         this.endpoint = Objects.requireNonNull(endpoint, "endpoint");
         this.name = endpoint.host() + ":" + endpoint.port();
+    }
+
+    /**
+     * A reload changed this worker's credentials (same URL and bootstrap port): requests from now
+     * on carry the new key. Anything else about the address is a different worker.
+     */
+    public void rotateCredentials(WorkerEndpoint next) {
+        WorkerEndpoint cur = endpoint;
+        if (!cur.url().equals(next.url()) || !Objects.equals(cur.bootstrapPort(), next.bootstrapPort())) {
+            throw new IllegalArgumentException("not the same worker: " + cur.url() + " vs " + next.url());
+        }
+        endpoint = next;
     }
 
     public WorkerRole role() {
@@ -43,6 +55,11 @@ public final class Worker {
     /** The prefill's KV bootstrap port, or null for "the server's default". */
     public Integer bootstrapPort() {
         return endpoint.bootstrapPort();
+    }
+
+    /** The {@code Authorization} header value this worker takes ({@code workers.api_key_env}), if it takes one. */
+    public java.util.Optional<dev.sluice.gateway.config.Secret> authorization() {
+        return endpoint.authorization();
     }
 
     /** host:port, the bounded {@code worker} label of metrics and logs. */

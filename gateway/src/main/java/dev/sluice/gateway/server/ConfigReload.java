@@ -48,6 +48,7 @@ public final class ConfigReload implements AutoCloseable {
 
     private final GatewayServer server;
     private final Path file;
+    private final dev.sluice.gateway.config.ConfigOverrides overrides;
     private final Map<String, Counter> reloads = new HashMap<>();
     private String runningHash;
     private Meter info;
@@ -58,8 +59,14 @@ public final class ConfigReload implements AutoCloseable {
 
     /** {@code file} is the one the running configuration was read from. */
     public ConfigReload(GatewayServer server, Path file) {
+        this(server, file, dev.sluice.gateway.config.ConfigOverrides.none());
+    }
+
+    /** ... with the start-up's environment and {@code --set} overrides, applied again to every reload. */
+    public ConfigReload(GatewayServer server, Path file, dev.sluice.gateway.config.ConfigOverrides overrides) {
         this.server = server;
         this.file = file.toAbsolutePath();
+        this.overrides = overrides;
         for (String r : ReloadResult.RESULTS) {
             reloads.put(r, Counter.builder("sluice.config.reloads").tag("result", r)
                     .description("configuration reloads, by result (applied, unchanged, invalid)")
@@ -104,7 +111,7 @@ public final class ConfigReload implements AutoCloseable {
         }
         GatewayConfig next;
         try {
-            next = ConfigLoader.parse(text, file.toString());
+            next = ConfigLoader.parse(text, file.toString(), overrides);
         } catch (ConfigException e) {
             return new ReloadResult("invalid", trigger, hash, e.getMessage(), List.of(), List.of());
         }

@@ -277,7 +277,13 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Enables live reload from {@code file}: SIGHUP, a watch on the file, {@code POST /admin/reload}. */
     public ConfigReload reloadFrom(java.nio.file.Path file, boolean sighup) throws IOException {
-        ConfigReload r = new ConfigReload(this, file).watch();
+        return reloadFrom(file, dev.sluice.gateway.config.ConfigOverrides.none(), sighup);
+    }
+
+    /** ... with the start-up's overrides (environment, {@code --set}) applied to every reload too. */
+    public ConfigReload reloadFrom(java.nio.file.Path file, dev.sluice.gateway.config.ConfigOverrides overrides,
+                                   boolean sighup) throws IOException {
+        ConfigReload r = new ConfigReload(this, file, overrides).watch();
         if (sighup) {
             r.onSighup();
         }

@@ -77,7 +77,12 @@ final class WorkerReconciler {
     private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
         List<Worker> current = workers.role(role == WorkerRole.DECODE ? role : WorkerRole.PREFILL);
         for (Worker w : current) {
-            boolean keep = wanted.stream().anyMatch(e -> sameEndpoint(w, e));
+            GatewayConfig.WorkerEndpoint kept = wanted.stream().filter(e -> sameEndpoint(w, e)).findFirst().orElse(null);
+            boolean keep = kept != null;
+            if (keep && !kept.authorization().equals(w.authorization())) {
+                w.rotateCredentials(kept); // workers.api_key_env changed: the next requests carry the new key
+                log.info("worker credentials rotated by reload role={} worker={}", role.label(), w.name());
+            }
             if (!keep && draining.add(w)) {
                 health.draining(w, true);
                 log.info("worker removed by reload, draining role={} worker={} in_flight={}", role.label(), w.name(),

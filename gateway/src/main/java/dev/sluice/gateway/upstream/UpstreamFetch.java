@@ -45,6 +45,7 @@ public final class UpstreamFetch {
                                      int maxBody) {
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, path, Unpooled.EMPTY_BUFFER);
         req.headers().set(HttpHeaderNames.HOST, worker.name()).setInt(HttpHeaderNames.CONTENT_LENGTH, 0);
+        authorize(req, worker);
         return send(pool, loop, worker, req, timeout, maxBody);
     }
 
@@ -56,7 +57,13 @@ public final class UpstreamFetch {
                 .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set("X-Request-Id", requestId);
+        authorize(req, worker);
         return send(pool, loop, worker, req, timeout, 64 * 1024);
+    }
+
+    /** The worker's own API key ({@code workers.api_key_env}), on health checks, telemetry, aborts and info GETs too. */
+    private static void authorize(FullHttpRequest req, Worker worker) {
+        worker.authorization().ifPresent(a -> req.headers().set(HttpHeaderNames.AUTHORIZATION, a.reveal()));
     }
 
     /** Must be called on {@code loop}; ownership of {@code request} passes to the call. */

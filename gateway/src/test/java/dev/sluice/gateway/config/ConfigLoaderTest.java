@@ -46,10 +46,13 @@ class ConfigLoaderTest {
     }
 
     @Test
-    void theShippedConfigFilesAreValid() {
+    void theShippedConfigFilesAreValid() throws java.io.IOException {
         Path root = Path.of("..").toAbsolutePath().normalize();
         assertThat(ConfigLoader.load(root.resolve("config/gateway.yaml")).workers().prefill()).isNotEmpty();
         assertThat(ConfigLoader.load(root.resolve("config/demo.yaml")).workers().decode()).isNotEmpty();
+        for (Path f : ConfigSchemaTest.shippedYaml()) {
+            assertThat(ConfigLoader.load(f)).as(f.toString()).isNotNull();
+        }
     }
 
     @Test
@@ -67,7 +70,7 @@ class ConfigLoaderTest {
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: mooncake\n", "t"))
                 .hasMessage("disaggregation: mooncake (expected: one of sglang, vllm, none)");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: none\n", "t"))
-                .hasMessageStartingWith("workers.prefill: unknown key (expected one of: unified)");
+                .hasMessageStartingWith("workers.prefill: unknown key (expected one of: api_key_env, unified)");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "health: { decode_max_kv_usage: 1.5 }\n", "t"))
                 .hasMessage("health.decode_max_kv_usage: 1.5 (expected: a fraction in (0, 1])");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "retries: { max_retries: 11 }\n", "t"))

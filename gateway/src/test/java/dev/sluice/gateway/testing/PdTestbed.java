@@ -77,12 +77,13 @@ public final class PdTestbed implements AutoCloseable {
             }
             default -> throw new IllegalArgumentException(String.valueOf(mode));
         }
+        // a section the test gives replaces the default one (a key written twice is a config error)
         yaml.append("timeouts: ").append(timeoutsYaml).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\n")
-                .append("telemetry: {interval: 200ms}\n")
-                .append("admin: {port: 0}\n")
+                .append(hasSection(extraYaml, "health") ? "" : "health: {interval: 200ms, timeout: 500ms}\n")
+                .append(hasSection(extraYaml, "telemetry") ? "" : "telemetry: {interval: 200ms}\n")
+                .append(hasSection(extraYaml, "admin") ? "" : "admin: {port: 0}\n")
                 // the tests written before routing policies existed count on round robin
-                .append(extraYaml.contains("routing:") ? "" : "routing: {prefill: {policy: round_robin}, decode: "
+                .append(hasSection(extraYaml, "routing") ? "" : "routing: {prefill: {policy: round_robin}, decode: "
                         + "{policy: round_robin}}\n")
                 .append(extraYaml);
         GatewayServer gateway;
@@ -99,6 +100,10 @@ public final class PdTestbed implements AutoCloseable {
             throw new IllegalStateException("gateway never saw its workers healthy");
         }
         return bed;
+    }
+
+    private static boolean hasSection(String yaml, String key) {
+        return yaml.startsWith(key + ":") || yaml.contains("\n" + key + ":");
     }
 
     public PrefillServer prefill() {

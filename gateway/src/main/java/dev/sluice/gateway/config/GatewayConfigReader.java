@@ -1,0 +1,127 @@
+package dev.sluice.gateway.config;
+
+import dev.sluice.gateway.config.GatewayConfig.AdminConfig;
+import dev.sluice.gateway.config.GatewayConfig.HttpConfig;
+import dev.sluice.gateway.config.GatewayConfig.ListenConfig;
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
+import dev.sluice.gateway.config.GatewayConfig.UpstreamConfig;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * Reads the whole document: the top-level sections, each key with its default, bounds and meaning
+ * (what {@code config/gateway.schema.json} and {@code docs/configuration.md} are generated from).
+ */
+final class GatewayConfigReader {
+    private GatewayConfigReader() {
+    }
+
+    static GatewayConfig read(ConfigNode root) {
+        root.allowOnly("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health", "retries",
+                "routing", "admission", "telemetry", "admin");
+        ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
+        DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
+                + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
+                + "with bootstrap_host/bootstrap_port/bootstrap_room added. vllm: vLLM's kv_transfer_params handoff, "
+                + "the prefill leg first (max_tokens 1), then the decode leg. none: no disaggregation; unified SGLang "
+                + "or vLLM servers listed under workers.unified.")
+                .oneOf(DisaggregationMode.SGLANG, List.of(DisaggregationMode.values()), DisaggregationMode::label);
+        GatewayConfig.WorkersConfig workers = WorkersConfigReader.read(root, mode);
+        TimeoutsConfig timeouts = timeouts(root.child("timeouts", "Deadlines of one request's life."));
+        HttpConfig http = http(root.child("http", "The client-facing HTTP server."));
+        UpstreamConfig upstream = upstream(root.child("upstream",
+                "Connection pools towards the workers, one per event loop and worker."));
+        HealthConfig health = HealthConfigReader.health(root.child("health", "How the gateway decides each worker's "
+                + "state (healthy, degraded, ejected, half_open, draining): active checks, passive signals from live "
+                + "traffic, the stall watchdog. Shown in /admin/state and sluice_worker_state; docs/reliability.md."));
+        RetryConfig retries = HealthConfigReader.retries(root.child("retries", "Retries on another prefill/decode pair "
+                + "(fresh bootstrap_room and rid), only while nothing has reached the client and after a failure that "
+                + "is safe to retry (docs/reliability.md). The request keeps its admission ticket."));
+        RoutingConfig routing = routing(root.child("routing", "Which worker of each role gets a request, among those "
+                + "with room in their admission window (docs/routing.md)."), mode);
+        AdmissionConfig admission = AdmissionConfigReader.read(root.child("admission", "Admission control: requests "
+                + "wait in the gateway, not in a GPU server's queue (docs/admission.md)."));
+        TelemetryConfig telemetry = telemetry(root.child("telemetry", "Polling of every worker's /get_load and "
+                + "/metrics, re-exported as sluice_worker_* gauges and shown in /admin/state."));
+        AdminConfig admin = admin(root.child("admin", "The admin listener: GET /admin/state (limits, queue, workers, "
+                + "recent errors) and GET /metrics. Keep it on loopback."));
+        return new GatewayConfig(listen, mode, workers, timeouts, http, upstream, health, admission, telemetry, admin,
+                retries, routing);
+    }
+
+    private static ListenConfig listen(ConfigNode n) {
+        n.allowOnly("host", "port");
+        return new ListenConfig(n.child("host", "Address the client-facing HTTP server binds.").text("0.0.0.0"),
+                n.child("port", "Port of the client-facing HTTP server; 0 = any free port.").intIn(8080, 0, 65535));
+    }
+
+    private static TimeoutsConfig timeouts(ConfigNode n) {
+        n.allowOnly("connect", "first_token", "idle_stream", "request", "abort");
+        Duration min = Duration.ofMillis(1);
+        return new TimeoutsConfig(
+                n.child("connect", "TCP connect to a worker, or waiting for a pooled connection.")
+                        .durationAtLeast(Duration.ofSeconds(2), min),
+                n.child("first_token", "Dispatch to first token (the first decode chunk; for a non-streamed request, "
+                        + "the prefill half finishing). Exceeded: 504, both halves aborted. The outer bound only: "
+                        + "health.watchdog catches a stalled worker much sooner.")
+                        .durationAtLeast(Duration.ofSeconds(120), min),
+                n.child("idle_stream", "Longest gap between two chunks of a started stream. Exceeded: a final error "
+                        + "event in the stream, both halves aborted.").durationAtLeast(Duration.ofSeconds(60), min),
+                n.child("request", "Longest total life of any request, streamed or not (catches a stuck non-streamed "
+                        + "decode).").durationAtLeast(Duration.ofMinutes(10), min),
+                n.child("abort", "How long a POST /abort_request to a worker may take.")
+                        .durationAtLeast(Duration.ofSeconds(2), min));
+    }
+
+    private static HttpConfig http(ConfigNode n) {
+        n.allowOnly("max_request_body", "max_response_body", "event_loop_threads");
+        return new HttpConfig(
+                n.child("max_request_body", "Larger request bodies get 413 body_too_large.")
+                        .bytesAtLeast(32L << 20, 1024),
+                n.child("max_response_body", "Cap on a non-streamed worker response the gateway holds (streams are "
+                        + "relayed chunk by chunk, never held).").bytesAtLeast(64L << 20, 1024),
+                n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.").intIn(0, 0, 1024));
+    }
+
+    private static UpstreamConfig upstream(ConfigNode n) {
+        n.allowOnly("max_connections_per_worker", "idle_timeout");
+        return new UpstreamConfig(
+                n.child("max_connections_per_worker", "Connections per event loop to one worker; past it, requests "
+                        + "wait up to timeouts.connect.").intIn(1024, 1, 1_000_000),
+                n.child("idle_timeout", "Pooled connections idle this long are closed; keep it below the worker's "
+                        + "keep-alive timeout (uvicorn's default is 5s).")
+                        .durationAtLeast(Duration.ofSeconds(4), Duration.ofMillis(100)));
+    }
+
+    private static RoutingConfig routing(ConfigNode n, DisaggregationMode mode) {
+        RoutingConfig r = RoutingConfigReader.read(n);
+        if (r.directDecodeMaxTokens() > 0 && mode != DisaggregationMode.VLLM) {
+            n.child("direct_decode_max_tokens").reject(String.valueOf(r.directDecodeMaxTokens()),
+                    "0 unless disaggregation: vllm (an SGLang decode server cannot prefill on its own; in none mode "
+                            + "every request is direct)");
+            return new RoutingConfig(r.prefill(), r.decode(), 0);
+        }
+        return r;
+    }
+
+    private static TelemetryConfig telemetry(ConfigNode n) {
+        n.allowOnly("interval", "timeout", "stale_after");
+        Duration interval = n.child("interval", "Poll period.")
+                .durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(50));
+        Duration timeout = n.child("timeout", "One poll slower than this fails (sluice_worker_telemetry_up = 0).")
+                .durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10));
+        Duration staleAfter = n.child("stale_after", "Telemetry older than this reads as unknown (NaN), never as zero "
+                + "load.").defaultIs("5 x telemetry.interval")
+                .durationAtLeast(interval.multipliedBy(5), interval, "telemetry.interval");
+        return new TelemetryConfig(interval, timeout, staleAfter);
+    }
+
+    private static AdminConfig admin(ConfigNode n) {
+        n.allowOnly("enabled", "host", "port", "recent_errors");
+        return new AdminConfig(n.child("enabled", "Whether the admin listener runs.").bool(true),
+                n.child("host", "Address the admin listener binds; keep it on loopback.").text("127.0.0.1"),
+                n.child("port", "Port of the admin listener; 0 = any free port.").intIn(8081, 0, 65535),
+                n.child("recent_errors", "How many failed or rejected requests /admin/state remembers.")
+                        .intIn(50, 1, 10_000));
+    }
+}

@@ -1,0 +1,84 @@
+package dev.sluice.gateway.config;
+
+import java.time.Duration;
+
+/** Reads {@code health:} (active checks, passive ejection, the stall watchdog) and {@code retries:}. */
+final class HealthConfigReader {
+    private HealthConfigReader() {
+    }
+
+    static HealthConfig health(ConfigNode n) {
+        n.allowOnly("interval", "timeout", "unhealthy_threshold", "healthy_threshold", "generate_interval",
+                "generate_timeout", "decode_max_kv_usage", "passive", "watchdog");
+        return new HealthConfig(
+                n.child("interval", "GET /health on every worker this often.")
+                        .durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)),
+                n.child("timeout", "A /health slower than this fails.")
+                        .durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10)),
+                n.child("unhealthy_threshold", "Consecutive failed checks (of one kind) that eject a worker.")
+                        .intIn(2, 1, 100),
+                n.child("healthy_threshold", "Consecutive passing checks (of that kind) that bring an ejected worker "
+                        + "back; a new worker enters rotation at its first passing /health.").intIn(2, 1, 100),
+                n.child("generate_interval", "GET /health_generate (a real one-token generation: catches a stuck "
+                        + "scheduler that /health misses) this often; 0s = off. A request that sees a worker stall "
+                        + "triggers one at once; if that fails too, the worker is ejected at once.")
+                        .durationAtLeast(Duration.ofSeconds(10), Duration.ZERO),
+                n.child("generate_timeout", "A /health_generate slower than this fails.")
+                        .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
+                n.child("decode_max_kv_usage", "A decode reporting KV token usage (sglang:token_usage) above this "
+                        + "is degraded: no new streams until it drops. Stale or missing telemetry never degrades a "
+                        + "worker.").doubleIn(0.98, 0.01, 1.0, "a fraction in (0, 1]"),
+                passive(n.child("passive", "Outlier detection from live traffic: connect errors, 5xx, timeouts, KV "
+                        + "transfer failures, stalls (a client's 4xx never counts).")),
+                watchdog(n.child("watchdog", "The stall watchdog: a request that stops making progress is aborted on "
+                        + "both halves (sluice_aborts_total{cause=\"stall\"}), counted against its worker, and retried "
+                        + "elsewhere when nothing reached the client yet. A started stream that goes silent: "
+                        + "timeouts.idle_stream.")));
+    }
+
+    private static HealthConfig.Passive passive(ConfigNode n) {
+        n.allowOnly("window", "consecutive_failures", "failure_ratio", "min_requests", "base_ejection",
+                "max_ejection", "half_open_requests", "max_ejected_percent");
+        Duration window = n.child("window", "Outcomes older than this are forgotten.")
+                .durationAtLeast(Duration.ofSeconds(30), Duration.ofMillis(100));
+        int consecutive = n.child("consecutive_failures", "Failures in a row that eject a worker.").intIn(3, 1, 1000);
+        double ratio = n.child("failure_ratio", "Share of failures in the window that ejects, once the window holds "
+                + "min_requests outcomes.").doubleIn(0.5, 0.01, 1.0, "a fraction in (0, 1]");
+        int minRequests = n.child("min_requests", "Outcomes the window must hold before failure_ratio counts.")
+                .intIn(10, 1, 100_000);
+        Duration base = n.child("base_ejection", "The n-th ejection of a worker lasts n x base_ejection, at most "
+                + "max_ejection.").durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(10));
+        return new HealthConfig.Passive(window, consecutive, ratio, minRequests, base,
+                n.child("max_ejection", "Longest ejection; then a half-open trial.")
+                        .durationAtLeast(Duration.ofMinutes(5), base, "health.passive.base_ejection"),
+                n.child("half_open_requests", "Trial requests after an ejection; all succeed: healthy, one fails: "
+                        + "ejected again (longer).").intIn(2, 1, 1000),
+                n.child("max_ejected_percent", "At most this share of a role is ejected on passive signals, and never "
+                        + "its last available worker (failed active checks eject regardless: a dead worker is dead).")
+                        .intIn(100, 0, 100));
+    }
+
+    private static HealthConfig.Watchdog watchdog(ConfigNode n) {
+        n.allowOnly("prefill_factor", "prefill_floor", "first_token_after_prefill");
+        return new HealthConfig.Watchdog(
+                n.child("prefill_factor", "A prefill is stalled past this many times its expected time (prompt "
+                        + "tokens ahead of it and its own, over the measured prefill rate)...").doubleAtLeast(3.0, 1.0),
+                n.child("prefill_floor", "...and never sooner than this after dispatch.")
+                        .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
+                n.child("first_token_after_prefill", "Streamed: longest wait for the decode's first token once the "
+                        + "prefill finished (the KV is there: it should be quick).")
+                        .durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)));
+    }
+
+    static RetryConfig retries(ConfigNode n) {
+        n.allowOnly("max_retries", "backoff_base", "backoff_max", "jitter");
+        int max = n.child("max_retries", "Attempts after the first.").intIn(2, 0, 10);
+        Duration base = n.child("backoff_base", "Wait before the first retry; doubled for each further one, up to "
+                + "backoff_max.").durationAtLeast(Duration.ofMillis(50), Duration.ZERO);
+        Duration backoffMax = n.child("backoff_max", "Longest wait before a retry.")
+                .durationAtLeast(Duration.ofSeconds(1), base, "retries.backoff_base");
+        double jitter = n.child("jitter", "The wait is drawn from [(1 - jitter) x backoff, backoff].")
+                .doubleIn(0.5, 0.0, 1.0, "a fraction in [0, 1]");
+        return new RetryConfig(max, base, backoffMax, jitter);
+    }
+}

@@ -1,0 +1,132 @@
+package dev.sluice.gateway.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.GatewayMain;
+import dev.sluice.gateway.config.ConfigLoader;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.io.StringWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import picocli.CommandLine;
+
+/** {@code check-config}, {@code serve --check} and {@code schema} as an operator runs them. */
+class CheckConfigCommandTest {
+    private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
+    private static final String VALID = """
+            listen: { port: 8080 }
+            workers:
+              api_key_env: SIM_WORKER_KEY
+              prefill: [ { url: "http://10.0.0.1:30000", bootstrap_port: 8998 } ]
+              decode: [ { url: "http://10.0.0.2:30001" } ]
+            """;
+
+    @TempDir
+    Path dir;
+
+    private final StringWriter out = new StringWriter();
+    private final StringWriter err = new StringWriter();
+
+    private int run(Object command, Map<String, String> env, String... args) {
+        if (command instanceof CheckConfigCommand c) {
+            c.source.env = env;
+        } else if (command instanceof ServeCommand s) {
+            s.source.env = env;
+        }
+        return new CommandLine(command).setOut(new PrintWriter(out)).setErr(new PrintWriter(err)).execute(args);
+    }
+
+    private Path file(String yaml) throws IOException {
+        Path f = dir.resolve("gateway.yaml");
+        Files.writeString(f, yaml);
+        return f;
+    }
+
+    @Test
+    void aValidFilePrintsTheEffectiveConfigurationAndExitsZero() throws IOException {
+        Path f = file(VALID);
+        int code = run(new CheckConfigCommand(), Map.of("SIM_WORKER_KEY", "sk-worker-secret", "SLUICE_ADMIN_PORT", "9001"),
+                "--config", f.toString(), "--set", "listen.port=9000");
+
+        assertThat(code).as(err.toString()).isZero();
+        String printed = out.toString();
+        assertThat(printed).startsWith("# configuration OK: " + f)
+                .contains("# workers.api_key_env: SIM_WORKER_KEY is set (***)")
+                .contains("port: 9000", "port: 9001", "first_token: 2m", "max_pending_tokens: 131072")
+                .doesNotContain("sk-worker-secret");
+        assertThat(err.toString()).isEmpty();
+        // what it prints is itself a valid configuration, the same one
+        assertThat(ConfigLoader.parse(printed, "printed", dev.sluice.gateway.config.ConfigOverrides.of(
+                Map.of("SIM_WORKER_KEY", "sk-worker-secret"), java.util.List.of())).listen().port()).isEqualTo(9000);
+    }
+
+    @Test
+    void anInvalidFilePrintsEveryProblemWithItsLineAndExitsOne() throws IOException {
+        Path f = file("""
+                listen:
+                  port: 70000
+                timeouts:
+                  conect: 2s
+                workers:
+                  prefill: [ { url: "http://10.0.0.1:30000" } ]
+                  decode:
+                    - url: ftp://10.0.0.2
+                """);
+        int code = run(new CheckConfigCommand(), Map.of("SLUICE_ADMIN_PORT", "eighty"), "--config", f.toString());
+
+        assertThat(code).isEqualTo(1);
+        assertThat(out.toString()).isEmpty();
+        assertThat(err.toString()).isEqualTo("sluice-gateway: invalid configuration: 4 problems in " + f + ":\n"
+                + "  " + f + ":2: listen.port: 70000 (expected: an integer in [0, 65535])\n"
+                + "  " + f + ":4: timeouts.conect: unknown key (expected one of: abort, connect, first_token, "
+                + "idle_stream, request)\n"
+                + "  " + f + ":8: workers.decode[0].url: ftp://10.0.0.2 (expected: an http:// URL with a host)\n"
+                + "  env SLUICE_ADMIN_PORT: admin.port: eighty (expected: an integer in [0, 65535])\n");
+    }
+
+    @Test
+    void oneProblemIsOneLineAndAMissingFileIsAProblem() throws IOException {
+        Path f = file(VALID);
+        assertThat(run(new CheckConfigCommand(), Map.of(), "--config", f.toString())).isEqualTo(1);
+        assertThat(err.toString()).isEqualTo("sluice-gateway: invalid configuration: " + f + ":3: workers.api_key_env: "
+                + "SIM_WORKER_KEY (expected: the name of a set, non-empty environment variable holding the workers' API "
+                + "key (SIM_WORKER_KEY is unset))\n");
+
+        err.getBuffer().setLength(0);
+        assertThat(run(new CheckConfigCommand(), Map.of(), "--config", dir.resolve("nope.yaml").toString())).isEqualTo(1);
+        assertThat(err.toString()).isEqualTo("sluice-gateway: invalid configuration: " + dir.resolve("nope.yaml")
+                + ": no such file\n");
+    }
+
+    @Test
+    void quietPrintsNothingForAValidFile() throws IOException {
+        Path f = file(VALID);
+        assertThat(run(new CheckConfigCommand(), Map.of("SIM_WORKER_KEY", "k"), "-q", "--config", f.toString())).isZero();
+        assertThat(out.toString()).isEmpty();
+    }
+
+    @Test
+    void serveCheckStillValidatesAndPrints() throws IOException {
+        Path f = file(VALID);
+        assertThat(run(new ServeCommand(), Map.of("SIM_WORKER_KEY", "k"), "--check", "--config", f.toString())).isZero();
+        assertThat(out.toString()).startsWith("# configuration OK: ").contains("first_token: 2m");
+        assertThat(run(new ServeCommand(), Map.of(), "--check", "--config", f.toString(), "--set", "listen.port=-1"))
+                .isEqualTo(2);
+        assertThat(err.toString()).contains("listen.port: -1 (expected: an integer in [0, 65535])");
+    }
+
+    @Test
+    void schemaPrintsTheCommittedSchemaAndTheMainCommandHasTheSubcommands() throws IOException {
+        assertThat(new CommandLine(new GatewayMain()).getSubcommands())
+                .containsKeys("serve", "check-config", "schema", "status");
+        assertThat(run(new SchemaCommand(), Map.of())).isZero();
+        assertThat(out.toString()).isEqualTo(Files.readString(ROOT.resolve("config/gateway.schema.json")));
+        out.getBuffer().setLength(0);
+        assertThat(run(new SchemaCommand(), Map.of(), "--format", "markdown")).isZero();
+        assertThat(Files.readString(ROOT.resolve("docs/configuration.md"))).contains(out.toString());
+    }
+}
