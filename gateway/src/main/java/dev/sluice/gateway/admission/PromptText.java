@@ -2,7 +2,6 @@ package dev.sluice.gateway.admission;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.gateway.api.GenerationRequest;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -44,11 +43,11 @@ public record PromptText(List<String> texts, long explicitTokens, int messages, 
         return new PromptText(List.copyOf(texts), ids, messages, copies);
     }
 
-    /** UTF-8 bytes of all texts (what the byte-ratio estimator divides). */
+    /** UTF-8 bytes of all texts (what the byte-ratio estimator divides): counted, not encoded (no copy). */
     public long utf8Bytes() {
         long n = 0;
         for (String t : texts) {
-            n += t.getBytes(StandardCharsets.UTF_8).length;
+            n += io.netty.buffer.ByteBufUtil.utf8Bytes(t);
         }
         return n;
     }

@@ -2,7 +2,6 @@ package dev.sluice.gateway.metrics;
 
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
-import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.SingleThreadEventExecutor;
@@ -83,11 +82,14 @@ public final class GatewayMetrics implements AutoCloseable {
     public void bindNetty(EventLoopGroup loops) {
         Gauge.builder("sluice.netty.direct.memory.used", PlatformDependent::usedDirectMemory).baseUnit("bytes")
                 .description("direct memory Netty has reserved (-1 when not tracked)").register(registry);
-        Gauge.builder("sluice.netty.pooled.memory", () -> PooledByteBufAllocator.DEFAULT.metric().usedDirectMemory())
-                .baseUnit("bytes").tag("type", "direct").description("memory held by Netty's pooled allocator")
+        // the allocator the channels use (Netty 4.2: the adaptive one), not PooledByteBufAllocator.DEFAULT
+        io.netty.buffer.ByteBufAllocatorMetric alloc = io.netty.buffer.ByteBufAllocator.DEFAULT
+                instanceof io.netty.buffer.ByteBufAllocatorMetricProvider p ? p.metric() : null;
+        Gauge.builder("sluice.netty.pooled.memory", () -> alloc == null ? Double.NaN : alloc.usedDirectMemory())
+                .baseUnit("bytes").tag("type", "direct").description("memory held by Netty's buffer allocator")
                 .register(registry);
-        Gauge.builder("sluice.netty.pooled.memory", () -> PooledByteBufAllocator.DEFAULT.metric().usedHeapMemory())
-                .baseUnit("bytes").tag("type", "heap").description("memory held by Netty's pooled allocator")
+        Gauge.builder("sluice.netty.pooled.memory", () -> alloc == null ? Double.NaN : alloc.usedHeapMemory())
+                .baseUnit("bytes").tag("type", "heap").description("memory held by Netty's buffer allocator")
                 .register(registry);
         int i = 0;
         for (EventExecutor e : loops) {
@@ -181,7 +183,7 @@ public final class GatewayMetrics implements AutoCloseable {
 
     /** Every {@code cause} label of {@code sluice_aborts_total} the gateway gives. */
     public static final java.util.List<String> ABORT_CAUSES = java.util.List.of("client_disconnect", "timeout", "stall",
-            "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain");
+            "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain", "slow_client");
     /** Every {@code kind} label of {@code sluice_upstream_errors_total}: the connection's kinds and the answer's. */
     public static final java.util.List<String> UPSTREAM_ERROR_KINDS = java.util.List.of("connect", "reset", "malformed",
             "status", "stream_error");

@@ -48,6 +48,8 @@ public final class PdExchange implements TicketListener {
     private final List<Attempt> attempts = new ArrayList<>(1);
     private ScheduledFuture<?> timer;
     private ScheduledFuture<?> retryTimer;
+    /** The decode is paused because the client stopped taking bytes (set and cleared with the pause). */
+    private boolean clientBackpressured;
     private boolean clientDoneSignalled;
     private boolean ended;
     private Ticket ticket;
@@ -182,12 +184,18 @@ public final class PdExchange implements TicketListener {
         timeline.lastChunkNanos = now;
         if (!client.writable()) {
             // the client cannot take more: stop reading the decode until it drains
+            clientBackpressured = true;
             attempt.decodeCall.pauseReading();
         }
     }
 
     public void clientWritabilityChanged(boolean writable) {
         if (writable && attempt != null && attempt.decodeCall != null) {
+            if (clientBackpressured) {
+                // the client made progress: the idle clock restarts (the worker was not idle, it was held)
+                clientBackpressured = false;
+                timeline.lastChunkNanos = System.nanoTime();
+            }
             attempt.decodeCall.resumeReading();
         }
     }
@@ -433,6 +441,13 @@ public final class PdExchange implements TicketListener {
                 attemptFailed(a, new AttemptFailure(e.error(), a.decode, FailureKind.STALL, "stall"));
             }
             case IDLE_STREAM -> {
+                if (clientBackpressured) {
+                    // the decode was held by backpressure: the client read nothing for idle_stream; its
+                    // own doing, never a worker stall (it would eject healthy workers behind slow readers)
+                    fail(ApiError.timeout("the client read nothing of the stream for timeouts.idle_stream="
+                            + pd.timeouts().idleStream().toMillis() + " ms"), "slow_client");
+                    return;
+                }
                 countAgainstWorker(new AttemptFailure(e.error(), a.decode, FailureKind.STALL, null));
                 fail(e.error(), e.abortCause());
             }

@@ -2,6 +2,7 @@ package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -27,30 +28,41 @@ final class PromptTokens {
         return sum;
     }
 
-    /** The first value of {@code key} in a raw chunk; 0 when absent. */
+    /**
+     * The first value of {@code key} in a raw chunk; 0 when absent. Called for every relayed chunk:
+     * the search is Netty's (a first-byte scan over the buffer's memory, then a compare), no copy.
+     */
     static long find(ByteBuf data, byte[] key) {
-        int start = data.readerIndex();
-        int end = data.writerIndex() - key.length;
-        outer:
-        for (int i = start; i <= end; i++) {
-            for (int k = 0; k < key.length; k++) {
-                if (data.getByte(i + k) != key[k]) {
-                    continue outer;
-                }
+        int at = ByteBufUtil.indexOf(data, data.readerIndex(), data.writerIndex(), key[0]);
+        while (at >= 0 && at <= data.writerIndex() - key.length) {
+            if (matches(data, at, key)) {
+                return number(data, at + key.length);
             }
-            long n = 0;
-            int j = i + key.length;
-            while (j < data.writerIndex() && data.getByte(j) == ' ') {
-                j++;
-            }
-            boolean digits = false;
-            while (j < data.writerIndex() && Character.isDigit(data.getByte(j))) {
-                n = n * 10 + (data.getByte(j) - '0');
-                j++;
-                digits = true;
-            }
-            return digits ? n : 0;
+            at = ByteBufUtil.indexOf(data, at + 1, data.writerIndex(), key[0]);
         }
         return 0;
+    }
+
+    private static boolean matches(ByteBuf data, int at, byte[] key) {
+        for (int k = 1; k < key.length; k++) {
+            if (data.getByte(at + k) != key[k]) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static long number(ByteBuf data, int j) {
+        long n = 0;
+        while (j < data.writerIndex() && data.getByte(j) == ' ') {
+            j++;
+        }
+        boolean digits = false;
+        while (j < data.writerIndex() && Character.isDigit(data.getByte(j))) {
+            n = n * 10 + (data.getByte(j) - '0');
+            j++;
+            digits = true;
+        }
+        return digits ? n : 0;
     }
 }

@@ -63,6 +63,7 @@ public final class GatewayServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
     // Armeria's values: enough to keep a stream flowing, small enough that a slow client costs little
     private static final WriteBufferWaterMark CLIENT_WATERMARK = new WriteBufferWaterMark(64 * 1024, 128 * 1024);
+    private static final int CLIENT_SEND_BUFFER = 128 * 1024;
 
     private volatile GatewayConfig config; // replaced by a reload (apply)
     private final Transport transport = Transport.best();
@@ -89,6 +90,7 @@ public final class GatewayServer implements AutoCloseable {
     private final ChannelGroup clientChannels = new DefaultChannelGroup("clients", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
+    private EventLoopGroup controlGroup;
     private final HealthTable health;
     private HealthChecker checker;
     private TelemetryPoller telemetry;
@@ -166,6 +168,9 @@ public final class GatewayServer implements AutoCloseable {
                 .option(ChannelOption.SO_BACKLOG, 1024)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, CLIENT_WATERMARK)
+                // a fixed send buffer: the kernel's autotuning (up to 4 MiB) would swallow megabytes of
+                // a stream to a slow reader before the watermark, and so backpressure, ever engaged
+                .childOption(ChannelOption.SO_SNDBUF, CLIENT_SEND_BUFFER)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -180,20 +185,23 @@ public final class GatewayServer implements AutoCloseable {
                 });
         // bind is the one blocking step, done once at startup on the caller's thread, never on a loop
         listener = b.bind(config.listen().host(), config.listen().port()).sync().channel();
-        checker = new HealthChecker(workers, pool, workerGroup.next(), health);
+        // health checks, telemetry and the admin listener on a loop of their own: a request loop busy
+        // with thousands of streams must not make a healthy worker's /health look timed out
+        controlGroup = transport.newGroup(1, "sluice-control");
+        checker = new HealthChecker(workers, pool, controlGroup.next(), health);
         checker.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
         reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy, decodePolicy,
-                pool, workerGroup, config.telemetry());
+                pool, allLoops(), config.telemetry());
         reaper = workerGroup.next().scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS);
-        telemetry = new TelemetryPoller(workers, pool, workerGroup.next(), config.telemetry(), health);
+        telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health);
         telemetry.start();
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
             stateView = new StateView(config, workers, admission, recentErrors, () -> draining, live::size)
                     .configInfo(configInfo);
             adminServer = new AdminServer(config.admin(), stateView, metrics);
-            adminServer.start(bossGroup, workerGroup, transport.serverChannel());
+            adminServer.start(bossGroup, controlGroup, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
         }
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
@@ -237,7 +245,7 @@ public final class GatewayServer implements AutoCloseable {
             health.reconfigure(next.health());
             if (checker != null) {
                 checker.close();
-                checker = new HealthChecker(workers, pool, workerGroup.next(), health);
+                checker = new HealthChecker(workers, pool, controlGroup.next(), health);
                 checker.start();
             }
             applied.add("health");
@@ -260,6 +268,14 @@ public final class GatewayServer implements AutoCloseable {
         config = merged;
         pdContext = pdContext(merged);
         return new Applied(applied, restart);
+    }
+
+    /** Every loop that may hold upstream connections: the request loops and the control loop. */
+    private List<io.netty.util.concurrent.EventExecutor> allLoops() {
+        List<io.netty.util.concurrent.EventExecutor> loops = new java.util.ArrayList<>();
+        workerGroup.forEach(loops::add);
+        controlGroup.forEach(loops::add);
+        return loops;
     }
 
     /** Workers a reload removed that still drain (tests, state). */
@@ -432,6 +448,9 @@ public final class GatewayServer implements AutoCloseable {
         clientChannels.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
         if (workerGroup != null) {
             workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+        }
+        if (controlGroup != null) {
+            controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
         }
         if (bossGroup != null) {
             bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();

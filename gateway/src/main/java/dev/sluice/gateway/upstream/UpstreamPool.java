@@ -151,6 +151,8 @@ public final class UpstreamPool {
                     .channel(transport.socketChannel())
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, connectTimeout.toMillis()))
                     .option(ChannelOption.TCP_NODELAY, true)
+                    // bounded like the client side: a paused stream holds at most this much in the kernel
+                    .option(ChannelOption.SO_RCVBUF, 128 * 1024)
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
