@@ -118,11 +118,44 @@ public class BodyRewriteBenchmark {
         return RequestIds.next();
     }
 
-    /** SglangAttempt.send on an already parsed request: bootstrap fields into the tree, tree to bytes, bytes to a ByteBuf. */
+    /**
+     * SglangAttempt.send's tree path (batches, or a client that sent a gateway-owned field; the only
+     * path before the splice): bootstrap fields into the tree, tree to bytes, bytes to a ByteBuf.
+     */
     @Benchmark
     public int sglangRewriteSerialise() throws IOException {
         SglangBootstrap.assign(parsed, prefill, "sluice-0123456789abcdef01234567");
         return toBuffer(JSON.writeValueAsBytes(parsed.body()));
+    }
+
+    /**
+     * SglangAttempt.send's fast path (a single request whose client sent no gateway-owned field):
+     * the client's bytes with the four bootstrap fields spliced before the closing brace.
+     */
+    @Benchmark
+    public int sglangSplice() {
+        BootstrapAssignment a = SglangBootstrap.single("sluice-0123456789abcdef01234567");
+        ByteBuf out = WorkerBodies.spliced(ByteBufAllocator.DEFAULT, parsed, SglangBootstrap.singleFields(prefill, a));
+        try {
+            return out.readableBytes();
+        } finally {
+            out.release();
+        }
+    }
+
+    /** The whole SGLang-mode body path as the gateway runs it now: parse, estimate, rid, splice. */
+    @Benchmark
+    public int sglangRequestTotalSpliced() throws ApiException {
+        GenerationRequest r = GenerationRequest.parse(GenerationRoute.CHAT_COMPLETIONS, content);
+        long tokens = counter.estimate(PromptText.of(r));
+        String rid = RequestIds.next();
+        ByteBuf out = WorkerBodies.spliced(ByteBufAllocator.DEFAULT, r,
+                SglangBootstrap.singleFields(prefill, SglangBootstrap.single(rid)));
+        try {
+            return out.readableBytes() + (int) tokens;
+        } finally {
+            out.release();
+        }
     }
 
     /** UnifiedAttempt.send on an already parsed request: a deep copy without the gateway-owned fields, to bytes, to a ByteBuf. */
