@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""Figures, table and goal lines of scripts/bench-proxy (standard library only).
+
+  summarize.py RUN_DIR   reads RUN_DIR/runs.jsonl (rounds.py), RUN_DIR/reject.json and
+                         RUN_DIR/reject-floor.json (the rejection case, optional) and RUN_DIR/env.txt;
+                         writes RUN_DIR/results.json and RUN_DIR/table.md; prints the table and goals.
+
+Added latency = a target's p50 (p99) minus direct's p50 (p99) in the same round at the same
+connection count; req/s ratio = a target's req/s over HAProxy's in the same round. The table shows
+the mean over rounds of those per-round figures; results.json has every round.
+"""
+import json
+import os
+import statistics
+import sys
+
+ORDER = ["direct", "haproxy", "nginx", "sluice-none", "sluice-sglang", "sluice-vllm"]
+
+
+def load(run):
+    runs = [json.loads(line) for line in open(os.path.join(run, "runs.jsonl")) if line.strip()]
+    reject = floor = None
+    if os.path.exists(os.path.join(run, "reject.json")):
+        reject = json.load(open(os.path.join(run, "reject.json")))
+    if os.path.exists(os.path.join(run, "reject-floor.json")):
+        floor = json.load(open(os.path.join(run, "reject-floor.json")))
+    env = {}
+    if os.path.exists(os.path.join(run, "env.txt")):
+        for line in open(os.path.join(run, "env.txt")):
+            k, _, v = line.rstrip("\n").partition("=")
+            env[k] = v
+    return runs, reject, floor, env
+
+
+def per_round(runs):
+    """{(round, conns): {target: run}} plus derived figures on every run."""
+    by = {}
+    for r in runs:
+        by.setdefault((r["round"], r["conns"]), {})[r["target"]] = r
+    for group in by.values():
+        direct, haproxy = group.get("direct"), group.get("haproxy")
+        for r in group.values():
+            lat = r["wrk"]["latency_us"]
+            r["p50_us"], r["p99_us"] = lat["p50"], lat["p99"]
+            r["errors"] = sum(r["wrk"]["errors"].values())
+            r["added_p50_us"] = lat["p50"] - direct["wrk"]["latency_us"]["p50"] if direct else None
+            r["added_p99_us"] = lat["p99"] - direct["wrk"]["latency_us"]["p99"] if direct else None
+            r["rps_ratio_vs_haproxy"] = r["rps"] / haproxy["rps"] if haproxy and haproxy["rps"] else None
+    return by
+
+
+def mean(values):
+    values = [v for v in values if v is not None]
+    return statistics.fmean(values) if values else None
+
+
+def aggregate(by):
+    """{conns: {target: means over rounds}}."""
+    out = {}
+    for (rnd, conns), group in sorted(by.items()):
+        for target, r in group.items():
+            out.setdefault(conns, {}).setdefault(target, []).append(r)
+    agg = {}
+    for conns, targets in out.items():
+        for target, rs in targets.items():
+            agg.setdefault(conns, {})[target] = {
+                "rounds": len(rs),
+                "p50_us": mean(r["p50_us"] for r in rs),
+                "p99_us": mean(r["p99_us"] for r in rs),
+                "added_p50_us": mean(r["added_p50_us"] for r in rs),
+                "added_p99_us": mean(r["added_p99_us"] for r in rs),
+                "added_p50_us_range": [min(r["added_p50_us"] for r in rs), max(r["added_p50_us"] for r in rs)]
+                if rs[0]["added_p50_us"] is not None else None,
+                "rps": mean(r["rps"] for r in rs),
+                "rps_ratio_vs_haproxy": mean(r["rps_ratio_vs_haproxy"] for r in rs),
+                "errors": sum(r["errors"] for r in rs),
+                "foreign_cpu_percent_max": max(r["foreign_cpu_percent"] for r in rs),
+                "noisy_runs": sum(1 for r in rs if r.get("noisy")),
+                "servers_cpu_percent": mean(r.get("servers_cpu_percent") for r in rs),
+            }
+    return agg
+
+
+def goals(agg, reject):
+    def get(conns, target, key):
+        return agg.get(conns, {}).get(target, {}).get(key)
+
+    lines = []
+
+    def ratio_goal(label, value, reference, factor, at_most=True):
+        if value is None or reference is None:
+            lines.append({"goal": label, "result": "SKIP", "detail": "not measured in this run"})
+            return
+        limit = reference * factor
+        ok = value <= limit if at_most else value >= limit
+        lines.append({"goal": label, "result": "PASS" if ok else "FAIL", "value": value, "limit": limit,
+                      "detail": f"{value:+.0f} us vs limit {limit:+.0f} us ({factor}x HAProxy's {reference:+.0f} us)"})
+
+    def rps_goal(label, ratio, factor):
+        if ratio is None:
+            lines.append({"goal": label, "result": "SKIP", "detail": "not measured in this run"})
+            return
+        lines.append({"goal": label, "result": "PASS" if ratio >= factor else "FAIL", "value": ratio,
+                      "limit": factor, "detail": f"{ratio:.2f}x HAProxy's req/s (goal >= {factor}x)"})
+
+    ratio_goal("none: added p50 at 1 connection <= 1.5x HAProxy's", get(1, "sluice-none", "added_p50_us"),
+               get(1, "haproxy", "added_p50_us"), 1.5)
+    ratio_goal("none: added p99 at 1 connection <= 2x HAProxy's", get(1, "sluice-none", "added_p99_us"),
+               get(1, "haproxy", "added_p99_us"), 2.0)
+    rps_goal("none: req/s at 16 connections >= 0.9x HAProxy's", get(16, "sluice-none", "rps_ratio_vs_haproxy"), 0.9)
+    rps_goal("none: req/s at 64 connections >= 0.9x HAProxy's", get(64, "sluice-none", "rps_ratio_vs_haproxy"), 0.9)
+    ratio_goal("sglang: added p50 at 1 connection <= 2.5x HAProxy's", get(1, "sluice-sglang", "added_p50_us"),
+               get(1, "haproxy", "added_p50_us"), 2.5)
+    rps_goal("sglang: req/s at 64 connections >= 0.6x HAProxy's", get(64, "sluice-sglang", "rps_ratio_vs_haproxy"),
+             0.6)
+    if reject and "429" in reject["by_status"]:
+        r429 = reject["by_status"]["429"]
+        share = r429["count"] / reject["sent"]
+        lines.append({"goal": "rejection at 10x overload: p99 of the 429s < 2 ms at the client",
+                      "result": "PASS" if r429["p99_us"] < 2000 else "FAIL", "value": r429["p99_us"], "limit": 2000,
+                      "detail": f"p99 {r429['p99_us']} us, p50 {r429['p50_us']} us; {share:.1%} of {reject['sent']} "
+                                f"requests answered 429"})
+    else:
+        lines.append({"goal": "rejection at 10x overload: p99 of the 429s < 2 ms at the client", "result": "SKIP",
+                      "detail": "not measured in this run" if not reject else "no 429 answers"})
+    return lines
+
+
+def fmt(v, signed=False, digits=0):
+    if v is None:
+        return "–"
+    return f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+
+
+def table(agg):
+    head = ("| connections | target | p50 µs | p99 µs | added p50 µs | added p99 µs | req/s | req/s vs HAProxy "
+            "| errors | servers' CPU % | other processes' CPU % (max) |")
+    rows = [head, "|" + "---|" * 11]
+    for conns in sorted(agg):
+        for target in [t for t in ORDER if t in agg[conns]] + [t for t in agg[conns] if t not in ORDER]:
+            a = agg[conns][target]
+            direct = target == "direct"
+            rows.append(f"| {conns} | {target} | {fmt(a['p50_us'])} | {fmt(a['p99_us'])} | "
+                        f"{'–' if direct else fmt(a['added_p50_us'], True)} | {'–' if direct else fmt(a['added_p99_us'], True)} | "
+                        f"{fmt(a['rps'])} | {fmt(a['rps_ratio_vs_haproxy'], digits=2)} | {a['errors']} | "
+                        f"{fmt(a['servers_cpu_percent'])} | {fmt(a['foreign_cpu_percent_max'])}"
+                        f"{' (noisy: ' + str(a['noisy_runs']) + ')' if a['noisy_runs'] else ''} |")
+    return "\n".join(rows)
+
+
+def main():
+    run = sys.argv[1]
+    runs, reject, floor, env = load(run)
+    by = per_round(runs)
+    agg = aggregate(by)
+    goal_lines = goals(agg, reject)
+    results = {
+        "env": env,
+        "definition": "added = target p50/p99 - direct p50/p99 in the same round and connection count; "
+                      "ratio = target req/s / haproxy req/s in the same round; summary = mean over rounds",
+        "summary": {str(c): v for c, v in sorted(agg.items())},
+        "rounds": [{k: v for k, v in r.items()} for r in runs],
+        "rejection": {"gateway": reject, "client_floor_direct_backend": floor},
+        "goals": goal_lines,
+    }
+    json.dump(results, open(os.path.join(run, "results.json"), "w"), indent=1)
+    md = table(agg)
+    goal_md = "\n".join(f"- **{g['result']}** {g['goal']}: {g['detail']}" for g in goal_lines)
+    rej_md = ""
+    if reject:
+        parts = [f"{s}: {v['count']} (p50 {v['p50_us']} µs, p99 {v['p99_us']} µs)" for s, v in reject["by_status"].items()]
+        rej_md = (f"\nRejection case: {reject['sent']} requests at {reject['rate']:.0f}/s for {reject['duration_s']:.0f} s "
+                  f"(worker capacity 10/s); by status: " + "; ".join(parts))
+        if reject.get("errors"):
+            rej_md += f"; client errors {reject['errors']}"
+        if "foreign_cpu_percent" in reject:
+            rej_md += (f"; other processes' CPU during it {reject['foreign_cpu_percent']:.1f}% of a core"
+                       + (" (noisy)" if reject.get("noisy") else ""))
+        if floor and "200" in floor["by_status"]:
+            f200 = floor["by_status"]["200"]
+            rej_md += (f". Loader floor (same loader and rate, straight to the static backend): p50 {f200['p50_us']} µs, "
+                       f"p99 {f200['p99_us']} µs.")
+    foreign = max((r["foreign_cpu_percent"] for r in runs), default=0.0)
+    noisy = sum(1 for r in runs if r.get("noisy"))
+    note = (f"\nMost CPU used by other processes during a wrk run: {foreign:.1f}% of one core"
+            f"{f'; {noisy} run(s) stayed noisy after retries' if noisy else ''}.")
+    with open(os.path.join(run, "table.md"), "w") as f:
+        f.write(md + "\n\n" + goal_md + "\n" + rej_md + "\n" + note + "\n")
+    print(md)
+    print(rej_md.strip())
+    print(note.strip())
+    print()
+    for g in goal_lines:
+        print(f"{g['result']}: {g['goal']} — {g['detail']}")
+
+
+if __name__ == "__main__":
+    main()
