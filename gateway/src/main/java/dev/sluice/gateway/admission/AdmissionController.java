@@ -162,9 +162,11 @@ public final class AdmissionController {
             victims.add(v);
             freedTokens += v.tokens;
         }
-        if (queue.size() - victims.size() >= config.maxQueuedRequests()) {
-            return reject(RejectReason.QUEUE_FULL, "the queue holds admission.max_queued_requests="
-                    + config.maxQueuedRequests() + " requests", seconds(inflightPrefillTokens / rate));
+        // With nobody waiting, a request that a window can take now never waits: it passes even when
+        // the queue has no room (max_queued_requests: 0 means "never wait", not "never serve").
+        boolean passThroughOnly = queue.size() - victims.size() >= config.maxQueuedRequests();
+        if (passThroughOnly && queue.size() > 0) {
+            return queueFull(rate);
         }
         if (pendingTokens - freedTokens + t.tokens > config.maxPendingTokens()) {
             long excess = pendingTokens + t.tokens - config.maxPendingTokens();
@@ -193,7 +195,17 @@ public final class AdmissionController {
         queue.add(t);
         pendingTokens += t.tokens;
         dispatch(actions, now);
+        if (passThroughOnly && t.state == Ticket.State.QUEUED) {
+            removeQueued(t); // it would have to wait, and there is no room to wait in
+            t.state = Ticket.State.ENDED;
+            return queueFull(rate);
+        }
         return null;
+    }
+
+    private Rejection queueFull(double rate) {
+        return reject(RejectReason.QUEUE_FULL, "the queue holds admission.max_queued_requests="
+                + config.maxQueuedRequests() + " requests", seconds(inflightPrefillTokens / rate));
     }
 
     /**

@@ -42,6 +42,26 @@ class AdmissionControllerTest {
     }
 
     @Test
+    void aQueueOfZeroMeansNeverWaitNotNeverServe() {
+        // max_queued_requests: 0 with one prefill slot: what a window takes now goes, the rest is 429 at once
+        AdmissionController c = controller(config(0, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Recorder a = new Recorder();
+        Ticket ta = ticket("a", 1000, 1, "t", a);
+        assertThat(c.submit(ta)).isNull();
+        assertThat(a.granted()).isTrue();
+
+        Rejection full = c.submit(ticket("b", 1000, 1, "t", new Recorder()));
+        assertThat(full.reason()).isEqualTo(RejectReason.QUEUE_FULL);
+        assertThat(c.snapshot().queued()).isZero();
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(1000); // only a's, b left nothing behind
+
+        c.prefillDone(ta);
+        Recorder later = new Recorder();
+        assertThat(c.submit(ticket("c", 1000, 1, "t", later))).isNull();
+        assertThat(later.granted()).isTrue();
+    }
+
+    @Test
     void prefillDoneReleasesPendingTokensAndTheWindowSoTheNextOneGoes() {
         AdmissionController c = controller(config(4, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
         Recorder a = new Recorder();
