@@ -1,5 +1,6 @@
 package dev.sluice.testbed.relay;
 
+import dev.sluice.testbed.sim.Transport;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -33,7 +34,7 @@ final class FirehoseCommand implements Callable<Integer> {
             stop.countDown();
         }, "firehose-stop"));
         System.out.println("firehose listening address=" + host + ":" + worker.port() + " threads=" + threads
-                + " transport=" + (RelayTransport.EPOLL ? "epoll" : "nio"));
+                + " transport=" + (Transport.EPOLL ? "epoll" : "nio"));
         System.out.flush();
         stop.await();
         return 0;

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.relay;
 
+import dev.sluice.testbed.sim.Transport;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.bootstrap.ServerBootstrap;
@@ -47,8 +48,8 @@ final class FirehoseWorker implements AutoCloseable {
 
     FirehoseWorker(String host, int port, int threads, long defaultTokens) throws InterruptedException {
         this.defaultTokens = defaultTokens;
-        this.group = RelayTransport.newGroup(threads, "firehose");
-        this.server = new ServerBootstrap().group(group).channel(RelayTransport.serverChannel())
+        this.group = Transport.newGroup(threads, "firehose");
+        this.server = new ServerBootstrap().group(group).channel(Transport.serverChannel())
                 .option(ChannelOption.SO_BACKLOG, 4096)
                 .childOption(ChannelOption.TCP_NODELAY, true)
                 .childHandler(new ChannelInitializer<Channel>() {

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.relay;
 
+import dev.sluice.testbed.sim.Transport;
 import dev.sluice.testbed.cli.DurationConverter;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
@@ -62,11 +63,11 @@ final class IdleConnectionsCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        EventLoopGroup group = RelayTransport.newGroup(1, "idle-client");
+        EventLoopGroup group = Transport.newGroup(1, "idle-client");
         List<Channel> channels = new ArrayList<>(connections);
         Semaphore connecting = new Semaphore(concurrentConnects);
         ChannelHandler handler = new OneRequest();
-        Bootstrap b = new Bootstrap().group(group).channel(RelayTransport.socketChannel())
+        Bootstrap b = new Bootstrap().group(group).channel(Transport.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true).attr(PERMIT, connecting).handler(handler);
         long start = System.nanoTime();
         try {

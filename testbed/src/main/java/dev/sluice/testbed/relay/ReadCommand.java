@@ -1,5 +1,6 @@
 package dev.sluice.testbed.relay;
 
+import dev.sluice.testbed.sim.Transport;
 import dev.sluice.testbed.cli.DurationConverter;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
@@ -57,14 +58,14 @@ final class ReadCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        EventLoopGroup group = RelayTransport.newGroup(threads, "reader");
+        EventLoopGroup group = Transport.newGroup(threads, "reader");
         List<StreamCounter> counters = new ArrayList<>();
         List<Channel> channels = new ArrayList<>();
         try {
             for (int i = 0; i < streams; i++) {
                 StreamCounter c = new StreamCounter(url, maxTokens);
                 counters.add(c);
-                channels.add(new Bootstrap().group(group).channel(RelayTransport.socketChannel())
+                channels.add(new Bootstrap().group(group).channel(Transport.socketChannel())
                         .option(ChannelOption.TCP_NODELAY, true).handler(c)
                         .connect(url.getHost(), url.getPort()).sync().channel());
             }

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.relay;
 
+import dev.sluice.testbed.sim.Transport;
 import dev.sluice.testbed.cli.DurationConverter;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
@@ -55,11 +56,11 @@ final class SlowReadersCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        EventLoopGroup group = RelayTransport.newGroup(1, "slow-reader");
+        EventLoopGroup group = Transport.newGroup(1, "slow-reader");
         List<StreamCounter> counters = new ArrayList<>();
         List<Channel> channels = new ArrayList<>();
         long periodMicros = Math.max(1, 1_000_000L * readSize / bytesPerSecond);
-        Bootstrap b = new Bootstrap().group(group).channel(RelayTransport.socketChannel())
+        Bootstrap b = new Bootstrap().group(group).channel(Transport.socketChannel())
                 .option(ChannelOption.AUTO_READ, false)
                 .option(ChannelOption.SO_RCVBUF, rcvbuf)
                 .option(ChannelOption.RCVBUF_ALLOCATOR, new FixedRecvByteBufAllocator(readSize).maxMessagesPerRead(1));

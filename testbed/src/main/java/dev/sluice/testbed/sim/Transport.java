@@ -13,27 +13,27 @@ import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 
-/** Native epoll when the platform has it, NIO otherwise. */
-final class Transport {
-    static final boolean EPOLL = Epoll.isAvailable();
+/** Native epoll when the platform has it, NIO otherwise (the gateway makes the same choice); shared by the testbed's servers and clients. */
+public final class Transport {
+    public static final boolean EPOLL = Epoll.isAvailable();
 
     private Transport() {
     }
 
-    static EventLoopGroup newGroup(int threads, String name) {
+    public static EventLoopGroup newGroup(int threads, String name) {
         return new MultiThreadIoEventLoopGroup(threads, new DefaultThreadFactory(name, true),
                 EPOLL ? EpollIoHandler.newFactory() : NioIoHandler.newFactory());
     }
 
-    static Class<? extends ServerChannel> serverChannel() {
+    public static Class<? extends ServerChannel> serverChannel() {
         return EPOLL ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
     }
 
-    static Class<? extends SocketChannel> socketChannel() {
+    public static Class<? extends SocketChannel> socketChannel() {
         return EPOLL ? EpollSocketChannel.class : NioSocketChannel.class;
     }
 
-    static String name() {
+    public static String name() {
         return EPOLL ? "epoll" : "nio";
     }
 }
