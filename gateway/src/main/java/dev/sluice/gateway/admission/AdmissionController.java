@@ -26,7 +26,7 @@ public final class AdmissionController {
     private final AdmissionObserver observer;
     private final LongSupplier clock;
     private final ReentrantLock lock = new ReentrantLock();
-    private final PriorityQueues queue;
+    private PriorityQueues queue; // under the lock; rebuilt when a reload changes the priority classes
     private final PrefillThroughput throughput;
     private final WorkerWindows windows;
     private long pendingTokens;
@@ -97,18 +97,31 @@ public final class AdmissionController {
      * while requests are queued under their indexes: a different class list is refused.
      */
     public void reconfigure(AdmissionConfig next) {
-        if (!next.priorities().equals(config.priorities())) {
-            throw new IllegalArgumentException("admission.priorities: " + next.priorities()
-                    + " differs from the running " + config.priorities() + "; the priority classes change only with a restart");
-        }
         lock.lock();
         try {
+            if (!next.priorities().equals(config.priorities())) {
+                // new classes: every waiting request keeps its place in the order it would have been
+                // served, in the class of the same name, or the new default class when its is gone
+                List<Ticket> waiting = queue.drainInOrder();
+                List<String> old = config.priorities();
+                queue = new PriorityQueues(next.priorities().size());
+                for (Ticket t : waiting) {
+                    t.priority = remap(old, next, t.priority);
+                    queue.add(t);
+                }
+            }
             config = next;
             windows.reconfigure(next);
         } finally {
             lock.unlock();
         }
         kick();
+    }
+
+    /** A class index of the {@code old} list in {@code next}'s: same name, else {@code next}'s default. */
+    private static int remap(List<String> old, AdmissionConfig next, int index) {
+        int i = index >= 0 && index < old.size() ? next.priorityIndex(old.get(index)) : -1;
+        return i >= 0 ? i : next.priorityIndex(next.defaultPriority());
     }
 
     /**
@@ -273,6 +286,9 @@ public final class AdmissionController {
             t.prefill = null;
             t.decode = null;
             t.state = Ticket.State.QUEUED;
+            if (t.priority >= config.priorities().size()) {
+                t.priority = config.priorityIndex(config.defaultPriority()); // dispatched before fewer classes were loaded
+            }
             t.enqueuedNanos = now; // admission.queue_timeout bounds each wait for a pair
             queue.addFirst(t);
             dispatch(actions, now);

@@ -75,6 +75,16 @@ final class PriorityQueues {
         return null;
     }
 
+    /** Empties the queue, returning its tickets in the order they would have been served. */
+    List<Ticket> drainInOrder() {
+        List<Ticket> out = new ArrayList<>(size);
+        Ticket t;
+        while ((t = poll()) != null) {
+            out.add(t);
+        }
+        return out;
+    }
+
     boolean remove(Ticket t) {
         if (lanes[t.priority].remove(t)) {
             size--;

@@ -17,7 +17,8 @@ public final class Ticket {
 
     final String id;
     final long tokens;
-    final int priority;
+    /** Index into admission.priorities; remapped under the admission lock when a reload changes the classes. */
+    volatile int priority;
     final String tenant;
     final long deadlineNanos;
     final Executor executor;

@@ -18,20 +18,40 @@ import java.util.function.ToDoubleFunction;
  */
 public final class AdmissionMetrics implements AdmissionObserver {
     private final GatewayMetrics metrics;
-    private final List<String> priorities;
+    private volatile List<String> priorities;
+    private final List<io.micrometer.core.instrument.Meter> classGauges = new java.util.ArrayList<>();
 
     public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config) {
         this.metrics = metrics;
         this.priorities = config.priorities();
     }
 
+    /** A reload changed the priority classes: one queue-depth gauge per class of the new list. */
+    public synchronized void rebindClasses(AdmissionController admission) {
+        PrometheusMeterRegistry r = metrics.registry();
+        classGauges.forEach(r::remove);
+        classGauges.clear();
+        priorities = admission.config().priorities();
+        bindClasses(r, admission);
+    }
+
+    private void bindClasses(PrometheusMeterRegistry r, AdmissionController admission) {
+        List<String> names = priorities;
+        for (int i = 0; i < names.size(); i++) {
+            int cls = i;
+            classGauges.add(Gauge.builder("sluice.queue.depth", admission, a -> {
+                        int[] byClass = a.snapshot().queuedByClass();
+                        return cls < byClass.length ? byClass[cls] : 0;
+                    })
+                    .description("requests waiting in the gateway's queue").tag("priority", names.get(i)).register(r));
+        }
+    }
+
     /** Gauges read a snapshot at scrape time (one short lock per gauge read). */
     public void bind(AdmissionController admission, PromptTokenCounter counter) {
         PrometheusMeterRegistry r = metrics.registry();
-        for (int i = 0; i < priorities.size(); i++) {
-            int cls = i;
-            Gauge.builder("sluice.queue.depth", admission, a -> a.snapshot().queuedByClass()[cls])
-                    .description("requests waiting in the gateway's queue").tag("priority", priorities.get(i)).register(r);
+        synchronized (this) {
+            bindClasses(r, admission);
         }
         gauge(r, "sluice.pending.prompt.tokens", admission, a -> a.snapshot().pendingTokens(),
                 "prompt tokens admitted and not yet prefilled (queued plus in prefill)");
@@ -68,7 +88,9 @@ public final class AdmissionMetrics implements AdmissionObserver {
 
     @Override
     public void dispatched(Ticket ticket) {
-        metrics.queueWait(priorities.get(ticket.priority()), Duration.ofNanos(ticket.queuedNanos()));
+        List<String> names = priorities;
+        int p = ticket.priority();
+        metrics.queueWait(p < names.size() ? names.get(p) : "unknown", Duration.ofNanos(ticket.queuedNanos()));
     }
 
 }

@@ -27,15 +27,6 @@ final class ConfigDiff {
         return restart;
     }
 
-    /** A change that would leave the running state inconsistent refuses the whole reload (nothing applied). */
-    static void refuseUnappliable(GatewayConfig cur, GatewayConfig next) {
-        if (!next.admission().priorities().equals(cur.admission().priorities())) {
-            throw new IllegalArgumentException("admission.priorities: " + next.admission().priorities()
-                    + " differs from the running " + cur.admission().priorities()
-                    + "; the priority classes change only with a restart (nothing was applied)");
-        }
-    }
-
     /** {@code a} with the running tokenizer (a different one needs a restart). */
     static AdmissionConfig withTokenizer(AdmissionConfig a, AdmissionConfig.TokenizerConfig tokenizer) {
         return new AdmissionConfig(a.maxQueuedRequests(), a.maxPendingTokens(), a.queueTimeout(), a.maxRequestTokens(),

@@ -76,6 +76,7 @@ public final class GatewayServer implements AutoCloseable {
     private final PromptTokenCounter counter;
     private volatile RequestClassifier classifier;
     private final AbortSender aborts;
+    private final AdmissionMetrics admissionMetrics;
     private final RoutingPolicy prefillPolicy;
     private final RoutingPolicy decodePolicy;
     private final RoutingMetrics routingMetrics;
@@ -109,7 +110,7 @@ public final class GatewayServer implements AutoCloseable {
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
-        AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
+        this.admissionMetrics = new AdmissionMetrics(metrics, ac);
         RoutingConfig rc = config.routing();
         this.prefillPolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
         this.decodePolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
@@ -231,7 +232,6 @@ public final class GatewayServer implements AutoCloseable {
         GatewayConfig cur = config;
         List<String> restart = ConfigDiff.restartRequired(cur, next);
         boolean workersChanged = !next.workers().equals(cur.workers());
-        ConfigDiff.refuseUnappliable(cur, next);
         // everything checked: from here on nothing refuses
         List<String> applied = new java.util.ArrayList<>();
         dev.sluice.gateway.config.AdmissionConfig admissionNext = ConfigDiff.withTokenizer(next.admission(),
@@ -239,6 +239,9 @@ public final class GatewayServer implements AutoCloseable {
         if (!admissionNext.equals(cur.admission())) {
             admission.reconfigure(admissionNext);
             classifier = new RequestClassifier(admissionNext);
+            if (!admissionNext.priorities().equals(cur.admission().priorities())) {
+                admissionMetrics.rebindClasses(admission);
+            }
             applied.add("admission");
         }
         if (!next.health().equals(cur.health())) {

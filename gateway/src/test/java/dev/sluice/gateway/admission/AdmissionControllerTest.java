@@ -8,6 +8,8 @@ import dev.sluice.gateway.admission.AdmissionFixtures.Recorder;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.routing.WorkerSet;
 import java.time.Duration;
+import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
@@ -39,6 +41,36 @@ class AdmissionControllerTest {
         assertThat(q.granted()).isFalse();
         assertThat(c.snapshot().queued()).isEqualTo(1);
         assertThat(c.snapshot().pendingTokens()).isEqualTo(3000);
+    }
+
+    @Test
+    void reloadedPriorityClassesKeepTheWaitingRequestsInOrder() {
+        AdmissionConfig base = config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10);
+        AdmissionController c = controller(base);
+        Recorder first = new Recorder();
+        Ticket running = ticket("running", 1000, 1, "t", first);
+        c.submit(running); // takes the one prefill slot
+        Recorder high = new Recorder();
+        Recorder low = new Recorder();
+        c.submit(ticket("low", 1000, 2, "t", low));   // class "low"
+        c.submit(ticket("high", 1000, 0, "t", high)); // class "high": served first
+        assertThat(c.snapshot().queuedByClass()).containsExactly(1, 0, 1);
+
+        // reload: "low" is gone (its request goes to the default "normal"), a new top class "urgent"
+        AdmissionConfig next = new AdmissionConfig(base.maxQueuedRequests(), base.maxPendingTokens(), base.queueTimeout(),
+                base.maxRequestTokens(), base.prefillMaxInflightRequests(), base.prefillMaxInflightTokens(),
+                base.decodeMaxInflightStreams(), base.initialPrefillTokensPerSecond(), base.retryAfterMin(),
+                base.retryAfterMax(), base.drainGrace(), List.of("urgent", "high", "normal"), "normal", Map.of(),
+                base.tokenizer());
+        c.reconfigure(next);
+
+        assertThat(c.snapshot().queuedByClass()).containsExactly(0, 1, 1);
+        assertThat(c.snapshot().queued()).isEqualTo(2);
+        c.prefillDone(running);
+        assertThat(high.granted()).isTrue();
+        assertThat(low.granted()).isFalse();
+        c.release(running);
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(2000);
     }
 
     @Test

@@ -175,11 +175,18 @@ class ConfigReloadEndToEndTest {
                 assertThat(JSON.readTree(ok.body()).path("result").asText()).isIn("applied", "unchanged");
                 assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 3)).isTrue();
 
-                // 4. SIGHUP (systemd's ExecReload) reloads too
-                Files.writeString(config, yaml(sim, 8, 4));
+                // 4. SIGHUP (systemd's ExecReload) reloads too; here with new priority classes
+                Files.writeString(config, yaml(sim, 8, 4).replace("drain_grace: 2s", "drain_grace: 2s, priorities: [urgent, normal, low]"));
                 gateway.signal("HUP");
                 assertThat(until(() -> gateway.log().contains("config reload trigger=sighup"))).isTrue();
                 assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 4)).isTrue();
+                assertThat(state(admin).path("queue").path("by_class").has("urgent")).isTrue();
+                assertThat(metric(admin, "sluice_queue_depth{priority=\"urgent\"}")).isZero();
+                assertThat(metric(admin, "sluice_queue_depth{priority=\"high\"}")).isEqualTo(-1); // gone with its class
+                assertThat(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/generate"))
+                        .header("Content-Type", "application/json").header("X-Sluice-Priority", "urgent")
+                        .POST(HttpRequest.BodyPublishers.ofString(BODY)).build(), HttpResponse.BodyHandlers.ofString())
+                        .statusCode()).isEqualTo(200);
 
                 running.set(false);
                 load.join(30_000);
