@@ -15,7 +15,6 @@ import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import io.netty.handler.codec.http.LastHttpContent;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -28,8 +27,6 @@ import java.util.List;
 final class DecodeHalf extends PdHalf {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long ERROR_BODY_LIMIT = 64 * 1024;
-    private static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
 
     private int status;
     private boolean ok;
@@ -106,7 +103,8 @@ final class DecodeHalf extends PdHalf {
 
     /** Relays one chunk; false if it turned out to be the worker's error and the request failed. */
     private boolean relay(ByteBuf data) {
-        boolean errorEvent = startsWith(data, ERROR_EVENT) || startsWith(data, ERROR_EVENT_COMPACT);
+        boolean errorEvent = startsWith(data, WorkerErrorBody.ERROR_EVENT)
+                || startsWith(data, WorkerErrorBody.ERROR_EVENT_COMPACT);
         if (errorEvent) {
             byte[] bytes = new byte[data.readableBytes()];
             data.getBytes(data.readerIndex(), bytes);

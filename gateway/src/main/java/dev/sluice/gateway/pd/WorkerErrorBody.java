@@ -48,8 +48,9 @@ public final class WorkerErrorBody {
         return text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT) + "..." : text;
     }
 
-    private static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
+    /** How a worker SSE error event starts (SGLang writes the space, others may not). */
+    static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
+    static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
 
     /**
      * Where an SSE error event ({@code data: {"error"...}) starts in {@code body}, or -1: a byte

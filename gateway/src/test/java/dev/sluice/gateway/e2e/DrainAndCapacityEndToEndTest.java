@@ -4,24 +4,20 @@ import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.testing.GatewayProcess;
 import dev.sluice.gateway.testing.RawHttpClient;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,46 +27,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DrainAndCapacityEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Pattern LISTENING = Pattern.compile("gateway listening address=\\S*:(\\d+)");
     private final HttpClient http = HttpClient.newHttpClient();
-
-    private Process startGateway(Path config, StringBuilder log) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                "-cp", System.getProperty("java.class.path"), "dev.sluice.gateway.GatewayMain", "serve",
-                "--config", config.toString()).redirectErrorStream(true);
-        Process p = pb.start();
-        Thread reader = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    synchronized (log) {
-                        log.append(line).append('\n');
-                    }
-                }
-            } catch (java.io.IOException ignored) {
-                // process ended
-            }
-        });
-        reader.setDaemon(true);
-        reader.start();
-        return p;
-    }
-
-    private static int port(StringBuilder log) throws InterruptedException {
-        int[] port = {0};
-        boolean up = eventually(Duration.ofSeconds(20), () -> {
-            synchronized (log) {
-                Matcher m = LISTENING.matcher(log);
-                if (m.find()) {
-                    port[0] = Integer.parseInt(m.group(1));
-                    return true;
-                }
-                return false;
-            }
-        });
-        assertThat(up).as("gateway started; log:\n%s", log).isTrue();
-        return port[0];
-    }
 
     private HttpResponse<String> get(int port, String path) throws Exception {
         return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + path))
@@ -91,10 +48,10 @@ class DrainAndCapacityEndToEndTest {
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n      bootstrap_port: "
                     + sim.prefills().get(0).bootstrapPort() + "\n  decode:\n    - url: " + sim.decodes().get(0).url() + "\n"
                     + "health: {interval: 100ms}\nadmission: {drain_grace: 2s}\nadmin: {port: 0}\n");
-            StringBuilder log = new StringBuilder();
-            Process gateway = startGateway(config, log);
+            GatewayProcess process = GatewayProcess.start(config);
+            Process gateway = process.process;
             try {
-                int port = port(log);
+                int port = process.port();
                 assertThat(eventually(Duration.ofSeconds(10), () -> {
                     try {
                         return get(port, "/readiness").statusCode() == 200;
@@ -132,8 +89,8 @@ class DrainAndCapacityEndToEndTest {
                     assertThat(eventually(Duration.ofSeconds(2), () -> sim.decodes().get(0).aborts().stream()
                             .anyMatch(a -> a.rid().equals(rid)))).as("the decode half was aborted").isTrue();
                 }
-                assertThat(gateway.waitFor(10, TimeUnit.SECONDS)).as("exited; log:\n%s", log).isTrue();
-                assertThat(gateway.exitValue()).as("exit code; log:\n%s", log).isZero();
+                assertThat(gateway.waitFor(10, TimeUnit.SECONDS)).as("exited; log:\n%s", process.log()).isTrue();
+                assertThat(gateway.exitValue()).as("exit code; log:\n%s", process.log()).isZero();
                 assertThat(sim.decodes().get(0).awaitIdle(Duration.ofSeconds(5))).isTrue();
             } finally {
                 gateway.destroyForcibly();
@@ -153,10 +110,10 @@ class DrainAndCapacityEndToEndTest {
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n"
                     + "  decode:\n    - url: http://127.0.0.1:" + deadPort + "\n"
                     + "health: {interval: 100ms}\nadmin: {port: 0}\n");
-            StringBuilder log = new StringBuilder();
-            Process gateway = startGateway(config, log);
+            GatewayProcess process = GatewayProcess.start(config);
+            Process gateway = process.process;
             try {
-                int port = port(log);
+                int port = process.port();
                 assertThat(eventually(Duration.ofSeconds(5), () -> {
                     try {
                         return get(port, "/v1/models").statusCode() == 200; // the prefill is up

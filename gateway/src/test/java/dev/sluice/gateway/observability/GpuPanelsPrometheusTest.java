@@ -15,7 +15,6 @@ import dev.sluice.testbed.sim.SimConfig;
 import dev.sluice.testbed.sim.SimMode;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.io.UncheckedIOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
@@ -194,16 +193,7 @@ class GpuPanelsPrometheusTest {
     }
 
     private static JsonNode result(String promql) {
-        try {
-            JsonNode answer = prometheus.query(promql);
-            assertThat(answer.path("status").asText()).as("%s -> %s", promql, answer).isEqualTo("success");
-            return answer.path("data").path("result");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
+        return prometheus.result(promql);
     }
 
     /** The instances (scrape targets) of the series {@code promql} returns. */

@@ -11,7 +11,6 @@ import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.gateway.testing.RawHttpClient;
 import dev.sluice.testbed.sim.SimConfig;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -178,16 +177,7 @@ class PrometheusIntegrationTest {
     // ---- helpers over Prometheus's API ----
 
     private static JsonNode result(String promql) {
-        try {
-            JsonNode answer = prometheus.query(promql);
-            assertThat(answer.path("status").asText()).as("%s -> %s", promql, answer).isEqualTo("success");
-            return answer.path("data").path("result");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
+        return prometheus.result(promql);
     }
 
     /** The single value {@code promql} returns, or NaN when it returns nothing. */

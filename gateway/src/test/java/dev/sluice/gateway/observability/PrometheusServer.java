@@ -94,6 +94,21 @@ final class PrometheusServer implements AutoCloseable {
         return JSON.readTree(get("/api/v1/query?query=" + URLEncoder.encode(promql, StandardCharsets.UTF_8)).body());
     }
 
+    /** The {@code data.result} of an instant query that must succeed (the assertion names the query). */
+    JsonNode result(String promql) {
+        try {
+            JsonNode answer = query(promql);
+            org.assertj.core.api.Assertions.assertThat(answer.path("status").asText()).as("%s -> %s", promql, answer)
+                    .isEqualTo("success");
+            return answer.path("data").path("result");
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
     JsonNode api(String path) throws IOException, InterruptedException {
         return JSON.readTree(get(path).body());
     }
