@@ -11,7 +11,7 @@ import java.util.Objects;
  * One type, so a status never loses its meaning on the way to the client.
  */
 public record ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome,
-                       long retryAfterSeconds) {
+                       long retryAfterSeconds, String param) {
 
     public ApiError {
         Objects.requireNonNull(status, "status");
@@ -22,7 +22,18 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
     }
 
     public ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome) {
-        this(status, type, code, message, outcome, 0);
+        this(status, type, code, message, outcome, 0, null);
+    }
+
+    public ApiError(HttpResponseStatus status, String type, String code, String message, Outcome outcome,
+                    long retryAfterSeconds) {
+        this(status, type, code, message, outcome, retryAfterSeconds, null);
+    }
+
+    /** A 400 about one field of the body: OpenAI's {@code param} names it (dotted for nested fields). */
+    public static ApiError invalidField(String code, String param, String message) {
+        return new ApiError(HttpResponseStatus.BAD_REQUEST, "invalid_request_error", code, message, Outcome.BAD_REQUEST,
+                0, param);
     }
 
     /** Admission said no: 429/503/413 with a distinct code and an honest Retry-After. */
@@ -92,6 +103,9 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
         error.put("message", message);
         error.put("type", type);
         error.put("code", code);
+        if (param != null) {
+            error.put("param", param);
+        }
         error.put("status", status.code());
         return root;
     }

@@ -1,15 +1,8 @@
 package dev.sluice.gateway.api;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
-import java.io.IOException;
-import java.util.Objects;
 
 /**
  * A validated generation request: the client's JSON object plus what the gateway needs to know
@@ -17,10 +10,6 @@ import java.util.Objects;
  * worker is chosen, so a bad body costs nothing but its parse.
  */
 public final class GenerationRequest {
-    /** Trailing content after the object is refused: the bytes forwarded to a worker are the bytes checked here. */
-    private static final ObjectMapper JSON = JsonMapper.builder()
-            .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS).build();
-
     /** Top-level keys a worker request's body gets from the gateway only (see pd.WorkerBodies). */
     private static final String[] GATEWAY_OWNED = {"bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
             "kv_transfer_params"};
@@ -44,31 +33,19 @@ public final class GenerationRequest {
         this.batchSize = batchSize;
     }
 
+    /** Parses with the default JSON limits ({@link RequestJson#DEFAULT}); the gateway uses its configured ones. */
     public static GenerationRequest parse(GenerationRoute route, ByteBuf content) throws ApiException {
-        Objects.requireNonNull(route, "route");
-        if (!content.isReadable()) {
-            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is empty (expected: a JSON object)"));
-        }
-        byte[] raw = ByteBufUtil.getBytes(content);
-        JsonNode tree;
-        try {
-            tree = JSON.readTree(raw);
-        } catch (JsonProcessingException e) {
-            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body is not valid JSON: "
-                    + e.getOriginalMessage()));
-        } catch (IOException e) {
-            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body cannot be read: " + e.getMessage()));
-        }
-        if (tree == null || !tree.isObject()) {
-            throw new ApiException(ApiError.invalidRequest("invalid_json", "request body must be a JSON object, got "
-                    + (tree == null ? "nothing" : tree.getNodeType().name().toLowerCase())));
-        }
-        ObjectNode body = (ObjectNode) tree;
+        return RequestJson.DEFAULT.parse(route, content);
+    }
+
+    /** Validates a parsed body for its route: the prompt's shape, batch size, and every known field's type. */
+    static GenerationRequest of(GenerationRoute route, ObjectNode body, byte[] raw) throws ApiException {
         int batch = switch (route) {
             case GENERATE -> generateBatch(body);
             case CHAT_COMPLETIONS -> chatBatch(body);
             case COMPLETIONS -> completionsBatch(body);
         };
+        FieldTypes.check(route, body);
         boolean stream = body.path("stream").asBoolean(false);
         return new GenerationRequest(route, body, raw, stream, wantsLogprobs(route, body), batch);
     }

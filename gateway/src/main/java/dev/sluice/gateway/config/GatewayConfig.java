@@ -78,7 +78,11 @@ public record GatewayConfig(
     }
 
     /** Request body limits and the client-facing HTTP server. */
-    public record HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads) {
+    public record HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads,
+                             JsonLimits json) {
+        public HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads) {
+            this(maxRequestBodyBytes, maxResponseBodyBytes, eventLoopThreads, JsonLimits.DEFAULTS);
+        }
     }
 
     /** Connection pooling towards workers: per event loop, per worker. */

@@ -74,13 +74,29 @@ final class GatewayConfigReader {
     }
 
     private static HttpConfig http(ConfigNode n) {
-        n.allowOnly("max_request_body", "max_response_body", "event_loop_threads");
+        n.allowOnly("max_request_body", "max_response_body", "event_loop_threads", "json");
         return new HttpConfig(
                 n.child("max_request_body", "Larger request bodies get 413 body_too_large.")
                         .bytesAtLeast(32L << 20, 1024),
                 n.child("max_response_body", "Cap on a non-streamed worker response the gateway holds (streams are "
                         + "relayed chunk by chunk, never held).").bytesAtLeast(64L << 20, 1024),
-                n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.").intIn(0, 0, 1024));
+                n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.").intIn(0, 0, 1024),
+                json(n.child("json", "Limits on a client's JSON body, checked while it is parsed: past one, 400 "
+                        + "json_limit and no worker is contacted.")));
+    }
+
+    private static JsonLimits json(ConfigNode n) {
+        n.allowOnly("max_depth", "max_string_length", "max_number_length", "max_name_length");
+        JsonLimits d = JsonLimits.DEFAULTS;
+        return new JsonLimits(
+                n.child("max_depth", "Deepest nesting of arrays and objects (tool schemas nest; 64 is far past any "
+                        + "real request and far below a stack overflow).").intIn(d.maxDepth(), 4, 1000),
+                n.child("max_string_length", "Longest string value, in characters (a base64 image in a data URL is "
+                        + "the largest real one).").intIn(d.maxStringLength(), 1024, Integer.MAX_VALUE),
+                n.child("max_number_length", "Longest number literal, in characters (no real parameter needs more; "
+                        + "a long one costs a BigDecimal parse).").intIn(d.maxNumberLength(), 16, 10_000),
+                n.child("max_name_length", "Longest object key, in characters.")
+                        .intIn(d.maxNameLength(), 16, 100_000));
     }
 
     private static UpstreamConfig upstream(ConfigNode n) {

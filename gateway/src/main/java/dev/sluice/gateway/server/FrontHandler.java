@@ -104,7 +104,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         if (route != null) {
             GenerationRequest parsed;
             try {
-                parsed = GenerationRequest.parse(route, req.content());
+                parsed = gateway.requestJson().parse(route, req.content());
             } catch (ApiException e) {
                 reject(e.error(), req, keepAlive);
                 return;
@@ -129,7 +129,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                         cls.deadlineNanos())));
             }
         } else if (Routes.INFO.containsKey(path)) {
-            InfoProxy.forward(ctx, req.uri(), keepAlive, gateway.workers(), gateway.pool(),
+            // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
+            InfoProxy.forward(ctx, path, keepAlive, gateway.workers(), gateway.pool(),
                     gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);
         } else {
             local(path, keepAlive);

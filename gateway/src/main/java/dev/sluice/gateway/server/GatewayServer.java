@@ -74,6 +74,7 @@ public final class GatewayServer implements AutoCloseable {
     private final AdmissionController admission;
     private final LearnedRatioCounter estimator;
     private final PromptTokenCounter counter;
+    private final dev.sluice.gateway.api.RequestJson requestJson; // http.json limits (restart to change)
     private volatile RequestClassifier classifier;
     private final AbortSender aborts;
     private final AdmissionMetrics admissionMetrics;
@@ -110,6 +111,7 @@ public final class GatewayServer implements AutoCloseable {
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
+        this.requestJson = new dev.sluice.gateway.api.RequestJson(config.http().json());
         this.admissionMetrics = new AdmissionMetrics(metrics, ac);
         RoutingConfig rc = config.routing();
         this.prefillPolicy = RoutingPolicies.create(rc, workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
@@ -349,6 +351,10 @@ public final class GatewayServer implements AutoCloseable {
 
     public AdmissionController admission() {
         return admission;
+    }
+
+    dev.sluice.gateway.api.RequestJson requestJson() {
+        return requestJson;
     }
 
     PromptTokenCounter counter() {
