@@ -40,7 +40,10 @@ public record GatewayConfig(
     }
 
     /** Where the gateway accepts client traffic. */
-    public record ListenConfig(String host, int port) {
+    public record ListenConfig(String host, int port, boolean internalEndpoints) {
+        public ListenConfig(String host, int port) {
+            this(host, port, false);
+        }
     }
 
     /**

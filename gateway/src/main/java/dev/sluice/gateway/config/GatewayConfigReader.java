@@ -50,9 +50,13 @@ final class GatewayConfigReader {
     }
 
     private static ListenConfig listen(ConfigNode n) {
-        n.allowOnly("host", "port");
+        n.allowOnly("host", "port", "internal_endpoints");
         return new ListenConfig(n.child("host", "Address the client-facing HTTP server binds.").text("0.0.0.0"),
-                n.child("port", "Port of the client-facing HTTP server; 0 = any free port.").intIn(8080, 0, 65535));
+                n.child("port", "Port of the client-facing HTTP server; 0 = any free port.").intIn(8080, 0, 65535),
+                n.child("internal_endpoints", "Also serve GET /metrics and the per-worker detail of /readiness "
+                        + "(worker addresses, states, reasons) on this listener. Off: clients get 404 for /metrics "
+                        + "and only the verdict and counts from /readiness; the admin listener serves both.")
+                        .bool(false));
     }
 
     private static TimeoutsConfig timeouts(ConfigNode n) {

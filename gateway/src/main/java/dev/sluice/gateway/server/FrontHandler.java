@@ -133,25 +133,43 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             InfoProxy.forward(ctx, path, keepAlive, gateway.workers(), gateway.pool(),
                     gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);
         } else {
-            local(path, keepAlive);
-            gateway.metrics().requestEnded(Routes.metricLabel(path), Outcome.OK,
+            Outcome outcome = local(path, keepAlive);
+            gateway.metrics().requestEnded(Routes.metricLabel(path), outcome,
                     Duration.ofNanos(System.nanoTime() - received));
             requestDone();
         }
     }
 
-    private void local(String path, boolean keepAlive) {
+    private Outcome local(String path, boolean keepAlive) {
         switch (path) {
             case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
             case "/readiness" -> {
                 boolean ready = gateway.workers().ready() && !gateway.draining();
                 Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                        ReadinessReport.json(gateway.workers()), keepAlive);
+                        ReadinessReport.json(gateway.workers(), ready, internalEndpoints()), keepAlive);
             }
-            case "/metrics" -> Responses.text(ctx, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
-                    gateway.metrics().scrape(), keepAlive);
-            default -> Responses.error(ctx, ApiError.notFound(path), keepAlive);
+            // worker addresses and tenant names are for the operator's network, not every client's
+            case "/metrics" -> {
+                if (internalEndpoints()) {
+                    Responses.text(ctx, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
+                            gateway.metrics().scrape(), keepAlive);
+                } else {
+                    ApiError hidden = ApiError.notFound(path + " (served on the admin listener; "
+                            + "listen.internal_endpoints: true serves it here too)");
+                    Responses.error(ctx, hidden, keepAlive);
+                    return hidden.outcome();
+                }
+            }
+            default -> {
+                Responses.error(ctx, ApiError.notFound(path), keepAlive);
+                return Outcome.BAD_REQUEST;
+            }
         }
+        return Outcome.OK;
+    }
+
+    private boolean internalEndpoints() {
+        return gateway.config().listen().internalEndpoints();
     }
 
     private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {

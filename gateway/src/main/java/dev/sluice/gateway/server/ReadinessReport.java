@@ -6,14 +6,30 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 
-/** The body of {@code GET /readiness}: ready or not, and each worker's state. */
+/**
+ * The body of {@code GET /readiness}: ready or not, usable workers per role, and (with
+ * {@code detail}: the admin side, or {@code listen.internal_endpoints}) each worker's address,
+ * state and reason, which a public listener keeps to itself.
+ */
 final class ReadinessReport {
     private ReadinessReport() {
     }
 
-    static String json(WorkerSet workers) {
+    static String json(WorkerSet workers, boolean ready, boolean detail) {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
-        root.put("status", workers.ready() ? "ready" : "not_ready");
+        root.put("status", ready ? "ready" : "not_ready");
+        ObjectNode usable = root.putObject("usable");
+        for (Worker w : workers.all()) {
+            ObjectNode role = usable.has(w.role().label()) ? (ObjectNode) usable.get(w.role().label())
+                    : usable.putObject(w.role().label()).put("usable", 0).put("total", 0);
+            role.put("total", role.get("total").asInt() + 1);
+            if (w.isAvailable()) {
+                role.put("usable", role.get("usable").asInt() + 1);
+            }
+        }
+        if (!detail) {
+            return root.toString();
+        }
         ArrayNode list = root.putArray("workers");
         for (Worker w : workers.all()) {
             list.addObject().put("role", w.role().label()).put("url", w.url()).put("usable", w.isAvailable())

@@ -117,7 +117,7 @@ class AdminAndTelemetryEndToEndTest {
 
     private String metricsOf(GatewayServer gw) {
         try {
-            return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.port() + "/metrics")).build(),
+            return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + gw.adminPort() + "/metrics")).build(),
                     HttpResponse.BodyHandlers.ofString()).body();
         } catch (Exception e) {
             return "";

@@ -171,7 +171,7 @@ class GpuPanelsPrometheusTest {
      * simulated clusters under the worker jobs (their role labels kept), the fakes under the GPU jobs.
      */
     private static String scrapeConfig() throws IOException {
-        TARGETS.put("sluice-gateway", List.of("127.0.0.1:" + bed.port()));
+        TARGETS.put("sluice-gateway", List.of("127.0.0.1:" + bed.gateway.adminPort())); // as shipped: the admin listener
         TARGETS.put("sglang-prefill", List.of(hostPort(bed.prefill().url()), hostPort(vllm.prefillWorkers().get(0).url())));
         TARGETS.put("sglang-decode", List.of(hostPort(bed.decode().url()), hostPort(vllm.decodeWorkers().get(0).url())));
         TARGETS.put("dcgm-exporter", List.of(hostPort(dcgm)));

@@ -88,7 +88,7 @@ class PrometheusIntegrationTest {
         ObjectNode config = (ObjectNode) ShippedQueries.YAML.readTree(ShippedFiles.prometheusConfig().toFile());
         ((ObjectNode) config.path("global")).put("scrape_interval", "1s").put("evaluation_interval", "1s");
         Map<String, List<String>> targets = Map.of(
-                "sluice-gateway", List.of("127.0.0.1:" + bed.port()),
+                "sluice-gateway", List.of("127.0.0.1:" + bed.gateway.adminPort()), // as shipped: the admin listener
                 "sglang-prefill", List.of(hostPort(bed.prefill().url())),
                 "sglang-decode", List.of(hostPort(bed.decode().url())),
                 // no GPU here: GpuPanelsPrometheusTest scrapes these jobs from fake GPU expositions
@@ -227,8 +227,10 @@ class PrometheusIntegrationTest {
 
     @Test
     void theGatewaysOwnRoutesAreCountedToo() throws Exception {
-        // route="metrics" is one of the label values: Prometheus's own scrapes are requests
-        assertScrapedAtLeast("sluice_requests_total{route=\"metrics\",outcome=\"ok\"}", 1);
+        // the client listener's local routes are requests too (Prometheus scrapes the admin listener,
+        // which is not counted: it is the operator's, not traffic)
+        assertThat(bed.get("/health").statusCode()).isEqualTo(200);
+        assertScrapedAtLeast("sluice_requests_total{route=\"health\",outcome=\"ok\"}", 1);
     }
 
     @Test

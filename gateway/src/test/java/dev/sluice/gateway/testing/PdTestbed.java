@@ -52,7 +52,10 @@ public final class PdTestbed implements AutoCloseable {
     public static PdTestbed start(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
                                   String extraYaml) throws Exception {
         SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim, mode);
-        StringBuilder yaml = new StringBuilder("listen: {host: 127.0.0.1, port: 0}\n");
+        // the tests read /metrics and the per-worker /readiness from the client port (off by default:
+        // ClientListenerExposureEndToEndTest covers the default)
+        StringBuilder yaml = new StringBuilder(hasSection(extraYaml, "listen") ? ""
+                : "listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n");
         switch (mode) {
             case SGLANG -> {
                 yaml.append("disaggregation: sglang\nworkers:\n  prefill:\n");
