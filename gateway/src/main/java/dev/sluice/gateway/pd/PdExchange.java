@@ -16,6 +16,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import dev.sluice.gateway.logging.LogThrottle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,6 +31,9 @@ import org.slf4j.LoggerFactory;
  */
 public final class PdExchange implements TicketListener {
     private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
+    /** Lines per second for requests that ended rejected or invalid (all of them counted in metrics). */
+    static final int CLIENT_CAUSED_LINES_PER_SECOND = 50;
+    private static final LogThrottle CLIENT_CAUSED_LINES = new LogThrottle(CLIENT_CAUSED_LINES_PER_SECOND);
     /** Longest the prefill keeps its room while the decode's abort is acknowledged. */
     static final long DECODE_ACK_WAIT_MS = 250;
 
@@ -378,6 +382,18 @@ public final class PdExchange implements TicketListener {
         }
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - timeline.receivedNanos));
         Attempt a = attempt;
+        long suppressed = 0;
+        if (outcome == Outcome.REJECTED || outcome == Outcome.BAD_REQUEST) {
+            // a client can cause these at will: a flood costs counters, not a log line each
+            suppressed = CLIENT_CAUSED_LINES.tryAcquire(now);
+            if (suppressed < 0) {
+                return;
+            }
+        }
+        if (suppressed > 0) {
+            log.info("request log: {} lines of rejected or invalid requests suppressed (at most {} a second; "
+                    + "sluice_requests_total counts every one)", suppressed, CLIENT_CAUSED_LINES_PER_SECOND);
+        }
         log.info("request rid={} route={} prefill={} decode={} attempts={} stream={} batch={} tokens={} priority={} "
                         + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", rid, routeLabel,
                 a == null ? "-" : a.prefill.name(), a == null ? "-" : a.decode.name(), attempts.size(), request.stream(),

@@ -22,6 +22,7 @@ import io.netty.util.ReferenceCountUtil;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
+import dev.sluice.gateway.logging.LogThrottle;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +34,8 @@ import org.slf4j.LoggerFactory;
 final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final Logger log = LoggerFactory.getLogger(FrontHandler.class);
     private static final int MAX_PIPELINED = 16;
+    private static final int REJECTED_LINES_PER_SECOND = 50;
+    private static final LogThrottle REJECTED_LINES = new LogThrottle(REJECTED_LINES_PER_SECOND);
 
     private final GatewayServer gateway;
     private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
@@ -168,13 +171,26 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         return Outcome.OK;
     }
 
+    /** The path without its query (which may carry a key) and bounded: a client chose these bytes. */
+    private static String loggablePath(String uri) {
+        String path = Routes.pathOf(uri);
+        return path.length() <= 200 ? path : path.substring(0, 200) + "...";
+    }
+
     private boolean internalEndpoints() {
         return gateway.config().listen().internalEndpoints();
     }
 
     private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {
-        log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(), req.uri(),
-                error.status().code(), error.code(), error.message());
+        long suppressed = REJECTED_LINES.tryAcquire(System.nanoTime()); // a flood costs counters, not lines
+        if (suppressed > 0) {
+            log.info("request log: {} lines of refused requests suppressed (at most {} a second; "
+                    + "sluice_requests_total counts every one)", suppressed, REJECTED_LINES_PER_SECOND);
+        }
+        if (suppressed >= 0) {
+            log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(),
+                    loggablePath(req.uri()), error.status().code(), error.code(), error.message());
+        }
         gateway.metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
         gateway.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),
                 error.status().code(), error.outcome().label(), error.code() + ": " + error.message()));
