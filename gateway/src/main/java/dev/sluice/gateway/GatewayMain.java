@@ -1,6 +1,7 @@
 package dev.sluice.gateway;
 
 import dev.sluice.gateway.cli.CheckConfigCommand;
+import dev.sluice.gateway.cli.HashKeyCommand;
 import dev.sluice.gateway.cli.SchemaCommand;
 import dev.sluice.gateway.cli.ServeCommand;
 import dev.sluice.gateway.cli.StatusCommand;
@@ -10,7 +11,7 @@ import picocli.CommandLine.Command;
 /** {@code java -jar sluice-gateway.jar <command>}. */
 @Command(name = "sluice-gateway", mixinStandardHelpOptions = true, version = "sluice-gateway 0.1.0",
         description = "Admission-controlling gateway for prefill/decode disaggregated LLM serving.",
-        subcommands = {ServeCommand.class, CheckConfigCommand.class, SchemaCommand.class, StatusCommand.class,
+        subcommands = {ServeCommand.class, CheckConfigCommand.class, SchemaCommand.class, HashKeyCommand.class, StatusCommand.class,
                 CommandLine.HelpCommand.class})
 public final class GatewayMain implements Runnable {
     public static void main(String[] args) {

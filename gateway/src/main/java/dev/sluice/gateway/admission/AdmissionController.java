@@ -30,6 +30,8 @@ public final class AdmissionController {
     private final PrefillThroughput throughput;
     private final WorkerWindows windows;
     private long pendingTokens;
+    private final TenantRates rates; // per-tenant token buckets, under the lock
+    private long lastPrune;
     private long inflightPrefillTokens;
     private int dispatched;
     private boolean draining;
@@ -64,6 +66,7 @@ public final class AdmissionController {
         this.queue = new PriorityQueues(config.priorities().size());
         this.throughput = new PrefillThroughput(config.initialPrefillTokensPerSecond(), 10.0);
         this.windows = new WorkerWindows(config, workers, routing);
+        this.rates = new TenantRates(config.tenantLimits());
     }
 
     public AdmissionConfig config() {
@@ -112,6 +115,7 @@ public final class AdmissionController {
             }
             config = next;
             windows.reconfigure(next);
+            rates.reconfigure(next.tenantLimits());
         } finally {
             lock.unlock();
         }
@@ -158,6 +162,12 @@ public final class AdmissionController {
             return new Rejection(RejectReason.REQUEST_TOO_LARGE, "the prompt has about " + t.tokens
                     + " tokens; admission.max_request_tokens is " + config.maxRequestTokens(), 0);
         }
+        long rateWait = rates.waitNanos(t.tenant, now);
+        if (rateWait > 0) {
+            return reject(RejectReason.TENANT_RATE_LIMITED, "tenant " + t.tenant + " used its admission.tenant_limits "
+                    + "tokens_per_minute=" + config.tenantLimits().of(t.tenant).tokensPerMinute() + " (prompt + "
+                    + "completion tokens); it refills in " + (rateWait / 1_000_000) + " ms", seconds(rateWait / 1e9));
+        }
         double rate = throughput.tokensPerSecond();
         // make room by evicting lower-priority queued requests, never the reverse
         List<Ticket> victims = new ArrayList<>();
@@ -174,6 +184,18 @@ public final class AdmissionController {
             Ticket v = candidates.get(victims.size());
             victims.add(v);
             freedTokens += v.tokens;
+        }
+        // still short: tenants over their share give way to a newcomer under its share (same class or lower)
+        int victimsByPriority = victims.size();
+        int needSlots = queue.size() - victims.size() - config.maxQueuedRequests() + 1;
+        long needTokens = pendingTokens - freedTokens + t.tokens - config.maxPendingTokens();
+        if ((needSlots > 0 && queue.size() > 0) || needTokens > 0) {
+            List<Ticket> rest = queue.snapshot();
+            rest.removeAll(victims);
+            for (Ticket v : TenantShares.victims(t, rest, config, Math.max(0, needSlots), Math.max(0, needTokens))) {
+                victims.add(v);
+                freedTokens += v.tokens;
+            }
         }
         // With nobody waiting, a request that a window can take now never waits: it passes even when
         // the queue has no room (max_queued_requests: 0 means "never wait", not "never serve").
@@ -196,11 +218,16 @@ public final class AdmissionController {
                     "about %d prompt tokens are ahead at %.0f tokens/s: its first token would come in %.1f s, "
                             + "past the deadline", ahead, rate, predictedWait), seconds(predictedWait));
         }
-        for (Ticket v : victims) {
+        for (int i = 0; i < victims.size(); i++) {
+            Ticket v = victims.get(i);
             removeQueued(v);
             v.state = Ticket.State.ENDED; // under the lock: a concurrent release must see it as ended
-            Rejection evicted = new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
-                    seconds(ahead / rate));
+            Rejection evicted = i < victimsByPriority
+                    ? new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
+                            seconds(ahead / rate))
+                    : new Rejection(RejectReason.TENANT_SHARE, "evicted from the queue: tenant " + v.tenant + " held more "
+                            + "than its admission.tenant_limits share while tenant " + t.tenant + " (under its share) "
+                            + "arrived", seconds(ahead / rate));
             actions.add(() -> notifyRejected(v, evicted));
         }
         t.state = Ticket.State.QUEUED;
@@ -361,10 +388,34 @@ public final class AdmissionController {
                 }
             }
             dispatch(actions, now);
+            if (now - lastPrune > 1_000_000_000L) {
+                rates.prune(now);
+                lastPrune = now;
+            }
         } finally {
             lock.unlock();
         }
         actions.forEach(Runnable::run);
+    }
+
+    /** A request ended having generated {@code tokens}: its tenant's token rate is charged for them. */
+    public void completionTokens(String tenant, long tokens) {
+        lock.lock();
+        try {
+            rates.charge(tenant, tokens, clock.getAsLong());
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Tokens left in a tenant's per-minute bucket (Long.MAX_VALUE without a rate limit). */
+    public long tokensRemaining(String tenant) {
+        lock.lock();
+        try {
+            return rates.remaining(tenant, clock.getAsLong());
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** Stops admitting; queued requests stay until they are served or expire. */
@@ -459,6 +510,10 @@ public final class AdmissionController {
             inflightPrefillTokens += head.tokens;
             dispatched++;
             head.state = Ticket.State.DISPATCHED;
+            if (!head.rateCharged) {
+                rates.charge(head.tenant, head.tokens, now); // its prompt: once, however often it is retried
+                head.rateCharged = true;
+            }
             head.prefill = p;
             head.decode = d;
             head.dispatchedNanos = now;

@@ -18,6 +18,10 @@ public enum RejectReason {
     DEADLINE_UNREACHABLE(HttpResponseStatus.TOO_MANY_REQUESTS, "deadline_unreachable"),
     /** A queued request pushed out by a higher-priority arrival while the queue was full. */
     EVICTED(HttpResponseStatus.TOO_MANY_REQUESTS, "evicted"),
+    /** A queued request of a tenant over its share, pushed out for a tenant under its share (queue or budget full). */
+    TENANT_SHARE(HttpResponseStatus.TOO_MANY_REQUESTS, "tenant_share"),
+    /** The tenant's token bucket (tenant_limits.tokens_per_minute) is in debt: retry when it refills. */
+    TENANT_RATE_LIMITED(HttpResponseStatus.TOO_MANY_REQUESTS, "tenant_rate_limited"),
     /** The prompt alone exceeds max_request_tokens: it can never run, retrying will not help. */
     REQUEST_TOO_LARGE(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "request_too_large"),
     /** No usable prefill or decode worker. */

@@ -22,15 +22,41 @@ public final class RequestClassifier {
     public record RequestClass(int priority, String tenant, long deadlineNanos) {
     }
 
+    private static final java.util.regex.Pattern TENANT_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
     private final AdmissionConfig config;
+    private final ApiKeys keys;
 
     public RequestClassifier(AdmissionConfig config) {
         this.config = config;
+        this.keys = new ApiKeys(config.apiKeys());
     }
 
+    /**
+     * Who sent the request. With API keys configured, the key decides the tenant (X-Sluice-Tenant
+     * is ignored: it could otherwise spend another tenant's quota), an unknown or malformed key is a
+     * 401, and so is no key when {@code require_api_key} is on. Without keys configured (a trusted
+     * network), X-Sluice-Tenant names the tenant, and a client's own bearer key, if any, gets a
+     * tenant of its own (a digest prefix, never the key).
+     */
     public RequestClass classify(HttpHeaders headers, long nowNanos) throws ApiException {
-        String key = bearer(headers.get(HttpHeaderNames.AUTHORIZATION));
-        ApiKey known = key == null ? null : config.apiKeys().get(key);
+        String authorization = headers.get(HttpHeaderNames.AUTHORIZATION);
+        String key = bearer(authorization);
+        ApiKey known = null;
+        if (!keys.isEmpty()) {
+            if (authorization != null && key == null) {
+                throw new ApiException(ApiError.unauthorized("Authorization must be 'Bearer <API key>'"));
+            }
+            if (key != null) {
+                known = keys.match(key);
+                if (known == null) {
+                    throw new ApiException(ApiError.unauthorized("Incorrect API key provided"));
+                }
+            } else if (config.requireApiKey()) {
+                throw new ApiException(ApiError.unauthorized("You didn't provide an API key: send Authorization: "
+                        + "Bearer <key>"));
+            }
+        }
         int ceiling = known != null && known.priority() != null ? config.priorityIndex(known.priority()) : 0;
         int priority = known != null && known.priority() != null ? ceiling : config.priorityIndex(config.defaultPriority());
         String asked = headers.get(PRIORITY);
@@ -45,10 +71,15 @@ public final class RequestClassifier {
         String tenant;
         if (known != null) {
             tenant = known.tenant();
-        } else if (headers.get(TENANT) != null && !headers.get(TENANT).isBlank()) {
+        } else if (keys.isEmpty() && headers.get(TENANT) != null && !headers.get(TENANT).isBlank()) {
             tenant = headers.get(TENANT).trim();
+            if (!TENANT_NAME.matcher(tenant).matches()) {
+                // tenants become metric labels, queue lanes and log fields: bounded and plain
+                throw new ApiException(ApiError.invalidRequest("invalid_tenant", TENANT + " must be 1-64 characters "
+                        + "of letters, digits, '.', '_' and '-'"));
+            }
         } else if (key != null) {
-            tenant = "key-" + Integer.toHexString(key.hashCode()); // never the key itself: tenants get logged
+            tenant = "key-" + ApiKeys.hex(key).substring(0, 8); // never the key itself: tenants get logged
         } else {
             tenant = "anonymous";
         }

@@ -24,6 +24,7 @@ public final class Ticket {
     final Executor executor;
     final TicketListener listener;
     long enqueuedNanos;
+    boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;
     Worker decode;

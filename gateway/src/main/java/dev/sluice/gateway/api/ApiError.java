@@ -62,6 +62,18 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
                 "request body exceeds " + limit + " bytes (http.max_request_body)", Outcome.BAD_REQUEST);
     }
 
+    /** The HTTP layer refused a request before it was one (limits, framing, time): the connection closes. */
+    public static ApiError httpRefused(HttpResponseStatus status, String code, String message) {
+        return new ApiError(status, status.code() == 503 ? "server_error" : "invalid_request_error", code, message,
+                status.code() == 503 ? Outcome.REJECTED : Outcome.BAD_REQUEST);
+    }
+
+    /** No valid API key: OpenAI's 401 {@code invalid_api_key} (the key itself is never echoed). */
+    public static ApiError unauthorized(String message) {
+        return new ApiError(HttpResponseStatus.UNAUTHORIZED, "invalid_request_error", "invalid_api_key", message,
+                Outcome.BAD_REQUEST);
+    }
+
     public static ApiError noCapacity(String message) {
         return new ApiError(HttpResponseStatus.SERVICE_UNAVAILABLE, "server_error", "no_capacity", message,
                 Outcome.REJECTED);

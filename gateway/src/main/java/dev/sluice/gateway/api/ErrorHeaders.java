@@ -15,6 +15,9 @@ public final class ErrorHeaders {
         if (error.outcome() == Outcome.REJECTED) {
             headers.set(REJECT_REASON, error.code());
         }
+        if (error.status().code() == 401) {
+            headers.set(HttpHeaderNames.WWW_AUTHENTICATE, "Bearer");
+        }
         if (error.retryAfterSeconds() > 0) {
             headers.set(HttpHeaderNames.RETRY_AFTER, error.retryAfterSeconds());
         }

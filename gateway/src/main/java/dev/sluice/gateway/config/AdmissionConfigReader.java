@@ -1,6 +1,8 @@
 package dev.sluice.gateway.config;
 
 import dev.sluice.gateway.config.AdmissionConfig.ApiKey;
+import dev.sluice.gateway.config.AdmissionConfig.TenantLimit;
+import dev.sluice.gateway.config.AdmissionConfig.TenantLimits;
 import dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -22,7 +24,7 @@ final class AdmissionConfigReader {
     static AdmissionConfig read(ConfigNode n) {
         n.allowOnly("max_queued_requests", "max_pending_tokens", "queue_timeout", "max_request_tokens", "prefill",
                 "decode", "initial_prefill_tokens_per_second", "retry_after", "drain_grace", "priorities",
-                "default_priority", "api_keys", "tokenizer");
+                "default_priority", "api_keys", "require_api_key", "tenant_limits", "tokenizer");
         int maxQueued = n.child("max_queued_requests", "Requests waiting in the gateway's queue (not yet "
                 + "dispatched); past it, 429 queue_full.").intIn(32, 0, 1_000_000);
         long maxPending = n.child("max_pending_tokens", "Prompt tokens admitted and not yet prefilled (queued and in "
@@ -69,9 +71,13 @@ final class AdmissionConfigReader {
         }
         return new AdmissionConfig(maxQueued, maxPending, queueTimeout, maxRequest, prefillRequests, prefillTokens,
                 decodeStreams, initialRate, retryMin, retryMax, drainGrace, priorities, defaultPriority,
-                apiKeys(n.child("api_keys", "Client API keys: Authorization: Bearer <key> gives the key's tenant and "
-                        + "class; a header may lower the class a key grants, never raise it. Example: "
-                        + "\"sk-team-a\": { tenant: team-a, priority: high }."), priorities),
+                apiKeys(n.child("api_keys", "Client API keys, by name: Authorization: Bearer <key> gives the key's "
+                        + "tenant and class (a header may lower the class a key grants, never raise it). Each key is "
+                        + "configured as its SHA-256, never in clear: printf %s \"$KEY\" | sha256sum, or "
+                        + "sluice-gateway hash-key."), priorities),
+                requireApiKey(n, n.child("api_keys").isMissing()),
+                tenantLimits(n.child("tenant_limits", "Per-tenant limits: shares of the queue and of the "
+                        + "pending-token budget (work-conserving), and a token rate.")),
                 tokenizer(n.child("tokenizer", "Token counting for admission: exact with a tokenizer.json, "
                         + "else estimated from bytes.")));
     }
@@ -105,21 +111,76 @@ final class AdmissionConfigReader {
 
     private static Map<String, ApiKey> apiKeys(ConfigNode n, List<String> priorities) {
         Map<String, ApiKey> out = new LinkedHashMap<>();
-        for (Map.Entry<String, ConfigNode> e : n.entries("One client API key (the whole Bearer token) and what it "
-                + "grants.")) {
-            String key = e.getKey();
-            ConfigNode entry = e.getValue().allowOnly("tenant", "priority");
+        Set<String> digests = new HashSet<>();
+        for (Map.Entry<String, ConfigNode> e : n.entries("One client API key, by a name for logs, metrics and "
+                + "/admin/state (never the key itself).")) {
+            String name = e.getKey();
+            ConfigNode entry = e.getValue().allowOnly("sha256", "tenant", "priority");
+            ConfigNode digestNode = entry.child("sha256", "SHA-256 of the key, 64 hex digits (printf %s \"$KEY\" | "
+                    + "sha256sum, or sluice-gateway hash-key); the key itself is never configured.")
+                    .rule("64 hex digits");
+            String digest = digestNode.requiredText();
+            if (digest != null) {
+                digest = digest.trim().toLowerCase(java.util.Locale.ROOT);
+                if (!digest.matches("[0-9a-f]{64}")) {
+                    // never echo what may be a cleartext key into a log or an error
+                    digestNode.reject("(" + digest.length() + " characters, not shown)", "the key's SHA-256 as 64 "
+                            + "hex digits, not the key: printf %s \"$KEY\" | sha256sum");
+                    digest = null;
+                } else if (!digests.add(digest)) {
+                    digestNode.reject("(the digest of another key)", "one entry per key");
+                    digest = null;
+                }
+            }
             String priority = entry.child("priority", "The class the key grants; absent: the request's "
                     + "X-Sluice-Priority or admission.default_priority.").rule("one of admission.priorities").text(null);
             if (priority != null && !priorities.contains(priority)) {
                 entry.child("priority").reject(priority, "one of " + priorities);
                 priority = null;
             }
-            String tenant = entry.child("tenant", "Tenant name in metrics and /admin/state.")
-                    .defaultIs("the key's first 8 characters").text(key.length() > 8 ? key.substring(0, 8) : key);
-            out.put(key, new ApiKey(tenant, priority));
+            String tenant = entry.child("tenant", "Tenant name in metrics, logs and /admin/state; per-tenant limits "
+                    + "apply to it.").defaultIs("the key's name").text(name);
+            if (digest != null) {
+                out.put(name, new ApiKey(name, digest, tenant, priority));
+            }
         }
         return out;
+    }
+
+    private static boolean requireApiKey(ConfigNode n, boolean noKeys) {
+        ConfigNode req = n.child("require_api_key", "true: a request without a valid key is refused (401 "
+                + "invalid_api_key). false: a request without one is anonymous; a key that is present but unknown is "
+                + "refused whenever keys are configured.");
+        boolean required = req.bool(false);
+        if (required && noKeys) {
+            req.reject("true", "admission.api_keys with at least one key (else no request could pass)");
+        }
+        return required;
+    }
+
+    private static TenantLimits tenantLimits(ConfigNode n) {
+        n.allowOnly("max_queue_share", "max_pending_share", "tokens_per_minute", "per_tenant");
+        TenantLimit d = tenantLimit(n, TenantLimits.DEFAULTS.defaults());
+        Map<String, TenantLimit> per = new LinkedHashMap<>();
+        for (Map.Entry<String, ConfigNode> e : n.child("per_tenant", "Overrides by tenant name (any of the three "
+                + "keys above).").entries("One tenant's limits.")) {
+            per.put(e.getKey(), tenantLimit(e.getValue().allowOnly("max_queue_share", "max_pending_share",
+                    "tokens_per_minute"), d));
+        }
+        return new TenantLimits(d, per);
+    }
+
+    private static TenantLimit tenantLimit(ConfigNode n, TenantLimit d) {
+        return new TenantLimit(
+                n.child("max_queue_share", "Share of admission.max_queued_requests a tenant keeps when the queue is "
+                        + "full and another tenant under its share arrives: past it, the tenant's newest waiting "
+                        + "request gives way (429 tenant_share). 1 = no share kept for others.")
+                        .doubleIn(d.maxQueueShare(), 0.01, 1.0, "a share in [0.01, 1]"),
+                n.child("max_pending_share", "The same for admission.max_pending_tokens.")
+                        .doubleIn(d.maxPendingShare(), 0.01, 1.0, "a share in [0.01, 1]"),
+                n.child("tokens_per_minute", "Prompt + completion tokens a tenant may use per minute (a token bucket "
+                        + "of that size); past it, 429 tenant_rate_limited with the time to refill. 0 = no limit.")
+                        .longIn(d.tokensPerMinute(), 0, Long.MAX_VALUE / 4));
     }
 
     private static TokenizerConfig tokenizer(ConfigNode n) {

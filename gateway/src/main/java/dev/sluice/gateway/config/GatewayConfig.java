@@ -82,9 +82,9 @@ public record GatewayConfig(
 
     /** Request body limits and the client-facing HTTP server. */
     public record HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads,
-                             JsonLimits json) {
+                             JsonLimits json, ClientLimits client) {
         public HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads) {
-            this(maxRequestBodyBytes, maxResponseBodyBytes, eventLoopThreads, JsonLimits.DEFAULTS);
+            this(maxRequestBodyBytes, maxResponseBodyBytes, eventLoopThreads, JsonLimits.DEFAULTS, ClientLimits.DEFAULTS);
         }
     }
 

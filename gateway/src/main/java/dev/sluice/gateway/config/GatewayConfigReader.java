@@ -78,7 +78,8 @@ final class GatewayConfigReader {
     }
 
     private static HttpConfig http(ConfigNode n) {
-        n.allowOnly("max_request_body", "max_response_body", "event_loop_threads", "json");
+        n.allowOnly("max_request_body", "max_response_body", "event_loop_threads", "json", "max_initial_line",
+                "max_header_size", "max_headers", "header_timeout", "body_timeout", "idle_timeout", "max_connections");
         return new HttpConfig(
                 n.child("max_request_body", "Larger request bodies get 413 body_too_large.")
                         .bytesAtLeast(32L << 20, 1024),
@@ -86,7 +87,28 @@ final class GatewayConfigReader {
                         + "relayed chunk by chunk, never held).").bytesAtLeast(64L << 20, 1024),
                 n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.").intIn(0, 0, 1024),
                 json(n.child("json", "Limits on a client's JSON body, checked while it is parsed: past one, 400 "
-                        + "json_limit and no worker is contacted.")));
+                        + "json_limit and no worker is contacted.")),
+                client(n));
+    }
+
+    /** Client connection limits: defaults in the range HAProxy, nginx and Envoy ship (see ClientLimits). */
+    private static ClientLimits client(ConfigNode n) {
+        ClientLimits d = ClientLimits.DEFAULTS;
+        Duration min = Duration.ofMillis(10);
+        return new ClientLimits(
+                n.child("max_initial_line", "Longest request line (method, target, version); longer: 414, closed.")
+                        .intIn(d.maxInitialLine(), 256, 1 << 20),
+                n.child("max_header_size", "All header lines of a request together, in bytes; more: 431, closed.")
+                        .intIn(d.maxHeaderSize(), 1024, 1 << 20),
+                n.child("max_headers", "Header fields in one request; more: 431, closed.").intIn(d.maxHeaders(), 8, 10_000),
+                n.child("header_timeout", "From a request's first byte to the end of its headers (slowloris); "
+                        + "slower: 408, closed.").durationAtLeast(d.headerTimeout(), min),
+                n.child("body_timeout", "From the end of a request's headers to the end of its body; slower: 408, "
+                        + "closed.").durationAtLeast(d.bodyTimeout(), min),
+                n.child("idle_timeout", "A keep-alive client connection with no request in progress is closed after "
+                        + "this (a streaming response is never idle).").durationAtLeast(d.idleTimeout(), min),
+                n.child("max_connections", "Open client connections; past it a new connection gets 503 "
+                        + "too_many_connections and is closed.").intIn(d.maxConnections(), 1, 10_000_000));
     }
 
     private static JsonLimits json(ConfigNode n) {

@@ -211,6 +211,21 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     /** Exports a retry counter at 0 before the first retry. */
+    /** The HTTP layer refused a request or connection (limits, framing, timeouts, the connection cap). */
+    public void httpRefused(String reason) {
+        counter("sluice.http.rejections", "reason", reason).increment();
+    }
+
+    public void clientIdleClosed() {
+        counter("sluice.client.idle.closes").increment();
+    }
+
+    /** Every reason of {@link #httpRefused} at 0 from start-up. */
+    public void preRegisterHttpRefusals(java.util.List<String> reasons) {
+        reasons.forEach(r -> counter("sluice.http.rejections", "reason", r));
+        counter("sluice.client.idle.closes");
+    }
+
     public void preRegisterRetry(String reason) {
         counter("sluice.retries", "reason", reason);
     }
@@ -231,17 +246,19 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     /** HELP text of every counter (promtool lints a counter without one). */
-    private static final java.util.Map<String, String> COUNTER_HELP = java.util.Map.of(
-            "sluice.requests", "requests ended, by route and outcome",
-            "sluice.aborts", "requests whose halves the gateway stopped, by cause",
-            "sluice.abort.requests.sent", "POST /abort_request calls to workers, by role and result",
-            "sluice.upstream.errors", "failures of a worker call, by role and kind",
-            "sluice.kv.transfer.failures", "KV transfer failures the workers reported to the gateway, by worker",
-            "sluice.rejections", "requests admission control rejected, by reason",
-            "sluice.prompt.tokens", "prompt tokens the workers reported for completed requests",
-            "sluice.completion.tokens", "completion tokens the workers reported",
-            "sluice.retries", "requests sent again to another prefill/decode pair, by reason",
-            "sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason");
+    private static final java.util.Map<String, String> COUNTER_HELP = java.util.Map.ofEntries(
+            java.util.Map.entry("sluice.requests", "requests ended, by route and outcome"),
+            java.util.Map.entry("sluice.aborts", "requests whose halves the gateway stopped, by cause"),
+            java.util.Map.entry("sluice.abort.requests.sent", "POST /abort_request calls to workers, by role and result"),
+            java.util.Map.entry("sluice.upstream.errors", "failures of a worker call, by role and kind"),
+            java.util.Map.entry("sluice.kv.transfer.failures", "KV transfer failures the workers reported to the gateway, by worker"),
+            java.util.Map.entry("sluice.rejections", "requests admission control rejected, by reason"),
+            java.util.Map.entry("sluice.prompt.tokens", "prompt tokens the workers reported for completed requests"),
+            java.util.Map.entry("sluice.completion.tokens", "completion tokens the workers reported"),
+            java.util.Map.entry("sluice.retries", "requests sent again to another prefill/decode pair, by reason"),
+            java.util.Map.entry("sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason"),
+            java.util.Map.entry("sluice.http.rejections", "client requests or connections the HTTP layer refused before routing, by reason"),
+            java.util.Map.entry("sluice.client.idle.closes", "keep-alive client connections closed after http.idle_timeout with no request"));
 
     public String scrape() {
         return registry.scrape();

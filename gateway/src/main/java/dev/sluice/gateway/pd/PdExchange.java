@@ -375,6 +375,9 @@ public final class PdExchange implements TicketListener {
         long now = System.nanoTime();
         if (completionTokens > 0) {
             pd.metrics().completionTokens(completionTokens);
+            if (ticket != null) {
+                pd.admission().completionTokens(ticket.tenant(), completionTokens); // its tenant's token rate
+            }
         }
         if (outcome != Outcome.OK) {
             pd.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), rid, routeLabel, client.status(),

@@ -8,8 +8,6 @@ import io.netty.handler.codec.http.HttpMessage;
 import io.netty.handler.codec.http.HttpObjectAggregator;
 import io.netty.handler.codec.http.HttpRequest;
 import java.time.Duration;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * Aggregates request bodies up to {@code http.max_request_body}; a larger body gets a 413 with
@@ -17,7 +15,6 @@ import org.slf4j.LoggerFactory;
  * the rest of the body would still be on the wire.
  */
 final class BodyLimitAggregator extends HttpObjectAggregator {
-    private static final Logger log = LoggerFactory.getLogger(BodyLimitAggregator.class);
     private final long limit;
     private final GatewayMetrics metrics;
 
@@ -30,8 +27,12 @@ final class BodyLimitAggregator extends HttpObjectAggregator {
     @Override
     protected void handleOversizedMessage(ChannelHandlerContext ctx, HttpMessage oversized) {
         String path = oversized instanceof HttpRequest r ? r.uri() : "?";
-        log.info("request rejected path={} status=413 outcome=bad_request detail=\"body larger than {} bytes\"", path, limit);
         metrics.requestEnded(Routes.metricLabel(path), Outcome.BAD_REQUEST, Duration.ZERO);
-        Responses.error(ctx, ApiError.bodyTooLarge(limit), false);
+        RequestGuard guard = ctx.pipeline().get(RequestGuard.class);
+        if (guard != null) {
+            guard.refuse(ApiError.bodyTooLarge(limit), "body_too_large"); // answered below keep-alive, lingering
+        } else {
+            Responses.error(ctx, ApiError.bodyTooLarge(limit), false);
+        }
     }
 }

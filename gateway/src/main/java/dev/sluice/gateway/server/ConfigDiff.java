@@ -32,7 +32,7 @@ final class ConfigDiff {
         return new AdmissionConfig(a.maxQueuedRequests(), a.maxPendingTokens(), a.queueTimeout(), a.maxRequestTokens(),
                 a.prefillMaxInflightRequests(), a.prefillMaxInflightTokens(), a.decodeMaxInflightStreams(),
                 a.initialPrefillTokensPerSecond(), a.retryAfterMin(), a.retryAfterMax(), a.drainGrace(), a.priorities(),
-                a.defaultPriority(), a.apiKeys(), tokenizer);
+                a.defaultPriority(), a.apiKeys(), a.requireApiKey(), a.tenantLimits(), tokenizer);
     }
 
     private static void check(List<String> restart, String key, Object cur, Object next) {

@@ -105,16 +105,12 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         if (route != null) {
+            RequestClass cls;
             GenerationRequest parsed;
             try {
-                parsed = gateway.requestJson().parse(route, req.content());
-            } catch (ApiException e) {
-                reject(e.error(), req, keepAlive);
-                return;
-            }
-            RequestClass cls;
-            try {
+                // who is asking first: an unauthenticated request costs no body parse
                 cls = gateway.classifier().classify(req.headers(), received);
+                parsed = gateway.requestJson().parse(route, req.content());
             } catch (ApiException e) {
                 reject(e.error(), req, keepAlive);
                 return;
@@ -132,6 +128,12 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                         cls.deadlineNanos())));
             }
         } else if (Routes.INFO.containsKey(path)) {
+            try {
+                gateway.classifier().classify(req.headers(), received); // these reach a worker too
+            } catch (ApiException e) {
+                reject(e.error(), req, keepAlive);
+                return;
+            }
             // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
             InfoProxy.forward(ctx, path, keepAlive, gateway.workers(), gateway.pool(),
                     gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);

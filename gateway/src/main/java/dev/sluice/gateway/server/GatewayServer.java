@@ -39,7 +39,8 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.handler.codec.http.HttpServerCodec;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import dev.sluice.gateway.config.ClientLimits;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -89,6 +90,7 @@ public final class GatewayServer implements AutoCloseable {
     private final Set<PdExchange> live = ConcurrentHashMap.newKeySet();
     private volatile boolean draining;
     private ScheduledFuture<?> expiry;
+    private ClientConnections clients; // the connection cap and the per-connection deadlines
     private final ChannelGroup clientChannels = new DefaultChannelGroup("clients", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
@@ -140,6 +142,8 @@ public final class GatewayServer implements AutoCloseable {
                 admission.kick(); // queued requests may go now
             }
         });
+        metrics.preRegisterHttpRefusals(List.of("request_line_too_long", "headers_too_large", "too_many_headers",
+                "bad_framing", "header_timeout", "body_timeout", "too_many_connections", "body_too_large"));
         for (String reason : List.of("connect", "stale_connection", "worker_busy", "kv_transfer", "stall",
                 "worker_ejected")) {
             metrics.preRegisterRetry(reason);
@@ -156,7 +160,8 @@ public final class GatewayServer implements AutoCloseable {
                 workers.all().stream().map(dev.sluice.gateway.routing.Worker::name).toList());
         metrics.bindWorkers(workers, config.telemetry());
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
-        metrics.gauge("sluice.client.connections", "open client connections", clientChannels::size);
+        metrics.gauge("sluice.client.connections", "open client connections",
+                () -> clients == null ? 0 : clients.open());
     }
 
     public GatewayServer start() throws InterruptedException {
@@ -165,6 +170,17 @@ public final class GatewayServer implements AutoCloseable {
         bossGroup = transport.newGroup(1, "sluice-accept");
         workerGroup = transport.newGroup(threads, "sluice-io");
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.http().maxRequestBodyBytes());
+        ClientLimits limits = config.http().client();
+        clients = new ClientConnections(limits, metrics);
+        // strict framing: no bare LF, no duplicate Content-Length, RFC 9112's Transfer-Encoding rules;
+        // what Netty lets through that could still be read two ways, RequestGuard refuses
+        HttpDecoderConfig decoderConfig = new HttpDecoderConfig()
+                .setMaxInitialLineLength(limits.maxInitialLine())
+                .setMaxHeaderSize(limits.maxHeaderSize())
+                .setValidateHeaders(true)
+                .setStrictLineParsing(true)
+                .setAllowDuplicateContentLengths(false)
+                .setUseRfc9112TransferEncoding(true);
         ServerBootstrap b = new ServerBootstrap()
                 .group(bossGroup, workerGroup)
                 .channel(transport.serverChannel())
@@ -177,10 +193,16 @@ public final class GatewayServer implements AutoCloseable {
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
+                        if (!clients.admit(ch)) {
+                            return; // past http.max_connections: refused and closing, no pipeline built
+                        }
                         clientChannels.add(ch);
+                        RequestGuard guard = new RequestGuard(clients, metrics);
                         ch.pipeline()
                                 .addLast("flush", new FlushConsolidationHandler(256, true))
-                                .addLast("codec", new HttpServerCodec())
+                                .addLast("bytes", new FirstByteWatch(guard))
+                                .addLast("codec", new StrictServerCodec(decoderConfig))
+                                .addLast("guard", guard)
                                 .addLast("keepalive", new HttpServerKeepAliveHandler())
                                 .addLast("aggregator", new BodyLimitAggregator(maxBody, metrics))
                                 .addLast("front", new FrontHandler(GatewayServer.this));
@@ -449,6 +471,9 @@ public final class GatewayServer implements AutoCloseable {
         }
         if (reaper != null) {
             reaper.cancel(false);
+        }
+        if (clients != null) {
+            clients.close();
         }
         counter.close();
         if (listener != null) {

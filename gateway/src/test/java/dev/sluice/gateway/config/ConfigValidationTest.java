@@ -63,7 +63,7 @@ class ConfigValidationTest {
     void unknownKeysAreNamedWithWhatIsAllowed() {
         assertThat(texts(WORKERS + "listen: { prot: 8080 }\nhelth: {}\nadmission: { prefill: { max_inflight: 3 } }\n"))
                 .containsExactly(
-                        "listen.prot: unknown key (expected one of: host, port)",
+                        "listen.prot: unknown key (expected one of: host, internal_endpoints, port)",
                         "helth: unknown key (expected one of: admin, admission, disaggregation, health, http, listen, "
                                 + "retries, routing, telemetry, timeouts, upstream, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
@@ -147,14 +147,14 @@ class ConfigValidationTest {
                   priorities: [gold, silver, gold]
                   default_priority: bronze
                   api_keys:
-                    "sk-a": { tenant: a, priority: platinum }
+                    key-a: { sha256: a4a6d307ad00fa67176e1099fdbc4f4a09bb527a7f24718a5030f2f173d11f7f, tenant: a, priority: platinum }
                 routing: { direct_decode_max_tokens: 64 }
                 """)).containsExactly(
                 "admission.max_request_tokens: 2000 (expected: <= admission.max_pending_tokens (1000): a larger prompt "
                         + "could never be admitted)",
                 "admission.priorities[2]: gold (expected: distinct class names)",
                 "admission.default_priority: bronze (expected: one of [gold, silver])",
-                "admission.api_keys.sk-a.priority: platinum (expected: one of [gold, silver])",
+                "admission.api_keys.key-a.priority: platinum (expected: one of [gold, silver])",
                 "routing.direct_decode_max_tokens: 64 (expected: 0 unless disaggregation: vllm (an SGLang decode server "
                         + "cannot prefill on its own; in none mode every request is direct))");
     }
@@ -173,13 +173,13 @@ class ConfigValidationTest {
     void theEffectiveConfigurationHasEveryDefault() {
         LoadedConfig c = ConfigLoader.check(WORKERS + """
                 timeouts: { connect: 500ms }
-                admission: { api_keys: { "sk-team-a-0123": { priority: high } } }
+                admission: { api_keys: { team-a: { sha256: 0162d8e28f30de44540c5fa4a78d2953c042096a887a30b9d60f298fa9dc4a71, priority: high } } }
                 """, "gw.yaml", ConfigOverrides.none());
         String yaml = c.effectiveYaml();
 
         assertThat(yaml).contains("connect: 500ms", "first_token: 2m", "max_request_body: 32MiB",
                 "stale_after: 5s", "priorities:\n    - high\n    - normal\n    - low", "default_priority: normal",
-                "sk-team-a-0123:\n      tenant: sk-team-", "balance_abs_threshold: 32", "disaggregation: sglang");
+                "team-a:\n      sha256: 0162d8e28f30", "tenant: team-a", "balance_abs_threshold: 32", "disaggregation: sglang");
         assertThat(yaml.indexOf("listen:")).isLessThan(yaml.indexOf("workers:"));
         assertThat(yaml.indexOf("workers:")).isLessThan(yaml.indexOf("timeouts:"));
         assertThat(ConfigLoader.parse(yaml, "effective")).isEqualTo(c.config());

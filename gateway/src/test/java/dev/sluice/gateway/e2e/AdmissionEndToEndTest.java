@@ -42,7 +42,9 @@ class AdmissionEndToEndTest {
                           prefill: { max_inflight_requests: 1, max_inflight_tokens: 100000 }
                           initial_prefill_tokens_per_second: 2000
                           api_keys:
-                            "sk-gold": { tenant: gold, priority: high }
+                            gold-key: { sha256: 83a9d60338d134e3e8f33851f115498635f1090262307ce959b86e5eee88bb90, tenant: gold, priority: high }   # sk-gold
+                            a-key: { sha256: a4a6d307ad00fa67176e1099fdbc4f4a09bb527a7f24718a5030f2f173d11f7f, tenant: a }   # sk-a
+                            b-key: { sha256: 18519d64d0d18b0e84e43301547425933dc0394576666e8da1ef1790fb64ca9f, tenant: b }   # sk-b
                         """);
     }
 
@@ -223,10 +225,10 @@ class AdmissionEndToEndTest {
         CompletableFuture<HttpResponse<String>> running = send(prompt(1500, "running"));
         assertThat(eventually(Duration.ofSeconds(5), () -> bed.gateway.admission().snapshot().dispatched() == 1)).isTrue();
         List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
-        all.add(send(prompt(50, "burstA1"), "X-Sluice-Tenant", "a"));
-        all.add(send(prompt(50, "burstA2"), "X-Sluice-Tenant", "a"));
+        all.add(send(prompt(50, "burstA1"), "Authorization", "Bearer sk-a"));
+        all.add(send(prompt(50, "burstA2"), "Authorization", "Bearer sk-a"));
         awaitQueued(2);
-        all.add(send(prompt(50, "quietB1"), "X-Sluice-Tenant", "b"));
+        all.add(send(prompt(50, "quietB1"), "Authorization", "Bearer sk-b"));
         awaitQueued(3);
         for (var f : all) {
             assertThat(f.get().statusCode()).isEqualTo(200);

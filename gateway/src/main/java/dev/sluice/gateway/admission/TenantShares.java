@@ -1,0 +1,86 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.AdmissionConfig.TenantLimits;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Work-conserving tenant shares of the queue and of the pending-token budget. A tenant may fill
+ * idle capacity, but when the queue (or the budget) is full and a tenant still under its share
+ * arrives, the newest waiting requests of the tenants furthest over their shares give way, never
+ * one of a higher class than the newcomer's. So one tenant's burst fills the queue only until
+ * someone else needs it, and then loses its newest requests, not the others their place.
+ * Computed from the queued tickets when the queue or budget is full (the rare path): nothing to
+ * keep in step on every admission.
+ */
+final class TenantShares {
+    private TenantShares() {
+    }
+
+    /**
+     * Victims for {@code newcomer}, given the queued tickets not already chosen: enough to bring the
+     * queue to {@code needSlots} fewer tickets and its tokens {@code needTokens} lower, or as many as
+     * shares allow; empty when the newcomer is itself at or over its share of what is short.
+     */
+    static List<Ticket> victims(Ticket newcomer, List<Ticket> queued, AdmissionConfig config, int needSlots,
+                                long needTokens) {
+        TenantLimits limits = config.tenantLimits();
+        Map<String, long[]> use = new HashMap<>(); // tenant -> {queued count, queued tokens}
+        for (Ticket t : queued) {
+            long[] u = use.computeIfAbsent(t.tenant, k -> new long[2]);
+            u[0]++;
+            u[1] += t.tokens;
+        }
+        long[] mine = use.getOrDefault(newcomer.tenant, new long[2]);
+        var own = limits.of(newcomer.tenant);
+        boolean underQueueShare = mine[0] + 1 <= own.maxQueueShare() * config.maxQueuedRequests();
+        boolean underTokenShare = mine[1] + newcomer.tokens <= own.maxPendingShare() * config.maxPendingTokens();
+        if ((needSlots > 0 && !underQueueShare) || (needTokens > 0 && !underTokenShare)) {
+            return List.of();
+        }
+        // each other tenant's newest tickets first, of the newcomer's class or lower
+        Map<String, List<Ticket>> byTenant = new HashMap<>();
+        for (Ticket t : queued) {
+            if (!t.tenant.equals(newcomer.tenant) && t.priority >= newcomer.priority) {
+                byTenant.computeIfAbsent(t.tenant, k -> new ArrayList<>()).add(t);
+            }
+        }
+        byTenant.values().forEach(l -> l.sort(Comparator.comparingLong((Ticket t) -> t.enqueuedNanos).reversed()));
+        List<Ticket> out = new ArrayList<>();
+        int slots = needSlots;
+        long tokens = needTokens;
+        while (slots > 0 || tokens > 0) {
+            String worst = null;
+            double worstExcess = 0;
+            for (Map.Entry<String, List<Ticket>> e : byTenant.entrySet()) {
+                if (e.getValue().isEmpty()) {
+                    continue;
+                }
+                long[] u = use.get(e.getKey());
+                var l = limits.of(e.getKey());
+                // how far over its share, as a fraction of the limit being short
+                double excess = Math.max(slots > 0 ? u[0] / (l.maxQueueShare() * config.maxQueuedRequests()) : 0,
+                        tokens > 0 ? u[1] / (l.maxPendingShare() * config.maxPendingTokens()) : 0);
+                if (excess > 1.0 && excess > worstExcess) {
+                    worst = e.getKey();
+                    worstExcess = excess;
+                }
+            }
+            if (worst == null) {
+                break; // nobody is over their share: the newcomer waits its turn like everyone
+            }
+            Ticket v = byTenant.get(worst).remove(0);
+            long[] u = use.get(worst);
+            u[0]--;
+            u[1] -= v.tokens;
+            out.add(v);
+            slots--;
+            tokens -= v.tokens;
+        }
+        return out;
+    }
+}
