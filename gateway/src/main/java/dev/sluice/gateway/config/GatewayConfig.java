@@ -40,9 +40,9 @@ public record GatewayConfig(
     }
 
     /** Where the gateway accepts client traffic. */
-    public record ListenConfig(String host, int port, boolean internalEndpoints) {
+    public record ListenConfig(String host, int port, boolean internalEndpoints, java.util.Optional<TlsServerConfig> tls) {
         public ListenConfig(String host, int port) {
-            this(host, port, false);
+            this(host, port, false, java.util.Optional.empty());
         }
     }
 
@@ -75,6 +75,11 @@ public record GatewayConfig(
         }
 
         /** A worker that takes no API key. */
+        /** An {@code https://} worker: the gateway talks TLS to it (upstream.ca_file, hostname verified). */
+        public boolean tls() {
+            return url.startsWith("https://");
+        }
+
         public WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
             this(url, host, port, bootstrapPort, Optional.empty());
         }
@@ -89,7 +94,11 @@ public record GatewayConfig(
     }
 
     /** Connection pooling towards workers: per event loop, per worker. */
-    public record UpstreamConfig(int maxConnectionsPerWorker, java.time.Duration idleTimeout) {
+    public record UpstreamConfig(int maxConnectionsPerWorker, java.time.Duration idleTimeout,
+                                 java.util.Optional<java.nio.file.Path> caFile) {
+        public UpstreamConfig(int maxConnectionsPerWorker, java.time.Duration idleTimeout) {
+            this(maxConnectionsPerWorker, idleTimeout, java.util.Optional.empty());
+        }
     }
 
     /** Polling of every worker's {@code /get_load} and {@code /metrics}; older than {@code staleAfter} is unknown. */

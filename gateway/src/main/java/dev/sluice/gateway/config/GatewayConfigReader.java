@@ -50,13 +50,50 @@ final class GatewayConfigReader {
     }
 
     private static ListenConfig listen(ConfigNode n) {
-        n.allowOnly("host", "port", "internal_endpoints");
+        n.allowOnly("host", "port", "internal_endpoints", "tls");
         return new ListenConfig(n.child("host", "Address the client-facing HTTP server binds.").text("0.0.0.0"),
                 n.child("port", "Port of the client-facing HTTP server; 0 = any free port.").intIn(8080, 0, 65535),
                 n.child("internal_endpoints", "Also serve GET /metrics and the per-worker detail of /readiness "
                         + "(worker addresses, states, reasons) on this listener. Off: clients get 404 for /metrics "
                         + "and only the verdict and counts from /readiness; the admin listener serves both.")
-                        .bool(false));
+                        .bool(false),
+                tls(n.child("tls", "TLS on this listener (absent: plain HTTP): TLS 1.3 and 1.2 only, modern "
+                        + "ciphers, OpenSSL (BoringSSL) where it loads, the JDK's otherwise.")));
+    }
+
+    private static java.util.Optional<TlsServerConfig> tls(ConfigNode n) {
+        n.allowOnly("cert_chain", "private_key", "reload_check");
+        java.util.Optional<java.nio.file.Path> chain = readableFile(n.child("cert_chain", "PEM file: the server "
+                + "certificate, then its intermediates."));
+        java.util.Optional<java.nio.file.Path> key = readableFile(n.child("private_key", "PEM file: the private key "
+                + "(PKCS#8; PKCS#1 RSA and SEC1 EC keys work with OpenSSL)."));
+        Duration every = n.child("reload_check", "How often the two files are checked for a replacement; a changed "
+                + "pair that loads is served to new connections, one that does not is logged and the old one kept.")
+                .durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(100));
+        if (n.isMissing()) {
+            return java.util.Optional.empty();
+        }
+        if (chain.isEmpty() || key.isEmpty()) {
+            if (!n.reading().hasProblemAt(n.path())) {
+                n.reject("(incomplete)", "both cert_chain and private_key");
+            }
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(new TlsServerConfig(chain.get(), key.get(), every));
+    }
+
+    /** A path that exists and can be read now (the gateway would fail later otherwise). */
+    static java.util.Optional<java.nio.file.Path> readableFile(ConfigNode n) {
+        java.util.Optional<String> text = n.optionalText();
+        if (text.isEmpty()) {
+            return java.util.Optional.empty();
+        }
+        java.nio.file.Path p = java.nio.file.Path.of(text.get());
+        if (!java.nio.file.Files.isReadable(p) || java.nio.file.Files.isDirectory(p)) {
+            n.reject(text.get(), "a readable file");
+            return java.util.Optional.empty();
+        }
+        return java.util.Optional.of(p);
     }
 
     private static TimeoutsConfig timeouts(ConfigNode n) {
@@ -126,13 +163,15 @@ final class GatewayConfigReader {
     }
 
     private static UpstreamConfig upstream(ConfigNode n) {
-        n.allowOnly("max_connections_per_worker", "idle_timeout");
+        n.allowOnly("max_connections_per_worker", "idle_timeout", "ca_file");
         return new UpstreamConfig(
                 n.child("max_connections_per_worker", "Connections per event loop to one worker; past it, requests "
                         + "wait up to timeouts.connect.").intIn(1024, 1, 1_000_000),
                 n.child("idle_timeout", "Pooled connections idle this long are closed; keep it below the worker's "
                         + "keep-alive timeout (uvicorn's default is 5s).")
-                        .durationAtLeast(Duration.ofSeconds(4), Duration.ofMillis(100)));
+                        .durationAtLeast(Duration.ofSeconds(4), Duration.ofMillis(100)),
+                readableFile(n.child("ca_file", "PEM file of the CA certificates that https:// workers' certificates "
+                        + "must chain to (absent: the JDK's trust store); their host names are always verified.")));
     }
 
     private static RoutingConfig routing(ConfigNode n, DisaggregationMode mode) {

@@ -98,8 +98,8 @@ final class WorkersConfigReader {
             n.reject(url, "an http:// URL");
             return null;
         }
-        if (!"http".equals(uri.getScheme()) || uri.getHost() == null) {
-            n.reject(url, "an http:// URL with a host");
+        if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {
+            n.reject(url, "an http:// or https:// URL with a host");
             return null;
         }
         if ((uri.getPath() != null && !uri.getPath().isEmpty()) || uri.getQuery() != null || uri.getFragment() != null) {
@@ -126,7 +126,7 @@ final class WorkersConfigReader {
                     + "default.").optionalInt(1, 65535) : Optional.empty();
             if (url != null) {
                 URI uri = URI.create(url);
-                int port = uri.getPort() == -1 ? 80 : uri.getPort();
+                int port = uri.getPort() != -1 ? uri.getPort() : "https".equals(uri.getScheme()) ? 443 : 80;
                 out.add(new WorkerEndpoint(url, uri.getHost(), port, bootstrap.orElse(null), auth));
             }
         }

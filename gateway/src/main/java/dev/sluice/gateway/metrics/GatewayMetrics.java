@@ -216,6 +216,27 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.http.rejections", "reason", reason).increment();
     }
 
+    /** listen.tls: the served certificate's expiry (unix seconds), and reload and handshake counters at 0. */
+    public void bindTls(Supplier<java.time.Instant> notAfter) {
+        Gauge.builder("sluice.tls.certificate.expiry", () -> notAfter.get().getEpochSecond()).baseUnit("seconds")
+                .description("notAfter of the certificate the client listener serves, as unix time").register(registry);
+        for (String r : java.util.List.of("reloaded", "failed")) {
+            counter("sluice.tls.reloads", "result", r);
+        }
+        counter("sluice.tls.handshake.failures");
+    }
+
+    /** A reload check's result: unchanged checks are not counted. */
+    public void tlsReload(String result) {
+        if (!result.equals("unchanged")) {
+            counter("sluice.tls.reloads", "result", result).increment();
+        }
+    }
+
+    public void tlsHandshakeFailed() {
+        counter("sluice.tls.handshake.failures").increment();
+    }
+
     public void clientIdleClosed() {
         counter("sluice.client.idle.closes").increment();
     }
@@ -258,6 +279,8 @@ public final class GatewayMetrics implements AutoCloseable {
             java.util.Map.entry("sluice.retries", "requests sent again to another prefill/decode pair, by reason"),
             java.util.Map.entry("sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason"),
             java.util.Map.entry("sluice.http.rejections", "client requests or connections the HTTP layer refused before routing, by reason"),
+            java.util.Map.entry("sluice.tls.reloads", "checks of listen.tls files that found a change, by result (reloaded, failed)"),
+            java.util.Map.entry("sluice.tls.handshake.failures", "client TLS handshakes that failed (plain HTTP, old protocols, scanners, timeouts)"),
             java.util.Map.entry("sluice.client.idle.closes", "keep-alive client connections closed after http.idle_timeout with no request"));
 
     public String scrape() {

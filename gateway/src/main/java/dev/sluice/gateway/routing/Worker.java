@@ -48,6 +48,11 @@ public final class Worker {
         return endpoint.host();
     }
 
+    /** An https:// worker: its connections speak TLS. */
+    public boolean tls() {
+        return endpoint.tls();
+    }
+
     public int port() {
         return endpoint.port();
     }

@@ -91,6 +91,8 @@ public final class GatewayServer implements AutoCloseable {
     private volatile boolean draining;
     private ScheduledFuture<?> expiry;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
+    private dev.sluice.gateway.tls.ServerTls serverTls; // listen.tls, or null
+    private ScheduledFuture<?> tlsWatch;
     private final ChannelGroup clientChannels = new DefaultChannelGroup("clients", GlobalEventExecutor.INSTANCE);
     private EventLoopGroup bossGroup;
     private EventLoopGroup workerGroup;
@@ -108,7 +110,7 @@ public final class GatewayServer implements AutoCloseable {
         this.workers = new WorkerSet(config.workers());
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
-                config.upstream().idleTimeout());
+                config.upstream().idleTimeout(), clientTls(config));
         this.aborts = new AbortSender(pool, metrics, config.timeouts().abort());
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
@@ -164,12 +166,29 @@ public final class GatewayServer implements AutoCloseable {
                 () -> clients == null ? 0 : clients.open());
     }
 
+    /** TLS towards https:// workers (built whether or not any is configured now: a reload may add one). */
+    private static dev.sluice.gateway.tls.ClientTls clientTls(GatewayConfig config) {
+        try {
+            return dev.sluice.gateway.tls.ClientTls.create(config.upstream().caFile());
+        } catch (IOException e) {
+            throw new ConfigException("upstream.ca_file: " + e.getMessage());
+        }
+    }
+
     public GatewayServer start() throws InterruptedException {
         int threads = config.http().eventLoopThreads() == 0 ? Runtime.getRuntime().availableProcessors()
                 : config.http().eventLoopThreads();
         bossGroup = transport.newGroup(1, "sluice-accept");
         workerGroup = transport.newGroup(threads, "sluice-io");
         int maxBody = (int) Math.min(Integer.MAX_VALUE, config.http().maxRequestBodyBytes());
+        if (config.listen().tls().isPresent()) {
+            try {
+                serverTls = dev.sluice.gateway.tls.ServerTls.load(config.listen().tls().get());
+            } catch (IOException e) {
+                throw new ConfigException("listen.tls: the certificate and key do not load: " + e.getMessage());
+            }
+            metrics.bindTls(serverTls::notAfter);
+        }
         ClientLimits limits = config.http().client();
         clients = new ClientConnections(limits, metrics);
         // strict framing: no bare LF, no duplicate Content-Length, RFC 9112's Transfer-Encoding rules;
@@ -198,6 +217,15 @@ public final class GatewayServer implements AutoCloseable {
                         }
                         clientChannels.add(ch);
                         RequestGuard guard = new RequestGuard(clients, metrics);
+                        if (serverTls != null) {
+                            io.netty.handler.ssl.SslHandler tls = serverTls.newHandler(ch.alloc());
+                            tls.handshakeFuture().addListener(f -> {
+                                if (!f.isSuccess()) {
+                                    metrics.tlsHandshakeFailed(); // a scanner, a plain-HTTP client, an old protocol
+                                }
+                            });
+                            ch.pipeline().addLast("tls", tls);
+                        }
                         ch.pipeline()
                                 .addLast("flush", new FlushConsolidationHandler(256, true))
                                 .addLast("bytes", new FirstByteWatch(guard))
@@ -213,6 +241,12 @@ public final class GatewayServer implements AutoCloseable {
         // health checks, telemetry and the admin listener on a loop of their own: a request loop busy
         // with thousands of streams must not make a healthy worker's /health look timed out
         controlGroup = transport.newGroup(1, "sluice-control");
+        if (serverTls != null) {
+            long every = config.listen().tls().get().reloadCheck().toMillis();
+            tlsWatch = controlGroup.next().scheduleWithFixedDelay(
+                    () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()), every, every,
+                    TimeUnit.MILLISECONDS);
+        }
         checker = new HealthChecker(workers, pool, controlGroup.next(), health);
         checker.start();
         expiry = workerGroup.next().scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS);
@@ -272,7 +306,13 @@ public final class GatewayServer implements AutoCloseable {
             health.reconfigure(next.health());
             if (checker != null) {
                 checker.close();
-                checker = new HealthChecker(workers, pool, controlGroup.next(), health);
+                if (serverTls != null) {
+            long every = config.listen().tls().get().reloadCheck().toMillis();
+            tlsWatch = controlGroup.next().scheduleWithFixedDelay(
+                    () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()), every, every,
+                    TimeUnit.MILLISECONDS);
+        }
+        checker = new HealthChecker(workers, pool, controlGroup.next(), health);
                 checker.start();
             }
             applied.add("health");
@@ -474,6 +514,9 @@ public final class GatewayServer implements AutoCloseable {
         }
         if (clients != null) {
             clients.close();
+        }
+        if (tlsWatch != null) {
+            tlsWatch.cancel(false);
         }
         counter.close();
         if (listener != null) {

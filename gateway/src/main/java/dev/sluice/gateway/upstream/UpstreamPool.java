@@ -2,6 +2,7 @@ package dev.sluice.gateway.upstream;
 
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.transport.Transport;
+import dev.sluice.gateway.tls.ClientTls;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -36,6 +37,7 @@ public final class UpstreamPool {
     private final Duration connectTimeout;
     private final int maxConnectionsPerWorker;
     private final Duration idleTimeout;
+    private final ClientTls tls; // for https:// workers
     private final AtomicInteger openConnections = new AtomicInteger();
     private final FastThreadLocal<Map<String, LoopPool>> pools = new FastThreadLocal<>() {
         @Override
@@ -45,10 +47,16 @@ public final class UpstreamPool {
     };
 
     public UpstreamPool(Transport transport, Duration connectTimeout, int maxConnectionsPerWorker, Duration idleTimeout) {
+        this(transport, connectTimeout, maxConnectionsPerWorker, idleTimeout, null);
+    }
+
+    public UpstreamPool(Transport transport, Duration connectTimeout, int maxConnectionsPerWorker, Duration idleTimeout,
+                        ClientTls tls) {
         this.transport = transport;
         this.connectTimeout = connectTimeout;
         this.maxConnectionsPerWorker = maxConnectionsPerWorker;
         this.idleTimeout = idleTimeout;
+        this.tls = tls;
     }
 
     /** Open upstream connections, all loops together (a gauge). */
@@ -156,6 +164,13 @@ public final class UpstreamPool {
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
+                            if (worker.tls()) {
+                                if (tls == null) {
+                                    throw new IllegalStateException("https:// worker " + worker.name()
+                                            + " without a TLS client context");
+                                }
+                                ch.pipeline().addLast("tls", tls.newHandler(ch.alloc(), worker.host(), worker.port()));
+                            }
                             ch.pipeline()
                                     .addLast("idle", new IdleStateHandler(0, 0, idleTimeout.toMillis(), TimeUnit.MILLISECONDS))
                                     .addLast("codec", new HttpClientCodec())
