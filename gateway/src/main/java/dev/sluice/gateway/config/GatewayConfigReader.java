@@ -70,8 +70,9 @@ final class GatewayConfigReader {
         Duration every = n.child("reload_check", "How often the two files are checked for a replacement; a changed "
                 + "pair that loads is served to new connections, one that does not is logged and the old one kept.")
                 .durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(100));
-        if (n.isMissing()) {
-            return java.util.Optional.empty();
+        boolean named = n.child("cert_chain").optionalText().isPresent() || n.child("private_key").optionalText().isPresent();
+        if (n.isMissing() || !named) {
+            return java.util.Optional.empty(); // no files named: plain HTTP (reload_check alone means nothing)
         }
         if (chain.isEmpty() || key.isEmpty()) {
             if (!n.reading().hasProblemAt(n.path())) {

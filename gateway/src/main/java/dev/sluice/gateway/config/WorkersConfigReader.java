@@ -13,7 +13,7 @@ import java.util.Optional;
  * unified one) and the workers' API key, named by {@code api_key_env} and read from the environment.
  */
 final class WorkersConfigReader {
-    private static final String URL = "The worker's base URL, http://host:port without a path.";
+    private static final String URL = "The worker's base URL, http://host:port or https://host:port (TLS: upstream.ca_file), without a path.";
 
     private WorkersConfigReader() {
     }
@@ -95,7 +95,7 @@ final class WorkersConfigReader {
         try {
             uri = new URI(url);
         } catch (URISyntaxException e) {
-            n.reject(url, "an http:// URL");
+            n.reject(url, "an http:// or https:// URL");
             return null;
         }
         if (!("http".equals(uri.getScheme()) || "https".equals(uri.getScheme())) || uri.getHost() == null) {

@@ -54,7 +54,7 @@ class ConfigValidationTest {
                         + "request)",
                 "gw.yaml:7: timeouts.first_token: soon (expected: a duration such as 500ms, 30s, 2m)",
                 "gw.yaml:11: workers.prefill[0].bootstrap_port: 0 (expected: an integer in [1, 65535])",
-                "gw.yaml:13: workers.decode[0].url: ftp://10.0.0.2 (expected: an http:// URL with a host)",
+                "gw.yaml:13: workers.decode[0].url: ftp://10.0.0.2 (expected: an http:// or https:// URL with a host)",
                 "gw.yaml:14: health.decode_max_kv_usage: 1.5 (expected: a fraction in (0, 1])",
                 "gw.yaml:14: health.passive.max_ejection: 1s (expected: a duration >= health.passive.base_ejection (10s))");
     }
@@ -63,7 +63,7 @@ class ConfigValidationTest {
     void unknownKeysAreNamedWithWhatIsAllowed() {
         assertThat(texts(WORKERS + "listen: { prot: 8080 }\nhelth: {}\nadmission: { prefill: { max_inflight: 3 } }\n"))
                 .containsExactly(
-                        "listen.prot: unknown key (expected one of: host, internal_endpoints, port)",
+                        "listen.prot: unknown key (expected one of: host, internal_endpoints, port, tls)",
                         "helth: unknown key (expected one of: admin, admission, disaggregation, health, http, listen, "
                                 + "retries, routing, telemetry, timeouts, upstream, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
@@ -92,7 +92,7 @@ class ConfigValidationTest {
         assertThat(texts("""
                 workers:
                   prefill:
-                    - url: https://10.0.0.1:30000
+                    - url: gopher://10.0.0.1:30000
                     - url: http://10.0.0.1:30000/v1
                     - url: 10.0.0.1:30000
                     - bootstrap_port: 8998
@@ -100,12 +100,12 @@ class ConfigValidationTest {
                     - url: http://exa mple:1
                     - url: http://10.0.0.2:30001?x=1
                 """)).containsExactly(
-                "workers.prefill[0].url: https://10.0.0.1:30000 (expected: an http:// URL with a host)",
+                "workers.prefill[0].url: gopher://10.0.0.1:30000 (expected: an http:// or https:// URL with a host)",
                 "workers.prefill[1].url: http://10.0.0.1:30000/v1 (expected: a URL without a path; routes are appended "
                         + "by the gateway)",
-                "workers.prefill[2].url: 10.0.0.1:30000 (expected: an http:// URL)",
+                "workers.prefill[2].url: 10.0.0.1:30000 (expected: an http:// or https:// URL)",
                 "workers.prefill[3].url: missing (expected: a URL such as http://10.0.0.1:30000)",
-                "workers.decode[0].url: http://exa mple:1 (expected: an http:// URL)",
+                "workers.decode[0].url: http://exa mple:1 (expected: an http:// or https:// URL)",
                 "workers.decode[1].url: http://10.0.0.2:30001?x=1 (expected: a URL without a path; routes are appended "
                         + "by the gateway)");
     }
