@@ -84,7 +84,7 @@ class CheckConfigCommandTest {
                 + "  " + f + ":2: listen.port: 70000 (expected: an integer in [0, 65535])\n"
                 + "  " + f + ":4: timeouts.conect: unknown key (expected one of: abort, connect, first_token, "
                 + "idle_stream, request)\n"
-                + "  " + f + ":8: workers.decode[0].url: ftp://10.0.0.2 (expected: an http:// URL with a host)\n"
+                + "  " + f + ":8: workers.decode[0].url: ftp://10.0.0.2 (expected: an http:// or https:// URL with a host)\n"
                 + "  env SLUICE_ADMIN_PORT: admin.port: eighty (expected: an integer in [0, 65535])\n");
     }
 
