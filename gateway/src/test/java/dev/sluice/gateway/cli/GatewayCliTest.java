@@ -23,6 +23,22 @@ class GatewayCliTest {
     }
 
     @Test
+    void hashKeyPrintsTheSha256OfTheKeyOnStandardInput() {
+        java.io.InputStream stdin = System.in;
+        try {
+            System.setIn(new java.io.ByteArrayInputStream("abc\n".getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            assertThat(run("hash-key")).isZero();
+            // the FIPS 180-2 test vector: what printf %s abc | sha256sum prints
+            assertThat(out.toString().trim()).isEqualTo("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+            System.setIn(new java.io.ByteArrayInputStream(new byte[0]));
+            assertThat(run("hash-key")).isEqualTo(2);
+            assertThat(err.toString()).contains("no key on standard input");
+        } finally {
+            System.setIn(stdin);
+        }
+    }
+
+    @Test
     void helpDescribesServe() {
         assertThat(run("serve", "--help")).isZero();
         assertThat(out.toString()).contains("--config");
