@@ -306,13 +306,7 @@ public final class GatewayServer implements AutoCloseable {
             health.reconfigure(next.health());
             if (checker != null) {
                 checker.close();
-                if (serverTls != null) {
-            long every = config.listen().tls().get().reloadCheck().toMillis();
-            tlsWatch = controlGroup.next().scheduleWithFixedDelay(
-                    () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()), every, every,
-                    TimeUnit.MILLISECONDS);
-        }
-        checker = new HealthChecker(workers, pool, controlGroup.next(), health);
+                checker = new HealthChecker(workers, pool, controlGroup.next(), health);
                 checker.start();
             }
             applied.add("health");

@@ -6,13 +6,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.ApiKeys;
 import dev.sluice.gateway.testing.GatewayProcess;
+import dev.sluice.gateway.testing.Wire;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -21,8 +18,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -73,10 +68,10 @@ class ApiKeysEndToEndTest {
                         Wire.Response r = wire.exchange(post(body(5), auth, ""));
                         assertThat(r.status()).as("Authorization %s", auth).isEqualTo(401);
                         assertThat(r.headers().get("www-authenticate")).isEqualTo("Bearer");
-                        JsonNode e = JSON.readTree(r.body()).get("error");
+                        JsonNode e = JSON.readTree(r.text()).get("error");
                         assertThat(e.get("code").asText()).isEqualTo("invalid_api_key");
                         assertThat(e.get("type").asText()).isEqualTo("invalid_request_error");
-                        assertThat(r.body()).doesNotContain(WRONG);
+                        assertThat(r.text()).doesNotContain(WRONG);
                     }
                     Wire.Response models = wire.exchange(("GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n")
                             .getBytes(StandardCharsets.US_ASCII));
@@ -104,7 +99,7 @@ class ApiKeysEndToEndTest {
                 }
                 assertThat(served).as("~150-token prompts against a 600-token bucket").isBetween(2, 5);
                 assertThat(limited).isNotNull();
-                assertThat(JSON.readTree(limited.body()).at("/error/code").asText()).isEqualTo("tenant_rate_limited");
+                assertThat(JSON.readTree(limited.text()).at("/error/code").asText()).isEqualTo("tenant_rate_limited");
                 assertThat(limited.headers().get("x-sluice-reject-reason")).isEqualTo("tenant_rate_limited");
                 long retryAfter = Long.parseLong(limited.headers().get("retry-after"));
                 assertThat(retryAfter).isBetween(1L, 60L);
@@ -162,45 +157,5 @@ class ApiKeysEndToEndTest {
         return ("POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 + (authorization == null ? "" : "Authorization: " + authorization + "\r\n") + extra
                 + "Content-Length: " + b.length + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8);
-    }
-
-    /** One keep-alive connection: exact bytes out, one Content-Length framed response in. */
-    private static final class Wire implements AutoCloseable {
-        record Response(int status, Map<String, String> headers, String body) {
-        }
-
-        private final Socket socket = new Socket();
-        private final InputStream in;
-
-        Wire(int port) throws IOException {
-            socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
-            socket.setSoTimeout(15_000);
-            in = socket.getInputStream();
-        }
-
-        Response exchange(byte[] request) throws IOException {
-            socket.getOutputStream().write(request);
-            ByteArrayOutputStream head = new ByteArrayOutputStream();
-            while (!head.toString(StandardCharsets.ISO_8859_1).endsWith("\r\n\r\n")) {
-                int b = in.read();
-                if (b < 0) {
-                    throw new IOException("closed in a response head: " + head);
-                }
-                head.write(b);
-            }
-            String[] lines = head.toString(StandardCharsets.ISO_8859_1).split("\r\n");
-            Map<String, String> headers = new LinkedHashMap<>();
-            for (int i = 1; i < lines.length; i++) {
-                int c = lines[i].indexOf(':');
-                headers.put(lines[i].substring(0, c).trim().toLowerCase(Locale.ROOT), lines[i].substring(c + 1).trim());
-            }
-            byte[] body = in.readNBytes(Integer.parseInt(headers.getOrDefault("content-length", "0")));
-            return new Response(Integer.parseInt(lines[0].split(" ")[1]), headers, new String(body, StandardCharsets.UTF_8));
-        }
-
-        @Override
-        public void close() throws IOException {
-            socket.close();
-        }
     }
 }

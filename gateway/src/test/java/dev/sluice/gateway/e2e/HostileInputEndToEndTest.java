@@ -5,17 +5,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.Wire;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimConfig;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
@@ -233,66 +229,5 @@ class HostileInputEndToEndTest {
         System.arraycopy(head, 0, all, 0, head.length);
         System.arraycopy(body, 0, all, head.length, body.length);
         return all;
-    }
-
-    /** One keep-alive connection: exact request bytes out, one Content-Length-framed response in. */
-    static final class Wire implements AutoCloseable {
-        record Response(int status, String head, Map<String, String> headers, byte[] body) {
-            JsonNode json() throws IOException {
-                return JSON.readTree(body);
-            }
-        }
-
-        private final Socket socket = new Socket();
-        private final InputStream in;
-
-        Wire(int port) throws IOException {
-            socket.connect(new InetSocketAddress("127.0.0.1", port), 5000);
-            socket.setSoTimeout(15_000);
-            in = socket.getInputStream();
-        }
-
-        Response exchange(byte[] request) throws IOException {
-            socket.getOutputStream().write(request);
-            socket.getOutputStream().flush();
-            Response r = read();
-            while (r.status() >= 100 && r.status() < 200) {
-                r = read(); // 100 Continue (Expect: 100-continue), then the answer
-            }
-            return r;
-        }
-
-        private Response read() throws IOException {
-            ByteArrayOutputStream head = new ByteArrayOutputStream();
-            int matched = 0;
-            while (matched < 4) {
-                int b = in.read();
-                if (b < 0) {
-                    throw new IOException("closed before a response head; got: " + head);
-                }
-                head.write(b);
-                matched = (b == "\r\n\r\n".charAt(matched)) ? matched + 1 : (b == '\r' ? 1 : 0);
-            }
-            String text = head.toString(StandardCharsets.ISO_8859_1);
-            String[] lines = text.split("\r\n");
-            Map<String, String> headers = new LinkedHashMap<>();
-            for (int i = 1; i < lines.length; i++) {
-                int colon = lines[i].indexOf(':');
-                if (colon > 0) {
-                    headers.put(lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT), lines[i].substring(colon + 1).trim());
-                }
-            }
-            int length = Integer.parseInt(headers.getOrDefault("content-length", "0"));
-            byte[] body = in.readNBytes(length);
-            if (body.length < length) {
-                throw new IOException("closed inside a body; head: " + text);
-            }
-            return new Response(Integer.parseInt(lines[0].split(" ")[1]), text, headers, body);
-        }
-
-        @Override
-        public void close() throws IOException {
-            socket.close();
-        }
     }
 }
