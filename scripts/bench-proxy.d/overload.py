@@ -78,6 +78,7 @@ def run(args):
     for _ in range(args.connections):
         idle.append(new_conn())
     latencies, errors, lag = {}, {}, []
+    trace = [] if args.trace else None
     busy = set()
     n = int(args.rate * args.duration)
     interval = int(1e9 / args.rate)
@@ -118,7 +119,10 @@ def run(args):
             if answer is None:
                 continue
             status, keep = answer
-            latencies.setdefault(status, []).append((time.perf_counter_ns() - c.start) // 1000)
+            latency = (time.perf_counter_ns() - c.start) // 1000
+            latencies.setdefault(status, []).append(latency)
+            if trace is not None:
+                trace.append(((c.start - t0) // 1000, status, latency))
             busy.discard(c)
             if keep:
                 idle.append(c)
@@ -127,6 +131,10 @@ def run(args):
                 c.sock.close()
     for key in list(sel.get_map().values()):
         key.fileobj.close()
+    if trace is not None:
+        with open(args.trace, "w") as f:
+            f.write("sent_at_us status latency_us\n")
+            f.writelines(f"{t} {s} {l}\n" for t, s, l in trace)
     lag.sort()
     by_status = {}
     for status, values in sorted(latencies.items()):
@@ -147,6 +155,7 @@ def main():
     ap.add_argument("--duration", type=float, required=True, help="seconds")
     ap.add_argument("--body", required=True, help="file with the request body (JSON)")
     ap.add_argument("--connections", type=int, default=16, help="keep-alive connections opened before the run")
+    ap.add_argument("--trace", help="also write every answer (sent at, status, latency in us) to this file")
     ap.add_argument("--timeout", type=float, default=10.0, help="seconds the last answers may take")
     args = ap.parse_args()
     json.dump(run(args), sys.stdout)

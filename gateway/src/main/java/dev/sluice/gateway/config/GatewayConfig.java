@@ -22,7 +22,8 @@ public record GatewayConfig(
         TelemetryConfig telemetry,
         AdminConfig admin,
         RetryConfig retries,
-        RoutingConfig routing) {
+        RoutingConfig routing,
+        RequestLogging requestLogging) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -37,6 +38,7 @@ public record GatewayConfig(
         Objects.requireNonNull(admin, "admin");
         Objects.requireNonNull(retries, "retries");
         Objects.requireNonNull(routing, "routing");
+        Objects.requireNonNull(requestLogging, "requestLogging");
     }
 
     /** Where the gateway accepts client traffic. */

@@ -18,7 +18,7 @@ final class GatewayConfigReader {
 
     static GatewayConfig read(ConfigNode root) {
         root.allowOnly("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health", "retries",
-                "routing", "admission", "telemetry", "admin");
+                "routing", "admission", "telemetry", "admin", "logging");
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
         DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
                 + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
@@ -45,8 +45,19 @@ final class GatewayConfigReader {
                 + "/metrics, re-exported as sluice_worker_* gauges and shown in /admin/state."));
         AdminConfig admin = admin(root.child("admin", "The admin listener: GET /admin/state (limits, queue, workers, "
                 + "recent errors) and GET /metrics. Keep it on loopback."));
+        RequestLogging requestLogging = logging(root.child("logging", "What the gateway writes to its log (stdout; "
+                + "journald under systemd). The level is SLUICE_LOG_LEVEL (default INFO)."));
         return new GatewayConfig(listen, mode, workers, timeouts, http, upstream, health, admission, telemetry, admin,
-                retries, routing);
+                retries, routing, requestLogging);
+    }
+
+    private static RequestLogging logging(ConfigNode n) {
+        n.allowOnly("requests");
+        return n.child("requests", "Which requests get a line (rid, route, workers, tokens, tenant, status, outcome, "
+                + "times): all; failures (only those not ending ok); none. The line is the largest single cost per "
+                + "request above the sockets (docs/benchmarks.md); sluice_requests_total counts every request "
+                + "whatever is chosen. Applied on reload.")
+                .oneOf(RequestLogging.ALL, java.util.List.of(RequestLogging.values()), RequestLogging::label);
     }
 
     private static ListenConfig listen(ConfigNode n) {

@@ -3,6 +3,7 @@ package dev.sluice.gateway.pd;
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.config.RetryConfig;
 import dev.sluice.gateway.config.TimeoutsConfig;
 import dev.sluice.gateway.health.HealthTable;
@@ -16,5 +17,5 @@ public record PdContext(WorkerSet workers, UpstreamPool pool, AbortSender aborts
                         TimeoutsConfig timeouts, long maxResponseBodyBytes, AdmissionController admission,
                         PromptTokenCounter counter, Set<PdExchange> live, RecentErrors recentErrors,
                         HealthTable health, RetryConfig retries, Drivers drivers, long directDecodeMaxTokens,
-                        boolean routingUsesPrefix) {
+                        boolean routingUsesPrefix, RequestLogging requestLogging) {
 }

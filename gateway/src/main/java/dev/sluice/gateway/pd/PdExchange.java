@@ -384,6 +384,9 @@ public final class PdExchange implements TicketListener {
                     outcome.label(), detail));
         }
         pd.metrics().requestEnded(routeLabel, outcome, java.time.Duration.ofNanos(now - timeline.receivedNanos));
+        if (!pd.requestLogging().logs(outcome == Outcome.OK)) {
+            return; // logging.requests: counted in the metrics above, no line
+        }
         Attempt a = attempt;
         long suppressed = 0;
         if (outcome == Outcome.REJECTED || outcome == Outcome.BAD_REQUEST) {

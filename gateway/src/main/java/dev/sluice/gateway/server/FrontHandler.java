@@ -136,7 +136,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             }
             // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
             InfoProxy.forward(ctx, path, keepAlive, gateway.workers(), gateway.pool(),
-                    gateway.config().timeouts().firstToken(), gateway.metrics(), this::requestDone);
+                    gateway.config().timeouts().firstToken(), gateway.metrics(), gateway.config().requestLogging(),
+                    this::requestDone);
         } else {
             Outcome outcome = local(path, keepAlive);
             gateway.metrics().requestEnded(Routes.metricLabel(path), outcome,
@@ -184,7 +185,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {
-        long suppressed = REJECTED_LINES.tryAcquire(System.nanoTime()); // a flood costs counters, not lines
+        // a flood costs counters, not lines; logging.requests: none writes none at all
+        long suppressed = gateway.config().requestLogging().logs(false) ? REJECTED_LINES.tryAcquire(System.nanoTime()) : -1;
         if (suppressed > 0) {
             log.info("request log: {} lines of refused requests suppressed (at most {} a second; "
                     + "sluice_requests_total counts every one)", suppressed, REJECTED_LINES_PER_SECOND);

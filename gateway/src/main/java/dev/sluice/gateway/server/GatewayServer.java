@@ -272,7 +272,7 @@ public final class GatewayServer implements AutoCloseable {
     private PdContext pdContext(GatewayConfig c) {
         return new PdContext(workers, pool, aborts, metrics, c.timeouts(), c.http().maxResponseBodyBytes(), admission,
                 counter, live, recentErrors, health, c.retries(), dev.sluice.gateway.pd.Drivers.of(c.disaggregation()),
-                c.routing().directDecodeMaxTokens(), routingUsesPrefix);
+                c.routing().directDecodeMaxTokens(), routingUsesPrefix, c.requestLogging());
     }
 
     /** What a reload put in force, and what differs but waits for a restart. */
@@ -317,6 +317,9 @@ public final class GatewayServer implements AutoCloseable {
         if (!next.retries().equals(cur.retries())) {
             applied.add("retries");
         }
+        if (next.requestLogging() != cur.requestLogging()) {
+            applied.add("logging");
+        }
         GatewayConfig.WorkersConfig workersNow = cur.workers();
         if (workersChanged && next.disaggregation() == cur.disaggregation()) {
             reconciler.reconcile(next.workers());
@@ -325,7 +328,7 @@ public final class GatewayServer implements AutoCloseable {
         }
         GatewayConfig merged = new GatewayConfig(cur.listen(), cur.disaggregation(), workersNow, next.timeouts(),
                 cur.http(), cur.upstream(), next.health(), admissionNext, cur.telemetry(), cur.admin(), next.retries(),
-                cur.routing());
+                cur.routing(), next.requestLogging());
         config = merged;
         pdContext = pdContext(merged);
         return new Applied(applied, restart);

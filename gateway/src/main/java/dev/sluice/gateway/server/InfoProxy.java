@@ -2,6 +2,7 @@ package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
@@ -24,12 +25,12 @@ final class InfoProxy {
     }
 
     static void forward(ChannelHandlerContext ctx, String uri, boolean keepAlive, WorkerSet workers, UpstreamPool pool,
-                        Duration timeout, GatewayMetrics metrics, Runnable onDone) {
+                        Duration timeout, GatewayMetrics metrics, RequestLogging logging, Runnable onDone) {
         long started = System.nanoTime();
         Optional<Worker> w = workers.selectInfoSource();
         if (w.isEmpty()) {
             finish(ctx, uri, keepAlive, null, null, ApiError.noCapacity("no usable prefill worker to answer " + uri),
-                    started, metrics, onDone);
+                    started, metrics, logging, onDone);
             return;
         }
         Worker worker = w.get();
@@ -38,13 +39,13 @@ final class InfoProxy {
             ApiError error = r.failure() == null ? null : r.failure().startsWith("timeout")
                     ? ApiError.timeout(worker.name() + " did not answer " + uri + " within " + timeout.toMillis() + " ms")
                     : ApiError.unreachable("prefill", worker.name(), r.failure());
-            finish(ctx, uri, keepAlive, worker, r, error, started, metrics, onDone);
+            finish(ctx, uri, keepAlive, worker, r, error, started, metrics, logging, onDone);
         });
     }
 
     private static void finish(ChannelHandlerContext ctx, String uri, boolean keepAlive, Worker worker,
                                UpstreamFetch.Result result, ApiError error, long started, GatewayMetrics metrics,
-                               Runnable onDone) {
+                               RequestLogging logging, Runnable onDone) {
         if (!ctx.channel().isActive()) {
             onDone.run(); // the client left while we asked
             return;
@@ -61,8 +62,10 @@ final class InfoProxy {
         Outcome outcome = error == null ? Outcome.OK : error.outcome();
         Duration d = Duration.ofNanos(System.nanoTime() - started);
         metrics.requestEnded(Routes.metricLabel(uri), outcome, d);
-        log.info("request route={} worker={} status={} outcome={} duration_ms={}", Routes.metricLabel(uri),
-                worker == null ? "-" : worker.name(), status, outcome.label(), d.toMillis());
+        if (logging.logs(outcome == Outcome.OK)) {
+            log.info("request route={} worker={} status={} outcome={} duration_ms={}", Routes.metricLabel(uri),
+                    worker == null ? "-" : worker.name(), status, outcome.label(), d.toMillis());
+        }
         onDone.run();
     }
 }
