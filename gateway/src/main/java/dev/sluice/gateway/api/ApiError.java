@@ -109,6 +109,37 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
     }
 
     /** The {@code {"error": {...}}} body; in a stream the same object is the last {@code data:} event. */
+    private static final byte[] MESSAGE = ascii("{\"error\":{\"message\":\"");
+    private static final byte[] TYPE = ascii("\",\"type\":\"");
+    private static final byte[] CODE = ascii("\",\"code\":\"");
+    private static final byte[] PARAM = ascii("\",\"param\":\"");
+    private static final byte[] STATUS = ascii("\",\"status\":");
+    private static final byte[] END = ascii("}}");
+
+    private static byte[] ascii(String s) {
+        return s.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    /**
+     * The body of {@link #toJson()}, byte for byte, written straight into a buffer: no tree, no
+     * generator (the 429 of an overload is the path that runs most, and cheapest matters there).
+     * Every string is escaped by Jackson's own encoder.
+     */
+    public io.netty.buffer.ByteBuf toJsonBytes(io.netty.buffer.ByteBufAllocator alloc) {
+        com.fasterxml.jackson.core.io.JsonStringEncoder enc = com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance();
+        byte[] m = enc.quoteAsUTF8(message);
+        byte[] p = param == null ? null : enc.quoteAsUTF8(param);
+        io.netty.buffer.ByteBuf b = alloc.buffer(96 + m.length + type.length() + code.length() + (p == null ? 0 : p.length));
+        b.writeBytes(MESSAGE).writeBytes(m).writeBytes(TYPE).writeBytes(enc.quoteAsUTF8(type))
+                .writeBytes(CODE).writeBytes(enc.quoteAsUTF8(code));
+        if (p != null) {
+            b.writeBytes(PARAM).writeBytes(p);
+        }
+        b.writeBytes(STATUS);
+        io.netty.buffer.ByteBufUtil.writeAscii(b, Integer.toString(status.code()));
+        return b.writeBytes(END);
+    }
+
     public ObjectNode toJson() {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         ObjectNode error = root.putObject("error");

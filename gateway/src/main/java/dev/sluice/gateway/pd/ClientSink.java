@@ -4,7 +4,6 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.ErrorHeaders;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -86,7 +85,7 @@ final class ClientSink {
             return;
         }
         if (!committed) {
-            ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
+            ByteBuf body = error.toJsonBytes(ctx.alloc());
             sendFull(error.status(), HttpHeaderValues.APPLICATION_JSON, body, error);
             return;
         }

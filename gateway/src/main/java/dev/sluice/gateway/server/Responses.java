@@ -24,7 +24,7 @@ public final class Responses {
     }
 
     public static ChannelFuture error(ChannelHandlerContext ctx, ApiError error, boolean keepAlive) {
-        ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
+        ByteBuf body = error.toJsonBytes(ctx.alloc());
         FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, error.status(), body);
         ErrorHeaders.apply(res.headers(), error);
         return send(ctx, res, HttpHeaderValues.APPLICATION_JSON, keepAlive);
@@ -38,7 +38,7 @@ public final class Responses {
      * a second later: a lingering close, as Apache and nginx do.
      */
     public static void errorThenClose(ChannelHandlerContext ctx, ApiError error) {
-        ByteBuf body = ByteBufUtil.writeUtf8(ctx.alloc(), error.toJson().toString());
+        ByteBuf body = error.toJsonBytes(ctx.alloc());
         FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, error.status(), body);
         ErrorHeaders.apply(res.headers(), error);
         res.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
