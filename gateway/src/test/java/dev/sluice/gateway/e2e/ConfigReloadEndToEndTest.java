@@ -88,6 +88,10 @@ class ConfigReloadEndToEndTest {
         });
     }
 
+    private static String tail(String log) {
+        return log.length() <= 6000 ? log : log.substring(log.length() - 6000);
+    }
+
     private interface ThrowingCheck {
         boolean get() throws Exception;
     }
@@ -178,7 +182,8 @@ class ConfigReloadEndToEndTest {
                 // 4. SIGHUP (systemd's ExecReload) reloads too; here with new priority classes
                 Files.writeString(config, yaml(sim, 8, 4).replace("drain_grace: 2s", "drain_grace: 2s, priorities: [urgent, normal, low]"));
                 gateway.signal("HUP");
-                assertThat(until(() -> gateway.log().contains("config reload trigger=sighup"))).isTrue();
+                assertThat(until(() -> gateway.log().contains("config reload trigger=sighup")))
+                        .as("a reload line for the SIGHUP; the gateway's log ends:\n%s", tail(gateway.log())).isTrue();
                 assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 4)).isTrue();
                 assertThat(state(admin).path("queue").path("by_class").has("urgent")).isTrue();
                 assertThat(metric(admin, "sluice_queue_depth{priority=\"urgent\"}")).isZero();
