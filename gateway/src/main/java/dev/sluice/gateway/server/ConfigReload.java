@@ -125,13 +125,22 @@ public final class ConfigReload implements AutoCloseable {
         return new ReloadResult("applied", trigger, hash, null, applied.applied(), applied.restartRequired());
     }
 
-    /** SIGHUP reloads (systemd: {@code ExecReload=/bin/kill -HUP $MAINPID}); the reload runs on its own thread. */
+    /**
+     * SIGHUP reloads (systemd: {@code ExecReload=/bin/kill -HUP $MAINPID}); the reload runs on its own
+     * thread. A process started with SIGHUP ignored ({@code nohup}, some supervisors) inherits that,
+     * and the JVM then keeps it ignored without a word: said in the log, so that an operator whose
+     * {@code kill -HUP} does nothing knows why and what else reloads.
+     */
     public ConfigReload onSighup() {
-        Signal.handle(new Signal("HUP"), s -> {
+        sun.misc.SignalHandler before = Signal.handle(new Signal("HUP"), s -> {
             Thread t = new Thread(() -> reload("sighup"), "sluice-reload");
             t.setDaemon(true);
             t.start();
         });
+        if (before == sun.misc.SignalHandler.SIG_IGN) {
+            log.warn("SIGHUP is ignored by this process (inherited from whatever started it, e.g. nohup): kill -HUP "
+                    + "will not reload; the file watch and POST /admin/reload still do");
+        }
         return this;
     }
 

@@ -88,8 +88,11 @@ class ConfigReloadEndToEndTest {
         });
     }
 
+    /** The log without its request lines (the load's, hundreds of them), its last 8,000 characters. */
     private static String tail(String log) {
-        return log.length() <= 6000 ? log : log.substring(log.length() - 6000);
+        String s = java.util.Arrays.stream(log.split("\n")).filter(l -> !l.contains(" request rid="))
+                .collect(java.util.stream.Collectors.joining("\n"));
+        return s.length() <= 8000 ? s : s.substring(s.length() - 8000);
     }
 
     private interface ThrowingCheck {
@@ -202,6 +205,30 @@ class ConfigReloadEndToEndTest {
                 gateway.signal("TERM");
                 assertThat(gateway.process.waitFor(20, TimeUnit.SECONDS)).isTrue();
                 assertThat(gateway.process.exitValue()).isZero();
+            }
+        }
+    }
+
+    @Test
+    void aSighupIgnoredByWhatStartedTheGatewayIsSaidInItsLogAndTheOtherReloadsStillWork(@TempDir Path dir)
+            throws Exception {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults())) {
+            Path config = dir.resolve("gateway.yaml");
+            Files.writeString(config, yaml(sim, 8, 2));
+            try (GatewayProcess ignored = GatewayProcess.start(config, java.util.Map.of("SLUICE_ADMIN_TOKEN", "s3cret"),
+                    "--ignore-signal=HUP")) {
+                int admin = ignored.adminPort();
+                assertThat(until(() -> ignored.log().contains("SIGHUP is ignored by this process"))).isTrue();
+                ignored.signal("HUP"); // ignored: neither a reload nor the JVM's default (exit)
+                Files.writeString(config, yaml(sim, 8, 5));
+                assertThat(until(() -> state(admin).path("limits").path("max_queued_requests").asInt() == 5))
+                        .as("the file watch still reloads; log:\n%s", tail(ignored.log())).isTrue();
+                assertThat(ignored.process.isAlive()).isTrue();
+                assertThat(ignored.log()).doesNotContain("trigger=sighup");
+            }
+            try (GatewayProcess normal = GatewayProcess.start(config)) {
+                normal.adminPort();
+                assertThat(normal.log()).doesNotContain("SIGHUP is ignored");
             }
         }
     }

@@ -33,7 +33,18 @@ public final class GatewayProcess implements AutoCloseable {
 
     /** With these environment variables added to the test's own. */
     public static GatewayProcess start(Path config, java.util.Map<String, String> env) throws Exception {
-        ProcessBuilder pb = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+        return start(config, env, "--default-signal=HUP");
+    }
+
+    /**
+     * ... started through {@code env} with this signal option: {@code --default-signal=HUP} (what
+     * {@link #start(Path, java.util.Map)} uses: a test run under {@code nohup} would otherwise pass its
+     * ignored SIGHUP on to the gateway) or {@code --ignore-signal=HUP} (to test what the gateway does then).
+     */
+    public static GatewayProcess start(Path config, java.util.Map<String, String> env, String signalOption)
+            throws Exception {
+        ProcessBuilder pb = new ProcessBuilder("env", signalOption,
+                Path.of(System.getProperty("java.home"), "bin", "java").toString(),
                 "-cp", System.getProperty("java.class.path"), "dev.sluice.gateway.GatewayMain", "serve",
                 "--config", config.toString()).redirectErrorStream(true);
         pb.environment().putAll(env);
