@@ -84,7 +84,7 @@ public final class AdminServer implements AutoCloseable {
     @Override
     public void close() {
         if (listener != null) {
-            listener.close().syncUninterruptibly();
+            listener.close().awaitUninterruptibly(2, java.util.concurrent.TimeUnit.SECONDS);
         }
     }
 

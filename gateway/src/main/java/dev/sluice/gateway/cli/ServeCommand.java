@@ -63,6 +63,7 @@ public final class ServeCommand implements Callable<Integer> {
         SignalHandler onSignal = sig -> {
             if (stopper.getState() == Thread.State.NEW) {
                 stopper.start();
+                StopWatchdog.start(stopper, stopped, cfg.admission().drainGrace().plus(StopWatchdog.MARGIN));
             }
         };
         Signal.handle(new Signal("TERM"), onSignal);

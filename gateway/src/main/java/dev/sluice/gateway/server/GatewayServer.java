@@ -517,17 +517,17 @@ public final class GatewayServer implements AutoCloseable {
         }
         counter.close();
         if (listener != null) {
-            listener.close().syncUninterruptibly();
+            listener.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
         }
         clientChannels.close().awaitUninterruptibly(2, TimeUnit.SECONDS);
         if (workerGroup != null) {
-            workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+            workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
         if (controlGroup != null) {
-            controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+            controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
         if (bossGroup != null) {
-            bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).syncUninterruptibly();
+            bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
         metrics.close();
         log.info("gateway stopped");
