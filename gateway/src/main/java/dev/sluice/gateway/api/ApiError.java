@@ -1,8 +1,13 @@
 package dev.sluice.gateway.api;
 
+import com.fasterxml.jackson.core.io.JsonStringEncoder;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.handler.codec.http.HttpResponseStatus;
+import java.nio.charset.StandardCharsets;
 import java.util.Objects;
 
 /**
@@ -108,7 +113,6 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
                 Outcome.INTERNAL_ERROR);
     }
 
-    /** The {@code {"error": {...}}} body; in a stream the same object is the last {@code data:} event. */
     private static final byte[] MESSAGE = ascii("{\"error\":{\"message\":\"");
     private static final byte[] TYPE = ascii("\",\"type\":\"");
     private static final byte[] CODE = ascii("\",\"code\":\"");
@@ -117,7 +121,7 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
     private static final byte[] END = ascii("}}");
 
     private static byte[] ascii(String s) {
-        return s.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        return s.getBytes(StandardCharsets.US_ASCII);
     }
 
     /**
@@ -125,21 +129,22 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
      * generator (the 429 of an overload is the path that runs most, and cheapest matters there).
      * Every string is escaped by Jackson's own encoder.
      */
-    public io.netty.buffer.ByteBuf toJsonBytes(io.netty.buffer.ByteBufAllocator alloc) {
-        com.fasterxml.jackson.core.io.JsonStringEncoder enc = com.fasterxml.jackson.core.io.JsonStringEncoder.getInstance();
+    public ByteBuf toJsonBytes(ByteBufAllocator alloc) {
+        JsonStringEncoder enc = JsonStringEncoder.getInstance();
         byte[] m = enc.quoteAsUTF8(message);
         byte[] p = param == null ? null : enc.quoteAsUTF8(param);
-        io.netty.buffer.ByteBuf b = alloc.buffer(96 + m.length + type.length() + code.length() + (p == null ? 0 : p.length));
+        ByteBuf b = alloc.buffer(96 + m.length + type.length() + code.length() + (p == null ? 0 : p.length));
         b.writeBytes(MESSAGE).writeBytes(m).writeBytes(TYPE).writeBytes(enc.quoteAsUTF8(type))
                 .writeBytes(CODE).writeBytes(enc.quoteAsUTF8(code));
         if (p != null) {
             b.writeBytes(PARAM).writeBytes(p);
         }
         b.writeBytes(STATUS);
-        io.netty.buffer.ByteBufUtil.writeAscii(b, Integer.toString(status.code()));
+        ByteBufUtil.writeAscii(b, Integer.toString(status.code()));
         return b.writeBytes(END);
     }
 
+    /** The {@code {"error": {...}}} body; in a stream the same object is the last {@code data:} event. */
     public ObjectNode toJson() {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         ObjectNode error = root.putObject("error");

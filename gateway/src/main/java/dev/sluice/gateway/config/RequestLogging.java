@@ -7,7 +7,8 @@ import java.util.Locale;
  * default, as nginx's and Envoy's access logs; on a busy gateway the line is the largest single cost
  * above the sockets (about 1.5 us of CPU in user space and 1.3 us in the kernel per request, measured
  * in docs/benchmarks.md), so an operator who has the metrics and the trace of failures may keep only
- * the failures, or none. ("none", not "off": YAML 1.1 reads a bare off as false.) Whatever is chosen, sluice_requests_total counts every request.
+ * the failures, or none ("none", not "off": YAML 1.1 reads a bare off as false). Whatever is chosen,
+ * sluice_requests_total counts every request.
  */
 public enum RequestLogging {
     /** Every request, one line at INFO. */

@@ -186,7 +186,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {
         // a flood costs counters, not lines; logging.requests: none writes none at all
-        long suppressed = gateway.config().requestLogging().logs(false) ? REJECTED_LINES.tryAcquire(System.nanoTime()) : -1;
+        long suppressed = gateway.config().requestLogging().logs(false)
+                ? REJECTED_LINES.tryAcquire(System.nanoTime()) : -1;
         if (suppressed > 0) {
             log.info("request log: {} lines of refused requests suppressed (at most {} a second; "
                     + "sluice_requests_total counts every one)", suppressed, REJECTED_LINES_PER_SECOND);
