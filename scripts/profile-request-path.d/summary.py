@@ -39,3 +39,21 @@ for f in sorted(os.listdir(run)):
         print(f"\n{f}: event loop samples {total}, in the kernel {100 * kernel / total:.0f}%; top Java frames (self, incl. the syscalls below them):")
         for k, v in leaf.most_common(12):
             print(f"  {100 * v / total:5.1f}% {k}")
+for f in sorted(os.listdir(run)):
+    if not f.startswith("alloc-") or not f.endswith(".collapsed"):
+        continue
+    mode = f[len("alloc-"):-len(".collapsed")]
+    requests = json.load(open(os.path.join(run, f"alloc-{mode}.requests.json")))["requests"]
+    total = 0
+    by_frame = collections.Counter()
+    for line in open(os.path.join(run, f)):
+        stack, n = line.rsplit(" ", 1)
+        n = int(n)
+        total += n
+        ours = [x for x in stack.split(";") if x.startswith("dev/sluice/")]
+        by_frame[ours[-1] if ours else "(outside the gateway's code)"] += n
+    if total and requests:
+        print(f"\n{f}: {total / requests:.0f} bytes allocated per request ({requests} requests at 16 connections); "
+              "by the innermost gateway frame:")
+        for k, v in by_frame.most_common(12):
+            print(f"  {100 * v / total:5.1f}% {k}")
