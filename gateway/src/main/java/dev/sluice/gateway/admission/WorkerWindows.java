@@ -175,10 +175,7 @@ final class WorkerWindows {
 
         @Override
         public double reportedQueue(Worker w) {
-            long now = System.nanoTime();
-            double q = w.telemetry().value(WorkerTelemetry.Field.QUEUE_REQUESTS, now, routing.staleNanos());
-            return Double.isNaN(q) ? w.telemetry().value(WorkerTelemetry.Field.LOAD_WAITING_REQUESTS, now,
-                    routing.staleNanos()) : q;
+            return w.telemetry().waitingRequests(w.role(), System.nanoTime(), routing.staleNanos());
         }
 
         @Override

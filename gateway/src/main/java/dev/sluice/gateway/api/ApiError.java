@@ -104,8 +104,11 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
         HttpResponseStatus s = HttpResponseStatus.valueOf(status);
         String type = status == 429 ? "rate_limit_error" : status < 500 ? "invalid_request_error" : "server_error";
         String code = status == 429 ? "worker_overloaded" : "worker_error";
+        // the worker refused the client's request (a prompt over the context length, a bad parameter): the
+        // client's error, not the worker's (an auth or routing 4xx is the gateway's, and stays an upstream error)
+        Outcome outcome = status == 400 || status == 422 ? Outcome.BAD_REQUEST : Outcome.UPSTREAM_ERROR;
         return new ApiError(s, type, code, role + " worker " + worker + " answered " + status
-                + (workerMessage.isEmpty() ? "" : ": " + workerMessage), Outcome.UPSTREAM_ERROR);
+                + (workerMessage.isEmpty() ? "" : ": " + workerMessage), outcome);
     }
 
     public static ApiError internal(String message) {

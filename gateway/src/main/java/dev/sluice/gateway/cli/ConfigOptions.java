@@ -2,6 +2,7 @@ package dev.sluice.gateway.cli;
 
 import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.config.ConfigProblem;
 import dev.sluice.gateway.config.LoadedConfig;
@@ -41,7 +42,12 @@ public final class ConfigOptions {
     /** Reads and validates; null after printing every problem to {@code err}. */
     LoadedConfig load(PrintWriter err, String what) {
         try {
-            return ConfigLoader.check(config, overrides());
+            LoadedConfig loaded = ConfigLoader.check(config, overrides());
+            for (String w : ConfigWarnings.of(loaded.config())) {
+                err.println("sluice-gateway: warning: " + w);
+            }
+            err.flush();
+            return loaded;
         } catch (ConfigException e) {
             printProblems(err, what, e.problems());
             return null;

@@ -20,6 +20,20 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
                            Passive passive, Watchdog watchdog) {
 
     /**
+     * Default timeout of both checks: past SGLang's own {@code HEALTH_CHECK_TIMEOUT} (20 s,
+     * sgl-project/sglang {@code python/sglang/srt/entrypoints/http_server.py}, {@code health_generate}),
+     * so that a busy worker's check ends with the server's own verdict rather than the gateway's
+     * impatience.
+     */
+    public static final Duration DEFAULT_CHECK_TIMEOUT = Duration.ofSeconds(25);
+
+    /** SGLang's {@code /health} polls its one-token request once a second: no answer comes sooner. */
+    public static final Duration SGLANG_HEALTH_MINIMUM = Duration.ofSeconds(1);
+
+    /** SGLang's {@code HEALTH_CHECK_TIMEOUT}: its {@code /health} answers 503 itself after this long. */
+    public static final Duration SGLANG_HEALTH_CHECK_TIMEOUT = Duration.ofSeconds(20);
+
+    /**
      * Outlier detection from live traffic (connect errors, 5xx, timeouts, KV transfer failures,
      * stalls), per worker over a sliding window.
      *

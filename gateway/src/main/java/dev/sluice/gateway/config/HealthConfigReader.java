@@ -13,8 +13,11 @@ final class HealthConfigReader {
         return new HealthConfig(
                 n.child("interval", "GET /health on every worker this often.")
                         .durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)),
-                n.child("timeout", "A /health slower than this fails.")
-                        .durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10)),
+                n.child("timeout", "A /health slower than this fails. SGLang's /health runs a one-token generation "
+                        + "and polls for it once a second (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, on by default): "
+                        + "it never answers in under ~1 s, and gives its own 503 after 20 s (HEALTH_CHECK_TIMEOUT); "
+                        + "the default waits for that verdict.")
+                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)),
                 n.child("unhealthy_threshold", "Consecutive failed checks (of one kind) that eject a worker.")
                         .intIn(2, 1, 100),
                 n.child("healthy_threshold", "Consecutive passing checks (of that kind) that bring an ejected worker "
@@ -23,8 +26,9 @@ final class HealthConfigReader {
                         + "scheduler that /health misses) this often; 0s = off. A request that sees a worker stall "
                         + "triggers one at once; if that fails too, the worker is ejected at once.")
                         .durationAtLeast(Duration.ofSeconds(10), Duration.ZERO),
-                n.child("generate_timeout", "A /health_generate slower than this fails.")
-                        .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
+                n.child("generate_timeout", "A /health_generate slower than this fails (SGLang answers it "
+                        + "itself within HEALTH_CHECK_TIMEOUT, 20 s: 503 when nothing came out of its scheduler).")
+                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)),
                 n.child("decode_max_kv_usage", "A decode reporting KV token usage (sglang:token_usage) above this "
                         + "is degraded: no new streams until it drops. Stale or missing telemetry never degrades a "
                         + "worker.").doubleIn(0.98, 0.01, 1.0, "a fraction in (0, 1]"),

@@ -4,51 +4,87 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * A small reader of the Prometheus text exposition format: sums each metric's samples over all
- * label sets (SGLang exports one series per tp/pp/dp rank). Enough for telemetry; not a full
- * parser (no exemplars, no escaping subtleties in label values beyond quotes).
+ * A small reader of the Prometheus text exposition format that keeps, per metric name, the sum,
+ * the maximum and the number of its series. A worker exports one series per rank: SGLang one per
+ * {@code dp_rank} with DP attention (also labelled {@code tp_rank}, {@code pp_rank}), vLLM one per
+ * {@code engine}. Counts add up over ranks; a ratio such as {@code sglang:token_usage} does not
+ * (two ranks at 60% are not a cache at 120%): its reader takes the max. Enough for telemetry, not
+ * a full parser (no exemplars; label values are skipped, quotes and escapes honoured).
  */
 final class PrometheusText {
+    /** One metric over all its series. */
+    record Aggregate(double sum, double max, int series) {
+        Aggregate add(double v) {
+            return new Aggregate(sum + v, Math.max(max, v), series + 1);
+        }
+    }
+
     private PrometheusText() {
     }
 
-    static Map<String, Double> sums(String text) {
-        Map<String, Double> out = new HashMap<>();
-        for (String raw : text.split("\n")) {
-            String line = raw.trim();
-            if (line.isEmpty() || line.charAt(0) == '#') {
-                continue;
+    static Map<String, Aggregate> read(String text) {
+        Map<String, Aggregate> out = new HashMap<>();
+        int at = 0;
+        int length = text.length();
+        while (at < length) {
+            int end = text.indexOf('\n', at);
+            if (end < 0) {
+                end = length;
             }
-            int brace = line.indexOf('{');
-            int space;
-            String name;
-            if (brace >= 0) {
-                name = line.substring(0, brace);
-                int close = line.lastIndexOf('}');
-                if (close < brace) {
-                    continue;
-                }
-                space = close + 1;
-            } else {
-                space = line.indexOf(' ');
-                if (space < 0) {
-                    continue;
-                }
-                name = line.substring(0, space);
-            }
-            String[] rest = line.substring(space).trim().split("\\s+");
-            if (rest.length == 0 || rest[0].isEmpty()) {
-                continue;
-            }
-            try {
-                double v = Double.parseDouble(rest[0]);
-                if (!Double.isNaN(v)) {
-                    out.merge(name, v, Double::sum);
-                }
-            } catch (NumberFormatException ignored) {
-                // a value we do not understand is skipped, not fatal
-            }
+            sample(text.substring(at, end).trim(), out);
+            at = end + 1;
         }
         return out;
+    }
+
+    private static void sample(String line, Map<String, Aggregate> out) {
+        if (line.isEmpty() || line.charAt(0) == '#') {
+            return;
+        }
+        int brace = line.indexOf('{');
+        int space = line.indexOf(' ');
+        String name;
+        int valueStart;
+        if (brace >= 0 && (space < 0 || brace < space)) {
+            name = line.substring(0, brace);
+            int close = labelsEnd(line, brace + 1);
+            if (close < 0) {
+                return;
+            }
+            valueStart = close + 1;
+        } else if (space > 0) {
+            name = line.substring(0, space);
+            valueStart = space;
+        } else {
+            return;
+        }
+        String[] rest = line.substring(valueStart).trim().split("\\s+");
+        if (rest.length == 0 || rest[0].isEmpty()) {
+            return;
+        }
+        try {
+            double v = Double.parseDouble(rest[0]);
+            if (!Double.isNaN(v)) {
+                out.merge(name, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
+            }
+        } catch (NumberFormatException ignored) {
+            // a value we do not understand is skipped, not fatal
+        }
+    }
+
+    /** Index of the '}' closing a label set that starts at {@code from}, or -1; a '}' inside a quoted value is skipped. */
+    private static int labelsEnd(String line, int from) {
+        boolean quoted = false;
+        for (int i = from; i < line.length(); i++) {
+            char c = line.charAt(i);
+            if (quoted && c == '\\') {
+                i++;
+            } else if (c == '"') {
+                quoted = !quoted;
+            } else if (!quoted && c == '}') {
+                return i;
+            }
+        }
+        return -1;
     }
 }

@@ -1,7 +1,5 @@
 package dev.sluice.gateway.health;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
@@ -11,22 +9,26 @@ import dev.sluice.gateway.upstream.UpstreamFetch;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.EnumMap;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Polls every worker's {@code /get_load} and {@code /metrics} and keeps the result on the
- * {@link Worker} ({@link WorkerTelemetry}). A failed poll keeps the last good numbers but marks
- * the poll failed; numbers older than {@code stale_after} read as unknown (NaN), never as zero
- * load: a worker that cannot be read must not look idle.
+ * Polls every worker's {@code /metrics} and its load route ({@code /v1/loads}, or the deprecated
+ * {@code /get_load} of older SGLang) and keeps the result on the {@link Worker}
+ * ({@link WorkerTelemetry}). The two are read independently: SGLang serves {@code /metrics} only
+ * with {@code --enable-metrics}, and a worker without it still reports its queue in its loads; a
+ * worker without a load route (vLLM) is not asked again. A failed poll keeps the last good numbers
+ * but marks the poll failed; numbers older than {@code stale_after} read as unknown (NaN), never
+ * as zero load: a worker that cannot be read must not look idle.
  */
 public final class TelemetryPoller implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(TelemetryPoller.class);
-    private static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_BODY = 8 << 20;
 
     private final WorkerSet workers;
@@ -34,6 +36,8 @@ public final class TelemetryPoller implements AutoCloseable {
     private final EventLoop loop;
     private final TelemetryConfig config;
     private final HealthTable health;
+    /** Which load route each worker answers (event-loop confined). */
+    private final Map<Worker, LoadRoute> loadRoutes = new HashMap<>();
     private ScheduledFuture<?> task;
 
     public TelemetryPoller(WorkerSet workers, UpstreamPool pool, EventLoop loop, TelemetryConfig config,
@@ -50,9 +54,10 @@ public final class TelemetryPoller implements AutoCloseable {
     }
 
     private void pollAll() {
+        loadRoutes.keySet().retainAll(workers.all());
         for (Worker w : workers.all()) {
             Future<UpstreamFetch.Result> metrics = UpstreamFetch.get(pool, loop, w, "/metrics", config.timeout(), MAX_BODY);
-            Future<UpstreamFetch.Result> load = UpstreamFetch.get(pool, loop, w, "/get_load", config.timeout(), MAX_BODY);
+            Future<Map<Field, Double>> load = pollLoad(w);
             metrics.addListener(f1 -> load.addListener(f2 -> {
                 record(w, metrics.getNow(), load.getNow());
                 // a decode whose KV cache is nearly full takes no new streams (stale reads as unknown: NaN)
@@ -62,55 +67,94 @@ public final class TelemetryPoller implements AutoCloseable {
         }
     }
 
-    private void record(Worker w, UpstreamFetch.Result metrics, UpstreamFetch.Result load) {
-        WorkerTelemetry previous = w.telemetry();
-        if (!metrics.ok()) {
-            if (previous.lastPollOk()) {
-                log.warn("worker telemetry unreadable role={} worker={} detail=\"{}\"", w.role().label(), w.name(),
-                        metrics.failure() != null ? metrics.failure() : "status " + metrics.status());
+    /** The worker's load route's numbers; null when it has none or could not be read. */
+    private Future<Map<Field, Double>> pollLoad(Worker w) {
+        LoadRoute route = loadRoutes.getOrDefault(w, LoadRoute.V1_LOADS);
+        Promise<Map<Field, Double>> out = loop.newPromise();
+        if (route == LoadRoute.NONE) {
+            return out.setSuccess(null);
+        }
+        UpstreamFetch.get(pool, loop, w, route.path, config.timeout(), MAX_BODY).addListener(f -> {
+            UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
+            if (r.failure() == null && r.status() == 404) {
+                LoadRoute next = route.fallback();
+                loadRoutes.put(w, next);
+                log.info("worker has no {} role={} worker={}: {}", route.path, w.role().label(), w.name(),
+                        next == LoadRoute.NONE ? "no load route (queue from /metrics only)" : "using " + next.path);
+                if (next != LoadRoute.NONE) {
+                    pollLoad(w).addListener(g -> out.setSuccess((Map<Field, Double>) g.getNow()));
+                    return;
+                }
+                out.setSuccess(null);
+                return;
             }
+            loadRoutes.putIfAbsent(w, route);
+            out.setSuccess(r.ok() ? LoadReport.read(r.body(), w) : null);
+        });
+        return out;
+    }
+
+    private void record(Worker w, UpstreamFetch.Result metrics, Map<Field, Double> load) {
+        WorkerTelemetry previous = w.telemetry();
+        boolean metricsOk = metrics.ok();
+        if (!metricsOk && previous.lastPollOk()) {
+            log.warn("worker metrics unreadable role={} worker={} detail=\"{}\"{}", w.role().label(), w.name(),
+                    metrics.failure() != null ? metrics.failure() : "status " + metrics.status(),
+                    metrics.status() == 404 ? " (SGLang serves /metrics only with --enable-metrics)" : "");
+        }
+        if (!metricsOk && load == null) {
             w.telemetry(new WorkerTelemetry(previous.fetchedAtNanos(), false, previous.values()));
             return;
         }
         Map<Field, Double> values = new EnumMap<>(Field.class);
-        Map<String, Double> sums = PrometheusText.sums(metrics.text());
-        for (Field f : Field.values()) {
-            if (f.sglangName() != null && sums.containsKey(f.sglangName())) {
-                values.put(f, sums.get(f.sglangName()));
-            } else if (f.vllmName() != null && sums.containsKey(f.vllmName())) {
-                values.put(f, sums.get(f.vllmName()));
-            }
+        if (metricsOk) {
+            values.putAll(fromMetrics(PrometheusText.read(metrics.text())));
         }
-        if (!values.containsKey(Field.TOKEN_USAGE) && sums.containsKey("vllm:gpu_cache_usage_perc")) {
-            values.put(Field.TOKEN_USAGE, sums.get("vllm:gpu_cache_usage_perc")); // vLLM before 0.10
-        }
-        Double hits = sums.get("vllm:prefix_cache_hits_total");
-        Double queries = sums.get("vllm:prefix_cache_queries_total");
-        if (!values.containsKey(Field.CACHE_HIT_RATE) && hits != null && queries != null && queries > 0) {
-            values.put(Field.CACHE_HIT_RATE, hits / queries); // over the worker's life
-        }
-        if (load.ok()) {
-            try {
-                double waiting = 0;
-                boolean any = false;
-                JsonNode ranks = JSON.readTree(load.body());
-                for (JsonNode rank : ranks.isArray() ? ranks : JSON.createArrayNode().add(ranks)) {
-                    if (rank.path("num_waiting_reqs").isNumber()) {
-                        waiting += rank.get("num_waiting_reqs").asDouble();
-                        any = true;
-                    }
-                }
-                if (any) {
-                    values.put(Field.LOAD_WAITING_REQUESTS, waiting);
-                }
-            } catch (java.io.IOException e) {
-                log.debug("worker /get_load unreadable worker={} cause=\"{}\"", w.name(), e.getMessage());
-            }
+        if (load != null) {
+            values.putAll(load);
         }
         if (!previous.lastPollOk() && previous.fetchedAtNanos() != 0) {
             log.info("worker telemetry readable again role={} worker={}", w.role().label(), w.name());
         }
-        w.telemetry(new WorkerTelemetry(System.nanoTime(), true, values));
+        w.telemetry(new WorkerTelemetry(System.nanoTime(), metricsOk, values));
+    }
+
+    private static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {
+        Map<Field, Double> values = new EnumMap<>(Field.class);
+        for (Field f : Field.values()) {
+            PrometheusText.Aggregate a = f.sglangName() == null ? null : m.get(f.sglangName());
+            if (a == null && f.vllmName() != null) {
+                a = m.get(f.vllmName());
+            }
+            if (a != null) {
+                values.put(f, f.over() == WorkerTelemetry.Over.MAX ? a.max() : a.sum());
+            }
+        }
+        PrometheusText.Aggregate oldUsage = m.get("vllm:gpu_cache_usage_perc"); // vLLM before 0.10
+        if (!values.containsKey(Field.TOKEN_USAGE) && oldUsage != null) {
+            values.put(Field.TOKEN_USAGE, oldUsage.max());
+        }
+        PrometheusText.Aggregate hits = m.get("vllm:prefix_cache_hits_total");
+        PrometheusText.Aggregate queries = m.get("vllm:prefix_cache_queries_total");
+        if (!values.containsKey(Field.CACHE_HIT_RATE) && hits != null && queries != null && queries.sum() > 0) {
+            values.put(Field.CACHE_HIT_RATE, hits.sum() / queries.sum()); // over the worker's life
+        }
+        return values;
+    }
+
+    /** The load routes, newest first: SGLang deprecated {@code /get_load} for {@code /v1/loads}; vLLM has neither. */
+    private enum LoadRoute {
+        V1_LOADS("/v1/loads"), GET_LOAD("/get_load"), NONE(null);
+
+        final String path;
+
+        LoadRoute(String path) {
+            this.path = path;
+        }
+
+        LoadRoute fallback() {
+            return this == V1_LOADS ? GET_LOAD : NONE;
+        }
     }
 
     @Override

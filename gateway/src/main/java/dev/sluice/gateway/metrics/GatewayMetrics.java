@@ -186,7 +186,7 @@ public final class GatewayMetrics implements AutoCloseable {
             "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain", "slow_client");
     /** Every {@code kind} label of {@code sluice_upstream_errors_total}: the connection's kinds and the answer's. */
     public static final java.util.List<String> UPSTREAM_ERROR_KINDS = java.util.List.of("connect", "reset", "malformed",
-            "status", "stream_error");
+            "status", "stream_error", "stream_abort", "abort");
 
     /**
      * Exports at 0, from start-up, every counter whose label values are known in advance, so that

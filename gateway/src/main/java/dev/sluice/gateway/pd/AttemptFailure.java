@@ -24,13 +24,31 @@ record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, String r
             return new AttemptFailure(error, worker, FailureKind.KV_TRANSFER, "kv_transfer");
         }
         if (status == 429 || status == 503) {
-            // the worker is busy or going away: another pair may take it; a 503 is also a worker fault
-            return new AttemptFailure(error, worker, status == 503 ? FailureKind.SERVER_ERROR : null, "worker_busy");
+            // the worker is busy or going away: another pair may take it. A 503 is a worker fault unless the
+            // worker says its queue is full (SGLang's --max-queued-requests): that is load, not sickness
+            boolean fault = status == 503 && !WorkerErrorBody.isQueueFull(message);
+            return new AttemptFailure(error, worker, fault ? FailureKind.SERVER_ERROR : null, "worker_busy");
         }
         if (status >= 500) {
             return new AttemptFailure(error, worker, FailureKind.SERVER_ERROR, null);
         }
         return new AttemptFailure(error, null, null, null); // the client's request: not the worker's fault
+    }
+
+    /**
+     * A failure the worker reported inside a 2xx answer ({@link FailureScan}): an error event is judged
+     * by its status like an error answer (a code-less one is the client's 400); an abort finish with a
+     * status likewise; an abort without one (someone aborted it on the worker, not this gateway) blames
+     * nobody and may be retried on another pair.
+     */
+    static AttemptFailure fromScan(FailureScan.Found found, Worker worker, String role) {
+        if (found.status() == 0 && !WorkerErrorBody.isKvTransferFailure(found.message())) {
+            return new AttemptFailure(ApiError.fromWorker(502, role, worker.name(), found.message()), null, null,
+                    "worker_aborted");
+        }
+        int status = found.status() == 0 ? 500 : found.status();
+        return fromStatus(ApiError.fromWorker(status, role, worker.name(), found.message()), worker, status,
+                found.message());
     }
 
     /** The connection failed before the response completed. */

@@ -37,6 +37,9 @@ final class DecodeHalf extends PdHalf {
     private SseFramer framer;
     private LogprobMerger merger;
     private final List<String> heldEvents = new ArrayList<>();
+    private final FailureScan scan = new FailureScan();
+    /** The stream reported a failure after it was committed: its end is no success for health. */
+    private boolean failedInStream;
     private byte[] heldBody;
     private boolean endHeld;
 
@@ -101,18 +104,18 @@ final class DecodeHalf extends PdHalf {
         }
     }
 
-    /** Relays one chunk; false if it turned out to be the worker's error and the request failed. */
+    /**
+     * Relays one chunk; false if it turned out to be the worker's failure and the request failed. Before
+     * anything reached the client a failure in the stream (an error event, an abort finish) fails the
+     * attempt with an honest status; after, it is relayed as the worker sent it and only counted. The
+     * first chunk is judged on the events it completes: a first event cut in two by the network would be
+     * relayed before it is judged (SGLang writes each event whole, and a first event is small).
+     */
     private boolean relay(ByteBuf data) {
-        boolean errorEvent = startsWith(data, WorkerErrorBody.ERROR_EVENT)
-                || startsWith(data, WorkerErrorBody.ERROR_EVENT_COMPACT);
-        if (errorEvent) {
-            byte[] bytes = new byte[data.readableBytes()];
-            data.getBytes(data.readerIndex(), bytes);
-            String message = WorkerErrorBody.message(bytes);
-            countFailure("stream_error", message);
-            int eventStatus = WorkerErrorBody.statusOfEvent(bytes);
-            AttemptFailure f = AttemptFailure.fromStatus(ApiError.fromWorker(eventStatus, "decode", at.decode.name(),
-                    message), at.decode, eventStatus, message);
+        FailureScan.Found found = scan.feed(data);
+        if (found != null) {
+            countFailure(found.abort() ? "stream_abort" : "stream_error", found.message());
+            AttemptFailure f = AttemptFailure.fromScan(found, at.decode, "decode");
             if (!ex.client.committed()) {
                 // nothing sent yet: the client gets a real status instead of a 200 that says "error" inside
                 markDone();
@@ -120,6 +123,7 @@ final class DecodeHalf extends PdHalf {
                 return false;
             }
             ex.countAgainstWorker(f); // relayed to the client as the worker sent it; health still counts it
+            failedInStream = true;
         }
         if (!ex.client.committed()) {
             ex.client.commitStream(HttpResponseStatus.valueOf(status), contentType);
@@ -206,6 +210,13 @@ final class DecodeHalf extends PdHalf {
 
     /** The common case: the answer goes out as the worker sent it, after one streaming pass for JSON and usage. */
     private void sendRelayed(byte[] bytes, int length) {
+        FailureScan.Found found = FailureScan.judgeBody(bytes, length);
+        if (found != null) {
+            // a 200 whose finish reason says "abort" (SGLang answers an abort without a status code this way)
+            countFailure(found.abort() ? "abort" : "status", found.message());
+            at.failed(AttemptFailure.fromScan(found, at.decode, "decode"));
+            return;
+        }
         try {
             ResponseUsage usage = ResponseUsage.scan(bytes, length);
             if (ex.wantsPromptTokens()) {
@@ -253,7 +264,9 @@ final class DecodeHalf extends PdHalf {
     }
 
     private void endClient() {
-        ex.pd.health().success(at.decode);
+        if (!failedInStream) {
+            ex.pd.health().success(at.decode);
+        }
         ex.client.end();
         ex.clientResponseEnded();
     }
@@ -264,17 +277,5 @@ final class DecodeHalf extends PdHalf {
             return;
         }
         at.failed(connectionFailed(failure));
-    }
-
-    private static boolean startsWith(ByteBuf data, byte[] prefix) {
-        if (data.readableBytes() < prefix.length) {
-            return false;
-        }
-        for (int i = 0; i < prefix.length; i++) {
-            if (data.getByte(data.readerIndex() + i) != prefix[i]) {
-                return false;
-            }
-        }
-        return true;
     }
 }

@@ -4,7 +4,6 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import java.io.IOException;
-import java.util.Arrays;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,19 +30,22 @@ final class PrefillHalf extends BufferedPrefillHalf {
 
     @Override
     void finished(byte[] bytes) {
-        // the success path reads nothing but a byte scan: the message is decoded only for a failure
-        int errorEvent = status / 100 == 2 ? WorkerErrorBody.errorEventAt(bytes) : -1;
         if (status / 100 != 2) {
             String message = WorkerErrorBody.message(bytes);
             failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "prefill", at.prefill.name(), message),
                     at.prefill, status, message), "status");
-        } else if (errorEvent >= 0) {
-            byte[] event = Arrays.copyOfRange(bytes, errorEvent, bytes.length);
-            String message = WorkerErrorBody.message(event);
-            int s = WorkerErrorBody.statusOfEvent(event);
-            failed(AttemptFailure.fromStatus(ApiError.fromWorker(s, "prefill", at.prefill.name(), message),
-                    at.prefill, s, message), "stream_error");
-        } else if (ex.request.logprobs()) {
+            ex.halfEnded();
+            return;
+        }
+        // a 2xx can still say the request failed: an error event, an abort finish (a prefill's KV transfer
+        // or bootstrap failure ends its request with finish_reason abort, status 500)
+        FailureScan.Found found = FailureScan.judgeAnswer(bytes, bytes.length);
+        if (found != null) {
+            failed(AttemptFailure.fromScan(found, at.prefill, "prefill"), found.abort() ? "abort" : "stream_error");
+            ex.halfEnded();
+            return;
+        }
+        if (ex.request.logprobs()) {
             try {
                 if (body.overflowed()) {
                     throw new IOException("body larger than http.max_response_body");
@@ -52,15 +54,15 @@ final class PrefillHalf extends BufferedPrefillHalf {
             } catch (IOException e) {
                 failed(AttemptFailure.malformed(ApiError.malformed("prefill", at.prefill.name(), e.getMessage()),
                         at.prefill), "malformed");
+                ex.halfEnded();
+                return;
             }
         }
-        if (status / 100 == 2) {
-            ex.pd.health().success(at.prefill);
-            ex.prefillFinished(at);
-            if (!ex.request.stream()) {
-                // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
-                ex.firstToken();
-            }
+        ex.pd.health().success(at.prefill);
+        ex.prefillFinished(at);
+        if (!ex.request.stream()) {
+            // a non-streamed request shows no tokens; the prefill finishing is its first-token moment
+            ex.firstToken();
         }
         ex.halfEnded();
     }

@@ -48,50 +48,33 @@ public final class WorkerErrorBody {
         return text.length() > MAX_TEXT ? text.substring(0, MAX_TEXT) + "..." : text;
     }
 
-    /** How a worker SSE error event starts (SGLang writes the space, others may not). */
-    static final byte[] ERROR_EVENT = "data: {\"error\"".getBytes(StandardCharsets.US_ASCII);
-    static final byte[] ERROR_EVENT_COMPACT = "data:{\"error\"".getBytes(StandardCharsets.US_ASCII);
+    /**
+     * The texts a KV transfer failure is reported with: SGLang's decode {@code "Decode transfer failed for
+     * request ..."} and {@code "Decode handshake failed ..."}, its prefill {@code "Prefill transfer failed
+     * ..."} and {@code "Prefill bootstrap failed for request ..."} (sgl-project/sglang
+     * {@code python/sglang/srt/disaggregation/decode.py} {@code pop_transferred}, {@code prefill.py}
+     * {@code pop_bootstrapped} / {@code process_disagg_prefill_inflight_queue}), the Mooncake backend's
+     * {@code KVTransferError(bootstrap_room=...)}, NIXL's {@code "NIXL KVReceiver Exception"} /
+     * {@code "NIXL KVSender Exception"} ({@code disaggregation/nixl/conn.py}).
+     */
+    private static final String[] KV_TRANSFER_TEXTS = {"KVTransferError", "KV transfer", "Decode transfer failed",
+        "Decode handshake failed", "Prefill transfer failed", "bootstrap failed for request",
+        "NIXL KVReceiver Exception", "NIXL KVSender Exception"};
+
+    public static boolean isKvTransferFailure(String message) {
+        for (String t : KV_TRANSFER_TEXTS) {
+            if (message.contains(t)) {
+                return true;
+            }
+        }
+        return false;
+    }
 
     /**
-     * Where an SSE error event ({@code data: {"error"...}) starts in {@code body}, or -1: a byte
-     * scan, so a worker's successful answer is never decoded just to look for one.
+     * SGLang's answer when its own queue is full ({@code --max-queued-requests}, unified servers only:
+     * scheduler.py {@code _abort_on_queued_limit}, a 503): load, not a sick worker.
      */
-    public static int errorEventAt(byte[] body) {
-        int a = indexOf(body, ERROR_EVENT);
-        int b = indexOf(body, ERROR_EVENT_COMPACT);
-        return a < 0 ? b : b < 0 ? a : Math.min(a, b);
-    }
-
-    private static int indexOf(byte[] haystack, byte[] needle) {
-        outer:
-        for (int i = 0, last = haystack.length - needle.length; i <= last; i++) {
-            for (int k = 0; k < needle.length; k++) {
-                if (haystack[i + k] != needle[k]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
-    }
-
-    /** HTTP status named inside an SSE error event ({@code "code": 500}), or 500. */
-    public static int statusOfEvent(byte[] body) {
-        String text = new String(body, StandardCharsets.UTF_8).trim();
-        if (text.startsWith("data:")) {
-            text = text.substring(5).trim();
-        }
-        try {
-            JsonNode code = JSON.readTree(text).path("error").path("code");
-            int c = code.asInt(500);
-            return c >= 400 && c <= 599 ? c : 500;
-        } catch (java.io.IOException | RuntimeException e) {
-            return 500;
-        }
-    }
-
-    /** SGLang names the failure {@code KVTransferError}; the bootstrap path fails with a bootstrap error. */
-    public static boolean isKvTransferFailure(String message) {
-        return message.contains("KVTransferError") || message.contains("KV transfer");
+    public static boolean isQueueFull(String message) {
+        return message.contains("The request queue is full");
     }
 }

@@ -12,36 +12,55 @@ import java.util.Map;
  */
 public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field, Double> values) {
 
+    /** How a number's series (one per rank) become one number: counts add up, a ratio is the fullest rank's. */
+    public enum Over { SUM, MAX }
+
     /**
-     * The numbers kept, with the SGLang metric each comes from (summed over data-parallel ranks) and
-     * the vLLM one where vLLM has it (a vLLM worker's cache hit rate is computed from
-     * {@code vllm:prefix_cache_hits_total / vllm:prefix_cache_queries_total}).
+     * The numbers kept, with the SGLang metric each comes from and the vLLM one where vLLM has it
+     * (a vLLM worker's cache hit rate is computed from {@code vllm:prefix_cache_hits_total /
+     * vllm:prefix_cache_queries_total}). A worker exports one series per data-parallel rank
+     * (SGLang's {@code dp_rank} label, vLLM's {@code engine}): counts are summed over them, ratios
+     * take the max (two ranks at 60% KV usage are a worker at 60%, not 120%). The PD queue gauges
+     * hold what a PD worker has waiting: a PD prefill's requests wait in its bootstrap queue and a
+     * decode's in its prealloc and transfer queues, never in {@code num_queue_reqs}
+     * (sgl-project/sglang {@code python/sglang/srt/metrics/collector.py}, {@code SchedulerStats}).
      */
     public enum Field {
-        QUEUE_REQUESTS("sglang:num_queue_reqs", "vllm:num_requests_waiting"),
-        RUNNING_REQUESTS("sglang:num_running_reqs", "vllm:num_requests_running"),
-        TOKEN_USAGE("sglang:token_usage", "vllm:kv_cache_usage_perc"),
-        CACHE_HIT_RATE("sglang:cache_hit_rate"),
-        USED_TOKENS("sglang:num_used_tokens"),
-        MAX_TOTAL_TOKENS("sglang:max_total_num_tokens"),
-        GEN_THROUGHPUT("sglang:gen_throughput"),
-        TRANSFER_FAILED_TOTAL("sglang:num_transfer_failed_reqs_total"),
-        BOOTSTRAP_FAILED_TOTAL("sglang:num_bootstrap_failed_reqs_total"),
-        HICACHE_HOST_USED_TOKENS("sglang:hicache_host_used_tokens"),
-        HICACHE_HOST_TOTAL_TOKENS("sglang:hicache_host_total_tokens"),
-        /** From {@code /get_load}: {@code num_waiting_reqs} summed over ranks. */
-        LOAD_WAITING_REQUESTS(null);
+        QUEUE_REQUESTS(Over.SUM, "sglang:num_queue_reqs", "vllm:num_requests_waiting"),
+        RUNNING_REQUESTS(Over.SUM, "sglang:num_running_reqs", "vllm:num_requests_running"),
+        TOKEN_USAGE(Over.MAX, "sglang:token_usage", "vllm:kv_cache_usage_perc"),
+        CACHE_HIT_RATE(Over.MAX, "sglang:cache_hit_rate", null),
+        USED_TOKENS(Over.SUM, "sglang:num_used_tokens", null),
+        MAX_TOTAL_TOKENS(Over.SUM, "sglang:max_total_num_tokens", null),
+        GEN_THROUGHPUT(Over.SUM, "sglang:gen_throughput", null),
+        TRANSFER_FAILED_TOTAL(Over.SUM, "sglang:num_transfer_failed_reqs_total", null),
+        BOOTSTRAP_FAILED_TOTAL(Over.SUM, "sglang:num_bootstrap_failed_reqs_total", null),
+        HICACHE_HOST_USED_TOKENS(Over.SUM, "sglang:hicache_host_used_tokens", null),
+        HICACHE_HOST_TOTAL_TOKENS(Over.SUM, "sglang:hicache_host_total_tokens", null),
+        /** A PD prefill's bootstrap queue: requests waiting for their decode peer before they are computed. */
+        PREFILL_PREALLOC_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_prealloc_queue_reqs", null),
+        /** A PD prefill's requests computed, their KV being sent. */
+        PREFILL_INFLIGHT_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_inflight_queue_reqs", null),
+        /** A PD decode's requests waiting for KV memory to be allocated. */
+        DECODE_PREALLOC_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_prealloc_queue_reqs", null),
+        /** A PD decode's requests whose KV is on its way. */
+        DECODE_TRANSFER_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_transfer_queue_reqs", null),
+        /** From {@code /v1/loads} (or the older {@code /get_load}): {@code num_waiting_reqs} summed over ranks. */
+        LOAD_WAITING_REQUESTS(Over.SUM, null, null);
 
+        private final Over over;
         private final String sglangName;
         private final String vllmName;
 
-        Field(String sglangName) {
-            this(sglangName, null);
-        }
-
-        Field(String sglangName, String vllmName) {
+        Field(Over over, String sglangName, String vllmName) {
+            this.over = over;
             this.sglangName = sglangName;
             this.vllmName = vllmName;
+        }
+
+        /** How this number's series are combined. */
+        public Over over() {
+            return over;
         }
 
         public String sglangName() {
@@ -63,6 +82,29 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
     /** Seconds since the last successful poll, or +Inf if there never was one. */
     public double ageSeconds(long nowNanos) {
         return fetchedAtNanos == 0 ? Double.POSITIVE_INFINITY : (nowNanos - fetchedAtNanos) / 1e9;
+    }
+
+    /**
+     * Requests waiting at the worker, wherever its server keeps them: the scheduler's waiting queue
+     * plus, on a PD worker, the queues in front of it (a prefill's bootstrap queue; a decode's prealloc
+     * and transfer queues). NaN if the worker reported none of them (or they are stale).
+     */
+    public double waitingRequests(WorkerRole role, long nowNanos, long staleAfterNanos) {
+        double q = value(Field.QUEUE_REQUESTS, nowNanos, staleAfterNanos);
+        if (Double.isNaN(q)) {
+            return value(Field.LOAD_WAITING_REQUESTS, nowNanos, staleAfterNanos);
+        }
+        if (role == WorkerRole.PREFILL) {
+            q += orZero(value(Field.PREFILL_PREALLOC_QUEUE_REQUESTS, nowNanos, staleAfterNanos));
+        } else if (role == WorkerRole.DECODE) {
+            q += orZero(value(Field.DECODE_PREALLOC_QUEUE_REQUESTS, nowNanos, staleAfterNanos))
+                    + orZero(value(Field.DECODE_TRANSFER_QUEUE_REQUESTS, nowNanos, staleAfterNanos));
+        }
+        return q;
+    }
+
+    private static double orZero(double v) {
+        return Double.isNaN(v) ? 0 : v;
     }
 
     /** The value if fresh (younger than {@code staleAfterNanos}) and reported; NaN otherwise. */

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
@@ -122,6 +123,9 @@ public final class ConfigReload implements AutoCloseable {
             return new ReloadResult("invalid", trigger, hash, e.getMessage(), List.of(), List.of());
         }
         publishHash(hash);
+        for (String w : ConfigWarnings.of(next)) {
+            log.warn("config warning {}", w);
+        }
         return new ReloadResult("applied", trigger, hash, null, applied.applied(), applied.restartRequired());
     }
 

@@ -146,7 +146,7 @@ public final class GatewayServer implements AutoCloseable {
         });
         metrics.preRegisterHttpRefusals(List.of("request_line_too_long", "headers_too_large", "too_many_headers",
                 "bad_framing", "header_timeout", "body_timeout", "too_many_connections", "body_too_large"));
-        for (String reason : List.of("connect", "stale_connection", "worker_busy", "kv_transfer", "stall",
+        for (String reason : List.of("connect", "stale_connection", "worker_busy", "worker_aborted", "kv_transfer", "stall",
                 "worker_ejected")) {
             metrics.preRegisterRetry(reason);
         }
@@ -266,6 +266,9 @@ public final class GatewayServer implements AutoCloseable {
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
                 listener.localAddress(), transport.name(), threads, workers.prefill().size(), workers.decode().size(),
                 config.disaggregation().name().toLowerCase());
+        for (String w : dev.sluice.gateway.config.ConfigWarnings.of(config)) {
+            log.warn("config warning {}", w);
+        }
         return this;
     }
 

@@ -1,0 +1,36 @@
+package dev.sluice.gateway.config;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+/** A health timeout under SGLang's own minimum can never pass (docs/compatibility.md row 1). */
+class ConfigWarningsTest {
+    private static GatewayConfig parse(String yaml) throws ConfigException {
+        return ConfigLoader.parse(yaml, "test.yaml", ConfigOverrides.none());
+    }
+
+    private static final String WORKERS = "workers: {prefill: [{url: 'http://127.0.0.1:30000'}], "
+            + "decode: [{url: 'http://127.0.0.1:30001'}]}\n";
+
+    @Test
+    void shippedDefaultsWarnOfNothing() throws Exception {
+        assertThat(ConfigWarnings.of(parse(WORKERS))).isEmpty();
+        assertThat(parse(WORKERS).health().timeout()).isEqualTo(HealthConfig.DEFAULT_CHECK_TIMEOUT);
+    }
+
+    @Test
+    void aOneSecondHealthTimeoutAgainstSglangIsNamed() throws Exception {
+        var warnings = ConfigWarnings.of(parse(WORKERS + "health: {timeout: 1s, generate_timeout: 5s}\n"));
+        assertThat(warnings).hasSize(2);
+        assertThat(warnings.get(0)).startsWith("health.timeout: 1s (expected: >= 2s)")
+                .contains("SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION");
+        assertThat(warnings.get(1)).startsWith("health.generate_timeout: 5s (expected: > 20s)");
+    }
+
+    @Test
+    void vllmHealthAnswersAtOnceSoNoWarning() throws Exception {
+        assertThat(ConfigWarnings.of(parse("disaggregation: vllm\n" + WORKERS + "health: {timeout: 500ms}\n")))
+                .isEmpty();
+    }
+}

@@ -1,0 +1,36 @@
+package dev.sluice.gateway.health;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A worker exports one series per rank (SGLang's dp_rank with DP attention, vLLM's engine): counts
+ * add up, ratios must not (docs/compatibility.md row 7).
+ */
+class TelemetryAggregationTest {
+
+    @Test
+    void seriesAreKeptPerNameWithSumAndMax() {
+        String text = """
+                # HELP sglang:token_usage The token usage.
+                # TYPE sglang:token_usage gauge
+                sglang:token_usage{model_name="m",engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="0"} 0.6
+                sglang:token_usage{model_name="m",engine_type="decode",tp_rank="1",pp_rank="0",dp_rank="1"} 0.55
+                sglang:num_queue_reqs{model_name="m",engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="0"} 3.0
+                sglang:num_queue_reqs{model_name="m",engine_type="decode",tp_rank="1",pp_rank="0",dp_rank="1"} 4.0
+                vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+                vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.75
+                odd{label="with } brace",x="y"} 7
+                bare 2
+                """;
+        Map<String, PrometheusText.Aggregate> m = PrometheusText.read(text);
+        assertThat(m.get("sglang:token_usage").max()).isEqualTo(0.6);
+        assertThat(m.get("sglang:token_usage").series()).isEqualTo(2);
+        assertThat(m.get("sglang:num_queue_reqs").sum()).isEqualTo(7.0);
+        assertThat(m.get("vllm:kv_cache_usage_perc").max()).isEqualTo(0.75);
+        assertThat(m.get("odd").sum()).isEqualTo(7.0);
+        assertThat(m.get("bare").sum()).isEqualTo(2.0);
+    }
+}
