@@ -122,17 +122,13 @@ public final class TelemetryPoller implements AutoCloseable {
     private static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {
         Map<Field, Double> values = new EnumMap<>(Field.class);
         for (Field f : Field.values()) {
-            PrometheusText.Aggregate a = f.sglangName() == null ? null : m.get(f.sglangName());
-            if (a == null && f.vllmName() != null) {
-                a = m.get(f.vllmName());
+            for (String name : f.names()) {
+                PrometheusText.Aggregate a = m.get(name);
+                if (a != null) {
+                    values.put(f, f.over() == WorkerTelemetry.Over.MAX ? a.max() : a.sum());
+                    break;
+                }
             }
-            if (a != null) {
-                values.put(f, f.over() == WorkerTelemetry.Over.MAX ? a.max() : a.sum());
-            }
-        }
-        PrometheusText.Aggregate oldUsage = m.get("vllm:gpu_cache_usage_perc"); // vLLM before 0.10
-        if (!values.containsKey(Field.TOKEN_USAGE) && oldUsage != null) {
-            values.put(Field.TOKEN_USAGE, oldUsage.max());
         }
         PrometheusText.Aggregate hits = m.get("vllm:prefix_cache_hits_total");
         PrometheusText.Aggregate queries = m.get("vllm:prefix_cache_queries_total");

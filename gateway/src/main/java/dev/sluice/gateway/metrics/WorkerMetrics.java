@@ -4,6 +4,7 @@ import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.routing.WorkerState;
+import dev.sluice.gateway.routing.WorkerTelemetry;
 import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -71,7 +72,8 @@ final class WorkerMetrics {
     }
 
     private static String description(Field f) {
-        return f.sglangName() == null ? "from the worker's /get_load (num_waiting_reqs, summed over ranks)"
-                : "the worker's " + f.sglangName() + " (summed over ranks); NaN when stale";
+        return f.names().isEmpty() ? "from the worker's /v1/loads or /get_load (num_waiting_reqs, summed over ranks)"
+                : "the worker's " + String.join(" or ", f.names()) + (f.over() == WorkerTelemetry.Over.MAX
+                ? " (the fullest rank)" : " (summed over ranks)") + "; NaN when stale";
     }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.routing;
 
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -28,34 +29,35 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
     public enum Field {
         QUEUE_REQUESTS(Over.SUM, "sglang:num_queue_reqs", "vllm:num_requests_waiting"),
         RUNNING_REQUESTS(Over.SUM, "sglang:num_running_reqs", "vllm:num_requests_running"),
-        TOKEN_USAGE(Over.MAX, "sglang:token_usage", "vllm:kv_cache_usage_perc"),
-        CACHE_HIT_RATE(Over.MAX, "sglang:cache_hit_rate", null),
-        USED_TOKENS(Over.SUM, "sglang:num_used_tokens", null),
-        MAX_TOTAL_TOKENS(Over.SUM, "sglang:max_total_num_tokens", null),
-        GEN_THROUGHPUT(Over.SUM, "sglang:gen_throughput", null),
-        TRANSFER_FAILED_TOTAL(Over.SUM, "sglang:num_transfer_failed_reqs_total", null),
-        BOOTSTRAP_FAILED_TOTAL(Over.SUM, "sglang:num_bootstrap_failed_reqs_total", null),
-        HICACHE_HOST_USED_TOKENS(Over.SUM, "sglang:hicache_host_used_tokens", null),
-        HICACHE_HOST_TOTAL_TOKENS(Over.SUM, "sglang:hicache_host_total_tokens", null),
-        /** A PD prefill's bootstrap queue: requests waiting for their decode peer before they are computed. */
-        PREFILL_PREALLOC_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_prealloc_queue_reqs", null),
-        /** A PD prefill's requests computed, their KV being sent. */
-        PREFILL_INFLIGHT_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_inflight_queue_reqs", null),
+        // vLLM before 0.10 called it gpu_cache_usage_perc
+        TOKEN_USAGE(Over.MAX, "sglang:token_usage", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+        CACHE_HIT_RATE(Over.MAX, "sglang:cache_hit_rate"),
+        USED_TOKENS(Over.SUM, "sglang:num_used_tokens"),
+        MAX_TOTAL_TOKENS(Over.SUM, "sglang:max_total_num_tokens"),
+        GEN_THROUGHPUT(Over.SUM, "sglang:gen_throughput"),
+        TRANSFER_FAILED_TOTAL(Over.SUM, "sglang:num_transfer_failed_reqs_total"),
+        BOOTSTRAP_FAILED_TOTAL(Over.SUM, "sglang:num_bootstrap_failed_reqs_total"),
+        HICACHE_HOST_USED_TOKENS(Over.SUM, "sglang:hicache_host_used_tokens"),
+        HICACHE_HOST_TOTAL_TOKENS(Over.SUM, "sglang:hicache_host_total_tokens"),
+        /** A PD prefill's bootstrap queue: requests waiting for their decode peer before they are computed (older SGLang: "prealloc"). */
+        PREFILL_BOOTSTRAP_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_bootstrap_queue_reqs",
+                "sglang:num_prefill_prealloc_queue_reqs"),
+        /** A PD prefill's requests computed, their KV being sent (older SGLang spelt it "infight"). */
+        PREFILL_INFLIGHT_QUEUE_REQUESTS(Over.SUM, "sglang:num_prefill_inflight_queue_reqs",
+                "sglang:num_prefill_infight_queue_reqs"),
         /** A PD decode's requests waiting for KV memory to be allocated. */
-        DECODE_PREALLOC_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_prealloc_queue_reqs", null),
+        DECODE_PREALLOC_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_prealloc_queue_reqs"),
         /** A PD decode's requests whose KV is on its way. */
-        DECODE_TRANSFER_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_transfer_queue_reqs", null),
+        DECODE_TRANSFER_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_transfer_queue_reqs"),
         /** From {@code /v1/loads} (or the older {@code /get_load}): {@code num_waiting_reqs} summed over ranks. */
-        LOAD_WAITING_REQUESTS(Over.SUM, null, null);
+        LOAD_WAITING_REQUESTS(Over.SUM);
 
         private final Over over;
-        private final String sglangName;
-        private final String vllmName;
+        private final List<String> names;
 
-        Field(Over over, String sglangName, String vllmName) {
+        Field(Over over, String... names) {
             this.over = over;
-            this.sglangName = sglangName;
-            this.vllmName = vllmName;
+            this.names = List.of(names);
         }
 
         /** How this number's series are combined. */
@@ -63,13 +65,9 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
             return over;
         }
 
-        public String sglangName() {
-            return sglangName;
-        }
-
-        /** vLLM's name for the same number, or null. */
-        public String vllmName() {
-            return vllmName;
+        /** The metric names it is read from, in order of preference (SGLang's, older spellings, vLLM's); empty: not from /metrics. */
+        public List<String> names() {
+            return names;
         }
     }
 
@@ -95,7 +93,7 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
             return value(Field.LOAD_WAITING_REQUESTS, nowNanos, staleAfterNanos);
         }
         if (role == WorkerRole.PREFILL) {
-            q += orZero(value(Field.PREFILL_PREALLOC_QUEUE_REQUESTS, nowNanos, staleAfterNanos));
+            q += orZero(value(Field.PREFILL_BOOTSTRAP_QUEUE_REQUESTS, nowNanos, staleAfterNanos));
         } else if (role == WorkerRole.DECODE) {
             q += orZero(value(Field.DECODE_PREALLOC_QUEUE_REQUESTS, nowNanos, staleAfterNanos))
                     + orZero(value(Field.DECODE_TRANSFER_QUEUE_REQUESTS, nowNanos, staleAfterNanos));
