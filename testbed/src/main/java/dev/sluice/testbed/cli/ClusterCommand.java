@@ -89,6 +89,38 @@ public final class ClusterCommand implements Callable<Integer> {
                     + "(default: ${DEFAULT-VALUE}).")
     long prefixCacheTokens;
 
+    @Option(names = "--health-generation", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "/health runs a one-token generation like /health_generate, as SGLang does by default; "
+                    + "--no-health-generation answers it at once (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0).")
+    boolean healthGeneration;
+
+    @Option(names = "--health-check-timeout", defaultValue = "20s", converter = DurationConverter.class,
+            description = "How long a generation health check waits for output before 503 "
+                    + "(SGLANG_HEALTH_CHECK_TIMEOUT) (default: ${DEFAULT-VALUE}).")
+    Duration healthCheckTimeout;
+
+    @Option(names = "--dp-size", defaultValue = "1",
+            description = "Data-parallel ranks per server: metrics and loads per rank (default: ${DEFAULT-VALUE}).")
+    int dpSize;
+
+    @Option(names = "--enable-metrics", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "Serve /metrics (SGLang's --enable-metrics); --no-enable-metrics answers 404 "
+                    + "(default: ${DEFAULT-VALUE}).")
+    boolean enableMetrics;
+
+    @Option(names = "--context-length", defaultValue = "" + SimConfig.DEFAULT_CONTEXT_LENGTH,
+            description = "The model's context length; longer requests are refused (default: ${DEFAULT-VALUE}).")
+    int contextLength;
+
+    @Option(names = "--admin-api-key",
+            description = "When set, /abort_request needs Authorization: Bearer <key> (SGLang's --admin-api-key).")
+    String adminApiKey;
+
+    @Option(names = "--max-queued-requests", defaultValue = "0",
+            description = "Unified servers refuse (503) a request when this many wait; 0 = unbounded; PD servers "
+                    + "ignore it, as SGLang does (default: ${DEFAULT-VALUE}).")
+    int maxQueuedRequests;
+
     @Override
     public Integer call() throws Exception {
         SimMode simMode = parseMode();
@@ -100,6 +132,9 @@ public final class ClusterCommand implements Callable<Integer> {
                 .withPrefixCacheTokens(prefixCacheTokens);
         SimCluster cluster;
         try {
+            cfg = cfg.withHealthGeneration(healthGeneration).withHealthCheckTimeout(healthCheckTimeout)
+                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withContextLength(contextLength)
+                    .withAdminApiKey(adminApiKey).withMaxQueuedRequests(maxQueuedRequests);
             cluster = SimCluster.start(prefills, decode, basePort, cfg, simMode);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());

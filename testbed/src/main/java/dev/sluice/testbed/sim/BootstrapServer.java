@@ -41,22 +41,36 @@ final class BootstrapServer {
     private static final AttributeKey<Boolean> FAIL_TRANSFER = AttributeKey.valueOf("simFailTransfer");
 
     private final PrefillServer prefill;
-    private final Map<Long, Room> rooms = new HashMap<>();
+    private final Map<RoomKey, Room> rooms = new HashMap<>();
     /** Why a finished room can no longer be fetched, for decodes that ask late. */
-    private final Map<Long, String> tombstones = new LinkedHashMap<>() {
+    private final Map<RoomKey, String> tombstones = new LinkedHashMap<>() {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, String> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<RoomKey, String> eldest) {
             return size() > TOMBSTONES;
         }
     };
     /** Rooms whose decode peer asked and left before the prefill had the request. */
-    private final Map<Long, Boolean> departedPeers = new LinkedHashMap<>() {
+    private final Map<RoomKey, Boolean> departedPeers = new LinkedHashMap<>() {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<RoomKey, Boolean> eldest) {
             return size() > TOMBSTONES;
         }
     };
     private Listener listener;
+
+    /**
+     * A room and the parallel sample it is for: with n > 1 SGLang sends the n samples of a prompt with
+     * the same bootstrap_room (tokenizer_manager.py _handle_batch_request), so the simulator pairs the
+     * k-th sample of a room on the prefill with the k-th on the decode.
+     */
+    record RoomKey(long room, int sample) {
+        static RoomKey of(SimItem item) {
+            return new RoomKey(item.room, item.sample);
+        }
+    }
+
+    /** Query parameter naming the parallel sample a decode fetches (0 when absent). */
+    static final String SAMPLE_PARAM = "sample";
 
     /** What became of an item whose KV is ready. */
     enum Handoff { DELIVERED, PEER_GONE, WAIT }
@@ -103,28 +117,29 @@ final class BootstrapServer {
 
     /** Long polls open for a room (event loop only; tests submit it there). */
     int waiters(long roomId) {
-        Room room = rooms.get(roomId);
+        Room room = rooms.get(new RoomKey(roomId, 0));
         return room == null ? 0 : room.waiters.size();
     }
 
     /** Whether a decode that asked for the room has left (event loop only). */
     boolean peerGone(long roomId) {
-        Room room = rooms.get(roomId);
-        return room != null ? room.peerGone : departedPeers.containsKey(roomId);
+        RoomKey key = new RoomKey(roomId, 0);
+        Room room = rooms.get(key);
+        return room != null ? room.peerGone : departedPeers.containsKey(key);
     }
 
     void register(SimItem item) {
-        tombstones.remove(item.room);
-        Room room = rooms.computeIfAbsent(item.room, r -> new Room());
+        tombstones.remove(RoomKey.of(item));
+        Room room = rooms.computeIfAbsent(RoomKey.of(item), r -> new Room());
         room.item = item;
-        if (departedPeers.remove(item.room) != null && room.waiters.isEmpty()) {
+        if (departedPeers.remove(RoomKey.of(item)) != null && room.waiters.isEmpty()) {
             room.peerGone = true;
         }
     }
 
     /** The item's KV is ready: a waiting decode takes it, or its decode has gone, or it must wait. */
     Handoff kvReady(SimItem item) {
-        Room room = rooms.get(item.room);
+        Room room = rooms.get(RoomKey.of(item));
         if (room == null || room.item != item) {
             return Handoff.WAIT;
         }
@@ -138,12 +153,12 @@ final class BootstrapServer {
 
     /** The item ended on the prefill without a transfer: every decode waiting for its room fails. */
     void dropped(SimItem item, String reason) {
-        Room room = rooms.get(item.room);
+        Room room = rooms.get(RoomKey.of(item));
         if (room == null || room.item != item) {
             return;
         }
-        rooms.remove(item.room);
-        tombstones.put(item.room, reason);
+        rooms.remove(RoomKey.of(item));
+        tombstones.put(RoomKey.of(item), reason);
         for (Channel waiter : room.waiters) {
             answer(waiter, 410, reason, item);
         }
@@ -161,11 +176,11 @@ final class BootstrapServer {
     }
 
     private void deliver(SimItem item, Room room, Channel waiter) {
-        rooms.remove(item.room);
+        rooms.remove(RoomKey.of(item));
         boolean fail = prefill.faults.kvFails(item.room) || waiter.hasAttr(FAIL_TRANSFER);
         String gone = fail ? "KV transfer of room " + item.room + " failed (simulated: kvFailFraction)"
                 : "KV of room " + item.room + " was already transferred";
-        tombstones.put(item.room, gone);
+        tombstones.put(RoomKey.of(item), gone);
         answer(waiter, fail ? 500 : 200, fail ? gone : null, item);
         for (Channel other : room.waiters) {
             answer(other, 409, gone, item);
@@ -190,37 +205,38 @@ final class BootstrapServer {
         Responses.json(ch, status, o, false);
     }
 
-    private void fetch(Channel ch, long roomId, boolean failTransfer) {
+    private void fetch(Channel ch, long roomId, int sample, boolean failTransfer) {
+        RoomKey key = new RoomKey(roomId, sample);
         if (failTransfer) {
             ch.attr(FAIL_TRANSFER).set(Boolean.TRUE);
         }
-        String tomb = tombstones.get(roomId);
+        String tomb = tombstones.get(key);
         if (tomb != null) {
             ObjectNode o = JsonNodeFactory.instance.objectNode().put("room", roomId).put("error", tomb);
             Responses.json(ch, 410, o, false);
             return;
         }
-        Room room = rooms.computeIfAbsent(roomId, r -> new Room());
+        Room room = rooms.computeIfAbsent(key, r -> new Room());
         room.waiters.addLast(ch);
         room.peerGone = false; // a decode (again) waits for this room
-        departedPeers.remove(roomId);
+        departedPeers.remove(key);
         if (room.item != null && room.item.state == SimItem.State.KV_HELD) {
             room.item.cancelTimer(); // the bootstrap timeout no longer applies
             deliver(room.item, room, nextActiveWaiter(room));
             return;
         }
-        ch.closeFuture().addListener(f -> waiterGone(roomId, ch));
+        ch.closeFuture().addListener(f -> waiterGone(key, ch));
     }
 
     /** A long poll closed; unless it was answered (its room is gone then), its decode has left. */
-    private void waiterGone(long roomId, Channel ch) {
-        Room room = rooms.get(roomId);
+    private void waiterGone(RoomKey key, Channel ch) {
+        Room room = rooms.get(key);
         if (room == null || !room.waiters.remove(ch) || !room.waiters.isEmpty()) {
             return;
         }
         if (room.item == null) {
-            rooms.remove(roomId);
-            departedPeers.put(roomId, Boolean.TRUE);
+            rooms.remove(key);
+            departedPeers.put(key, Boolean.TRUE);
         } else {
             room.peerGone = true;
         }
@@ -238,7 +254,9 @@ final class BootstrapServer {
             if (path.startsWith("/kv/")) {
                 try {
                     List<String> fail = uri.parameters().getOrDefault(FAIL_PARAM, List.of());
-                    fetch(ctx.channel(), Long.parseLong(path.substring(4)), fail.contains("true"));
+                    List<String> sample = uri.parameters().getOrDefault(SAMPLE_PARAM, List.of("0"));
+                    fetch(ctx.channel(), Long.parseLong(path.substring(4)), Integer.parseInt(sample.get(0)),
+                            fail.contains("true"));
                     return;
                 } catch (NumberFormatException e) {
                     // falls through to 404

@@ -170,6 +170,7 @@ final class DecodeBatch {
         item.text.append(SimItem.token(g));
         item.generated++;
         server.metrics.tokenGenerated();
+        server.outputProduced();
         if (g == 0) {
             server.metrics.observeTtft(ex.secondsSinceReceived());
             long now = System.nanoTime();

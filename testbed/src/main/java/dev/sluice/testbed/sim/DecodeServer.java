@@ -47,7 +47,8 @@ public final class DecodeServer extends SimWorker {
             loop.execute(() -> kvFailed(item, "the request names no bootstrap_host"));
             return;
         }
-        String uri = "/kv/" + item.room + "?rid=" + URLEncoder.encode(item.rid, StandardCharsets.UTF_8);
+        String uri = "/kv/" + item.room + "?rid=" + URLEncoder.encode(item.rid, StandardCharsets.UTF_8)
+                + (item.sample == 0 ? "" : "&" + BootstrapServer.SAMPLE_PARAM + "=" + item.sample);
         if (faults.kvFails(item.room)) {
             uri += "&" + BootstrapServer.FAIL_PARAM + "=true"; // the handoff fails on both sides
         }
@@ -95,7 +96,11 @@ public final class DecodeServer extends SimWorker {
             return;
         }
         kvTransferFailures.increment();
-        String message = "KVTransferError(room=" + item.room + "): " + reason;
+        // SGLang's decode: DecodeTransferQueue.pop_transferred, prepare_abort(..., status_code=500)
+        // (sgl-project/sglang@278e503a5e16252fb4ff513018b6a73e30976f63 python/sglang/srt/disaggregation/decode.py)
+        String message = "Decode transfer failed for request rank=0 decode_req.req.rid='" + item.rid
+                + "' decode_req.req.bootstrap_room=" + item.room + " with exception KVTransferError(bootstrap_room="
+                + item.room + "): " + reason;
         log.info("decode {} kv transfer failed rid={} {}", ordinal, item.rid, message);
         endItem(item, Outcome.FAILED, null);
         item.exchange.fail(500, "InternalServerError", message);
@@ -121,9 +126,24 @@ public final class DecodeServer extends SimWorker {
         return batch.tokens();
     }
 
+    /**
+     * A PD decode's waiting requests are in its prealloc queue (no room in the running batch yet:
+     * {@code num_decode_prealloc_queue_reqs}) or its transfer queue (waiting for the KV:
+     * {@code num_decode_transfer_queue_reqs}), never in {@code num_queue_reqs}
+     * (sgl-project/sglang python/sglang/srt/metrics/collector.py SchedulerStats, PD disaggregation fields).
+     */
     @Override
-    SimMetrics.Gauges gauges() {
-        return new SimMetrics.Gauges(batch.running() + stalledItems, batch.waiting(), 0, 0, 0, waitingKv);
+    void classify(SimItem item, SimMetrics.RankLoad r) {
+        switch (item.state) {
+            case WAITING_KV -> r.decodeTransfer++;
+            case DECODE_QUEUED -> r.decodePrealloc++;
+            case DECODING -> {
+                r.running++;
+                r.usedTokens += item.promptTokens + item.generated;
+            }
+            default -> {
+            }
+        }
     }
 
     @Override

@@ -53,9 +53,26 @@ abstract class EngineServer extends SimWorker {
         return scheduler.tokens() + batch.tokens();
     }
 
+    /** Without disaggregation every waiting request is in the one waiting queue ({@code num_queue_reqs}). */
     @Override
-    SimMetrics.Gauges gauges() {
-        return new SimMetrics.Gauges(runningCount() + stalledItems, queuedCount(), 0, 0, 0, 0);
+    void classify(SimItem item, SimMetrics.RankLoad r) {
+        switch (item.state) {
+            case QUEUED -> {
+                r.queue++;
+                r.usedTokens += item.promptTokens;
+            }
+            case PREFILLING -> {
+                r.running++;
+                r.usedTokens += (long) Math.ceil(item.remainingPrefill);
+            }
+            case DECODING -> {
+                r.running++;
+                r.usedTokens += item.promptTokens + item.generated;
+            }
+            case DECODE_QUEUED, WAITING_KV -> r.queue++;
+            default -> {
+            }
+        }
     }
 
     @Override

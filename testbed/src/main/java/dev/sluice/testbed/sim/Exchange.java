@@ -109,11 +109,53 @@ final class Exchange {
                 worker.endItem(other, SimWorker.Outcome.FAILED, null);
             }
         }
+        if (!worker.isVllm()) {
+            sglangAbort(status, type, message);
+            return;
+        }
         if (headersSent) {
             SseWriter.event(channel, Responses.streamError(status, type, message));
             finishStream();
         } else {
             Responses.json(channel, status, worker.errorBody(status, type, message), keepAlive);
+        }
+    }
+
+    /**
+     * SGLang ends a request the server failed (a KV transfer or bootstrap failure, a full queue) with
+     * {@code FINISH_ABORT(message, status_code)} (sgl-project/sglang@fd3907ee4618e96b73ee94d9a836db78efb5d046
+     * python/sglang/srt/managers/schedule_batch.py FINISH_ABORT.to_json:
+     * {@code {"type":"abort","message","status_code","err_type"}}), and the HTTP layer turns it into
+     * (sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44 tokenizer_manager.py
+     * _handle_abort_finish_reason): a streamed /generate gets a last chunk carrying that finish reason,
+     * then {@code [DONE]}; a whole answer gets the status with SGLang's error body (HTTPException for
+     * 500/503, ValueError for 400); the OpenAI routes stream an error event
+     * ({@code create_streaming_error_response}: {@code {"error":{"object":"error","message","type":
+     * <HTTPStatus name>,"param":null,"code"}}}, serving_chat._generate_chat_stream) and {@code [DONE]}.
+     */
+    private void sglangAbort(int status, String type, String message) {
+        for (SimItem item : items) {
+            if (item.finishReason == null) {
+                item.finishReason = "abort";
+                item.abortMessage = message;
+                item.abortStatus = status;
+            }
+        }
+        if (headersSent) {
+            if (request.route() == Route.GENERATE) {
+                for (SimItem item : items) {
+                    if (item.abortStatus != null) {
+                        SseWriter.event(channel, format.finishEvent(this, item));
+                    }
+                }
+            } else {
+                SseWriter.event(channel, Responses.openAiStreamError(status, message));
+            }
+            finishStream();
+        } else if (status == 400 && request.route() == Route.GENERATE) {
+            Responses.json(channel, 400, Responses.generateError(message), keepAlive);
+        } else {
+            Responses.json(channel, status, Responses.error(status, type, message), keepAlive);
         }
     }
 

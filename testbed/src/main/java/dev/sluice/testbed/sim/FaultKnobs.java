@@ -20,6 +20,8 @@ public final class FaultKnobs {
     private volatile boolean stallAll;
     private volatile int closeIdleAfterMs = -1;
     private volatile double kvFailFraction;
+    private volatile double tokenUsage = -1;
+    private volatile boolean eosAtFirstToken;
 
     /**
      * When > 0, every generation request (and {@code /health_generate}) is answered at once with
@@ -161,6 +163,37 @@ public final class FaultKnobs {
         return Math.floorMod(h, 10_000L) < fraction * 10_000;
     }
 
+    /**
+     * When >= 0, every data-parallel rank reports exactly this KV usage ratio
+     * ({@code sglang:token_usage}, {@code vllm:kv_cache_usage_perc}, {@code token_usage} in the
+     * load routes) instead of the computed one; -1: computed.
+     */
+    public double tokenUsage() {
+        return tokenUsage;
+    }
+
+    public FaultKnobs setTokenUsage(double ratio) {
+        if (!(ratio == -1 || (ratio >= 0 && ratio <= 1))) {
+            throw new IllegalArgumentException("tokenUsage: " + ratio + " (expected: -1 or 0..1)");
+        }
+        this.tokenUsage = ratio;
+        return this;
+    }
+
+    /**
+     * vLLM prefill leg: the one token the prefill generates is EOS (or matches a stop string), so the
+     * request finishes "stop" rather than length-capped; NixlConnector.request_finished then frees the
+     * blocks at once and the answer carries {@code kv_transfer_params: null}.
+     */
+    public boolean eosAtFirstToken() {
+        return eosAtFirstToken;
+    }
+
+    public FaultKnobs setEosAtFirstToken(boolean eos) {
+        this.eosAtFirstToken = eos;
+        return this;
+    }
+
     public FaultKnobs reset() {
         failStatus = 0;
         stallAfterTokens = -1;
@@ -171,6 +204,8 @@ public final class FaultKnobs {
         stallAll = false;
         closeIdleAfterMs = -1;
         kvFailFraction = 0;
+        tokenUsage = -1;
+        eosAtFirstToken = false;
         return this;
     }
 
@@ -190,6 +225,8 @@ public final class FaultKnobs {
         stallAll = next.stallAll;
         closeIdleAfterMs = next.closeIdleAfterMs;
         kvFailFraction = next.kvFailFraction;
+        tokenUsage = next.tokenUsage;
+        eosAtFirstToken = next.eosAtFirstToken;
     }
 
     private void set(JsonNode json) {
@@ -220,6 +257,12 @@ public final class FaultKnobs {
         if (json.has("kvFailFraction")) {
             setKvFailFraction(json.get("kvFailFraction").asDouble());
         }
+        if (json.has("tokenUsage")) {
+            setTokenUsage(json.get("tokenUsage").asDouble());
+        }
+        if (json.has("eosAtFirstToken")) {
+            setEosAtFirstToken(json.get("eosAtFirstToken").asBoolean());
+        }
     }
 
     private FaultKnobs copy() {
@@ -239,6 +282,8 @@ public final class FaultKnobs {
         o.put("stallAll", stallAll);
         o.put("closeIdleAfterMs", closeIdleAfterMs);
         o.put("kvFailFraction", kvFailFraction);
+        o.put("tokenUsage", tokenUsage);
+        o.put("eosAtFirstToken", eosAtFirstToken);
         return o;
     }
 

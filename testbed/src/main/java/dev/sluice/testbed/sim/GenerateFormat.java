@@ -57,7 +57,16 @@ final class GenerateFormat implements WireFormat {
         } else if (reason.equals("length")) {
             meta.putObject("finish_reason").put("type", "length").put("length", item.generated);
         } else {
-            meta.putObject("finish_reason").put("type", reason).put("message", "Abort request " + item.rid);
+            // FINISH_ABORT.to_json (schedule_batch.py): type, message, status_code, err_type
+            ObjectNode fr = meta.putObject("finish_reason");
+            fr.put("type", reason);
+            fr.put("message", item.abortMessage != null ? item.abortMessage : "Abort request " + item.rid);
+            if (item.abortStatus != null) {
+                fr.put("status_code", item.abortStatus);
+            } else {
+                fr.putNull("status_code");
+            }
+            fr.putNull("err_type");
         }
         meta.put("prompt_tokens", item.promptTokens);
         meta.put("completion_tokens", item.generated);

@@ -31,17 +31,28 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
 
     /**
      * One independent request inside the body; {@code room} is null when the body carried none;
-     * {@code prefix} holds the prompt's prefix-cache blocks ({@link PromptBlocks}).
+     * {@code prefix} holds the prompt's prefix-cache blocks ({@link PromptBlocks}); {@code prompt} is
+     * the index of its prompt in the body and {@code sample} its index among the prompt's
+     * {@code n} parallel samples (0 when n = 1).
      */
     record Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
-                int maxTokens, long[] prefix) {
+                int maxTokens, long[] prefix, int prompt, int sample) {
+
+        Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
+             int maxTokens, long[] prefix) {
+            this(index, rid, room, bootstrapHost, bootstrapPort, promptTokens, maxTokens, prefix, index, 0);
+        }
     }
 
     /** A prompt's size in tokens and its prefix-cache blocks. */
     private record Prompt(int tokens, long[] prefix) {
     }
 
-    /** A body the simulator refuses with 400. */
+    /**
+     * A body the simulator refuses. On SGLang's {@code /generate} it stands for the {@code ValueError}
+     * of {@code GenerateReqInput.normalize_batch_and_arguments} or of the tokenizer manager's request
+     * validation (a stream answers 200 with an error event, a whole answer 400); elsewhere a 400.
+     */
     static final class BadRequest extends Exception {
         BadRequest(String message) {
             super(message, null, false, false);
@@ -52,30 +63,51 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         return parse(route, body, defaultMaxTokens, null);
     }
 
-    /**
-     * @param requestId the request's id when the server names it itself (vLLM: from
-     *                  {@code X-Request-Id}); null: the body's {@code rid}, else a random one (SGLang)
-     */
     static GenerationRequest parse(Route route, JsonNode body, int defaultMaxTokens, String requestId)
             throws BadRequest {
+        return parse(route, body, defaultMaxTokens, requestId, Integer.MAX_VALUE);
+    }
+
+    /**
+     * @param requestId     the request's id when the server names it itself (vLLM: from
+     *                      {@code X-Request-Id}); null: SGLang's rid normalisation of the body's {@code rid}
+     * @param contextLength the model's context length: longer requests are refused
+     */
+    static GenerationRequest parse(Route route, JsonNode body, int defaultMaxTokens, String requestId,
+                                   int contextLength) throws BadRequest {
         if (body == null || !body.isObject()) {
             throw new BadRequest("request body must be a JSON object");
         }
         List<Prompt> prompts = prompts(route, body);
-        int n = prompts.size();
-        boolean batch = route == Route.GENERATE ? isGenerateBatch(body)
-                : route == Route.COMPLETIONS ? n > 1 || isPromptArray(body.path("prompt")) : n > 1;
+        int batchSize = prompts.size();
+        int n = parallelSampleNum(route, body);
+        // GenerateReqInput._handle_parallel_sampling: a single prompt with n > 1 becomes a batch of one
+        boolean batch = route == Route.GENERATE ? isGenerateBatch(body) || n > 1
+                : route == Route.COMPLETIONS ? batchSize > 1 || isPromptArray(body.path("prompt")) || n > 1
+                : n > 1;
+        JsonNode ridField = body.get("rid");
         String exchangeRid = requestId != null ? requestId
-                : body.path("rid").isTextual() ? body.get("rid").asText()
-                : body.path("rid").isArray() && body.get("rid").size() > 0 ? body.get("rid").get(0).asText()
-                : UUID.randomUUID().toString().replace("-", "");
-        JsonNode rids = requestId != null ? null : body.get("rid");
-        List<Item> items = new ArrayList<>(n);
-        for (int i = 0; i < n; i++) {
+                : ridField != null && ridField.isTextual() ? ridField.asText()
+                : ridField != null && ridField.isArray() && ridField.size() > 0 ? ridField.get(0).asText()
+                : uuidHex();
+        List<String> rids = requestId != null ? vllmRids(requestId, batchSize * n)
+                : sglangRids(ridField, batch, batchSize, n, exchangeRid);
+        checkLogprobParams(route, body, n);
+        List<Item> items = new ArrayList<>(batchSize * n);
+        for (int i = 0; i < batchSize; i++) {
             Prompt prompt = prompts.get(i);
-            items.add(new Item(i, itemRid(rids, exchangeRid, i, n), room(body.get("bootstrap_room"), i, n),
-                    text(perItem(body.get("bootstrap_host"), i)), port(perItem(body.get("bootstrap_port"), i)),
-                    prompt.tokens(), maxTokens(route, body, i, defaultMaxTokens), prompt.prefix()));
+            Long room = room(body.get("bootstrap_room"), i, batchSize);
+            String host = text(perItem(body.get("bootstrap_host"), i));
+            int port = port(perItem(body.get("bootstrap_port"), i));
+            JsonNode explicitMax = explicitMaxTokens(route, body, i);
+            checkSampling(route, body, i, explicitMax);
+            int maxTokens = explicitMax == null ? defaultMaxTokens : Math.max(0, explicitMax.asInt());
+            checkContextLength(prompt.tokens(), explicitMax == null ? null : maxTokens, contextLength);
+            for (int k = 0; k < n; k++) {
+                int index = i * n + k;
+                items.add(new Item(index, rids.get(index), room, host, port, prompt.tokens(), maxTokens,
+                        prompt.prefix(), i, k));
+            }
         }
         boolean logprobs = route == Route.GENERATE ? truthy(perItem(body.get("return_logprob"), 0))
                 : truthy(body.get("logprobs"));
@@ -83,6 +115,134 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         return new GenerationRequest(route, exchangeRid, batch, body.path("stream").asBoolean(false),
                 body.path("stream_options").path("include_usage").asBoolean(false), logprobs,
                 Math.max(0, body.path(GIVES_UP_AT_FIELD).asLong(0)), List.copyOf(items), KvTransferParams.of(body), pd);
+    }
+
+    private static String uuidHex() {
+        return UUID.randomUUID().toString().replace("-", "");
+    }
+
+    private static List<String> vllmRids(String requestId, int total) {
+        List<String> out = new ArrayList<>(total);
+        for (int i = 0; i < total; i++) {
+            out.add(total == 1 ? requestId : requestId + "-" + i);
+        }
+        return out;
+    }
+
+    /**
+     * The rids SGLang gives the items (sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44
+     * python/sglang/srt/managers/io_struct.py GenerateReqInput._normalize_rid, and tokenizer_manager.py
+     * TokenizerManager._handle_batch_request for n > 1): a single request keeps its rid (a fresh uuid4
+     * hex when none); a batch expands a string rid to {@code rid_0, rid_1, ...}, takes a list with
+     * exactly one rid per prompt, or gives each a fresh uuid4 hex; with parallel sampling (n > 1) every
+     * sample is sent under a fresh uuid4 hex ({@code regenerate_rid}), whatever the body said.
+     */
+    private static List<String> sglangRids(JsonNode rid, boolean batch, int batchSize, int n, String exchangeRid)
+            throws BadRequest {
+        int total = batchSize * n;
+        if (rid != null && !rid.isNull() && !rid.isTextual() && !rid.isArray()) {
+            throw new BadRequest("The rid should be a string or a list of strings.");
+        }
+        if (rid != null && rid.isArray() && (batch || rid.size() != 1) && rid.size() != batchSize) {
+            throw new BadRequest("The specified rids length mismatch with the batch_size for batch processing.");
+        }
+        List<String> out = new ArrayList<>(total);
+        for (int i = 0; i < total; i++) {
+            if (n > 1 || rid == null || rid.isNull()) {
+                out.add(!batch && n == 1 ? exchangeRid : uuidHex());
+            } else if (rid.isArray()) {
+                out.add(rid.get(i).asText());
+            } else {
+                out.add(batch ? rid.asText() + "_" + i : rid.asText());
+            }
+        }
+        return out;
+    }
+
+    /**
+     * {@code parallel_sample_num}: {@code sampling_params.n} on /generate (all entries of a list must
+     * agree), {@code n} on the OpenAI routes (GenerateReqInput._handle_parallel_sampling). No upper cap.
+     */
+    private static int parallelSampleNum(Route route, JsonNode body) throws BadRequest {
+        JsonNode v;
+        if (route == Route.GENERATE) {
+            JsonNode sp = body.get("sampling_params");
+            if (sp != null && sp.isArray()) {
+                Integer first = null;
+                for (JsonNode p : sp) {
+                    int pn = p.path("n").asInt(1);
+                    if (first != null && first != pn) {
+                        throw new BadRequest("The parallel_sample_num should be the same for all samples in sample "
+                                + "params.");
+                    }
+                    first = pn;
+                }
+                v = first == null ? null : sp.get(0).get("n");
+            } else {
+                v = sp == null ? null : sp.get("n");
+            }
+        } else {
+            v = body.get("n");
+        }
+        int n = v == null || v.isNull() ? 1 : v.asInt(1);
+        if (n < 1) {
+            throw new BadRequest("n: " + n + " (expected: >= 1)");
+        }
+        return n;
+    }
+
+    /** GenerateReqInput.normalize_param: a per-prompt list of a logprob parameter is refused with n > 1. */
+    private static void checkLogprobParams(Route route, JsonNode body, int n) throws BadRequest {
+        if (route != Route.GENERATE || n == 1) {
+            return;
+        }
+        for (String p : List.of("return_logprob", "logprob_start_len", "top_logprobs_num")) {
+            if (body.path(p).isArray()) {
+                throw new BadRequest("Cannot use list " + p + " with parallel_sample_num > 1");
+            }
+        }
+    }
+
+    /** The request's own output limit (max_new_tokens, max_tokens), null when it names none. */
+    private static JsonNode explicitMaxTokens(Route route, JsonNode body, int i) {
+        JsonNode v;
+        if (route == Route.GENERATE) {
+            v = perItem(body.get("sampling_params"), i);
+            v = v == null ? null : v.get("max_new_tokens");
+        } else {
+            v = body.hasNonNull("max_completion_tokens") ? body.get("max_completion_tokens") : body.get("max_tokens");
+        }
+        return v == null || v.isNull() ? null : v;
+    }
+
+    /** Sampling parameters SGLang's SamplingParams.verify refuses (the ones a gateway might pass through). */
+    private static void checkSampling(Route route, JsonNode body, int i, JsonNode maxTokens) throws BadRequest {
+        JsonNode sp = route == Route.GENERATE ? perItem(body.get("sampling_params"), i) : body;
+        JsonNode t = sp == null ? null : sp.get("temperature");
+        if (t != null && t.isNumber() && t.asDouble() < 0) {
+            throw new BadRequest("temperature must be non-negative, got " + t.asDouble() + ".");
+        }
+        if (maxTokens != null && maxTokens.isNumber() && maxTokens.asLong() < 0) {
+            throw new BadRequest("max_new_tokens must be at least 0, got " + maxTokens.asLong() + ".");
+        }
+    }
+
+    /**
+     * The tokenizer manager's length checks (sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44
+     * python/sglang/srt/managers/tokenizer_manager.py TokenizerManager._validate_one_request): an input
+     * of at least the context length, or an input plus an explicit max_new_tokens above it.
+     */
+    static void checkContextLength(int inputTokens, Integer maxNewTokens, int contextLength) throws BadRequest {
+        if (inputTokens >= contextLength) {
+            throw new BadRequest("The input (" + inputTokens + " tokens) is longer than the model's context length ("
+                    + contextLength + " tokens).");
+        }
+        if (maxNewTokens != null && (long) maxNewTokens + inputTokens > contextLength) {
+            throw new BadRequest("Requested token count exceeds the model's maximum context length of " + contextLength
+                    + " tokens. You requested a total of " + (maxNewTokens + inputTokens) + " tokens: " + inputTokens
+                    + " tokens from the input messages and " + maxNewTokens + " tokens for the completion. Please "
+                    + "reduce the number of tokens in the input messages or the completion to fit within the limit.");
+        }
     }
 
     private static boolean truthy(JsonNode v) {
@@ -107,6 +267,11 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         return v.asInt();
     }
 
+    /**
+     * The room of prompt {@code i} of {@code n}: a list gives one per prompt; one integer R gives
+     * R + i (GenerateReqInput._normalize_bootstrap_params); the n parallel samples of a prompt share
+     * its room (tokenizer_manager.py _handle_batch_request copies the prompt's tokenized request).
+     */
     private static Long room(JsonNode v, int i, int n) throws BadRequest {
         if (v == null || v.isNull()) {
             return null;
@@ -118,34 +283,10 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
             JsonNode r = v.get(i);
             return r == null || r.isNull() ? null : r.asLong();
         }
-        if (n > 1) {
-            throw new BadRequest("bootstrap_room must be a list of " + n + " rooms for a batch of " + n);
-        }
         if (!v.isIntegralNumber()) {
             throw new BadRequest("bootstrap_room: " + v + " (expected: an integer)");
         }
-        return v.asLong();
-    }
-
-    private static String itemRid(JsonNode rid, String exchangeRid, int i, int n) throws BadRequest {
-        if (rid != null && rid.isArray()) {
-            if (rid.size() != n) {
-                throw new BadRequest("rid has " + rid.size() + " entries for a batch of " + n);
-            }
-            return rid.get(i).asText();
-        }
-        return n == 1 ? exchangeRid : exchangeRid + "-" + i;
-    }
-
-    private static int maxTokens(Route route, JsonNode body, int i, int dflt) {
-        JsonNode v;
-        if (route == Route.GENERATE) {
-            v = perItem(body.get("sampling_params"), i);
-            v = v == null ? null : v.get("max_new_tokens");
-        } else {
-            v = body.hasNonNull("max_completion_tokens") ? body.get("max_completion_tokens") : body.get("max_tokens");
-        }
-        return v == null || v.isNull() ? dflt : Math.max(0, v.asInt());
+        return v.asLong() + i;
     }
 
     private static boolean isGenerateBatch(JsonNode body) {
@@ -202,14 +343,7 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
                     overhead += 4;
                 }
                 int tokens = Math.max(1, (int) ((bytes + 3) / 4) + overhead);
-                int n = body.path("n").asInt(1);
-                if (n < 1) {
-                    throw new BadRequest("n: " + n + " (expected: >= 1)");
-                }
-                Prompt shared = new Prompt(tokens, PromptBlocks.ofText(PromptBlocks.renderChat(messages)));
-                for (int i = 0; i < n; i++) {
-                    out.add(shared);
-                }
+                out.add(new Prompt(tokens, PromptBlocks.ofText(PromptBlocks.renderChat(messages))));
             }
             default -> throw new IllegalStateException(route.toString());
         }

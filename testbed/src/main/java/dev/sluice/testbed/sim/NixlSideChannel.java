@@ -55,13 +55,15 @@ final class NixlSideChannel {
         final String rid;
         final int[] blocks;
         final int promptTokens;
+        final int dpRank;
         ScheduledFuture<?> timer;
 
-        Held(String id, String rid, int[] blocks, int promptTokens) {
+        Held(String id, String rid, int[] blocks, int promptTokens, int dpRank) {
             this.id = id;
             this.rid = rid;
             this.blocks = blocks;
             this.promptTokens = promptTokens;
+            this.dpRank = dpRank;
         }
     }
 
@@ -87,6 +89,13 @@ final class NixlSideChannel {
         return heldTokens;
     }
 
+    /** Held blocks occupy their engine's KV pool (event loop). */
+    void addHeld(SimMetrics.RankLoad[] ranks) {
+        for (Held h : held.values()) {
+            ranks[Math.floorMod(h.dpRank, ranks.length)].usedTokens += h.promptTokens;
+        }
+    }
+
     /** Holds the item's KV for a decode; the returned blocks' id is unique on this engine. */
     Held hold(SimItem item) {
         // the engine's own id for the request: the same X-Request-Id twice (a retry) must not collide
@@ -97,7 +106,7 @@ final class NixlSideChannel {
             blocks[i] = nextBlock;
             nextBlock = (nextBlock + 1) % BLOCK_ID_RANGE;
         }
-        Held h = new Held(id, item.rid, blocks, item.promptTokens);
+        Held h = new Held(id, item.rid, blocks, item.promptTokens, item.dpRank);
         held.put(id, h);
         h.timer = prefill.loop.schedule(() -> expired(h), prefill.cfg.vllmAbortTimeout().toNanos(),
                 TimeUnit.NANOSECONDS);
@@ -144,6 +153,23 @@ final class NixlSideChannel {
         prefill.publishGauges();
     }
 
+    /**
+     * The decode's notification with no block ids: its request ended before it read the KV
+     * (NixlConnector.request_finished on the decode: {@code do_remote_prefill} still true adds the
+     * request to {@code _reqs_need_recv} with empty block ids, "to avoid stranding the prefill blocks in
+     * the prefill instance"; vllm-project/vllm@0f120751344c09af442c1800020908d2b7ff71f2
+     * vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py). Not counted as stranded.
+     */
+    void freeForDecode(String id, String engineId) {
+        Held h = held.get(id);
+        if (h == null || (engineId != null && !engineId.equals(prefill.engineId()))) {
+            return;
+        }
+        free(h, "KV of request " + id + " was freed: its decode ended before reading it");
+        log.info("prefill {} kv freed by its decode rid={} id={} blocks={}", prefill.ordinal, h.rid, h.id,
+                h.blocks.length);
+    }
+
     private void read(Channel ch, String id, String engineId, boolean failTransfer) {
         Held h = held.get(id);
         if (h == null || (engineId != null && !engineId.equals(prefill.engineId()))) {
@@ -188,6 +214,12 @@ final class NixlSideChannel {
             String path = uri.path();
             if (path.equals("/health")) {
                 Responses.text(ctx.channel(), 200, null, "", true);
+                return;
+            }
+            if (path.startsWith("/free/") && path.length() > 6) {
+                List<String> engine = uri.parameters().getOrDefault("engine_id", List.of());
+                freeForDecode(path.substring(6), engine.isEmpty() ? null : engine.get(0));
+                Responses.text(ctx.channel(), 200, null, "", false);
                 return;
             }
             if (path.startsWith("/kv/") && path.length() > 4) {

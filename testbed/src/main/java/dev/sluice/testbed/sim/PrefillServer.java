@@ -96,6 +96,7 @@ public final class PrefillServer extends SimWorker {
         kvHeld++;
         kvHeldTokens += item.promptTokens;
         metrics.observeTtft(item.exchange.secondsSinceReceived());
+        outputProduced();
         switch (bootstrap.kvReady(item)) {
             case DELIVERED -> {
             }
@@ -115,7 +116,10 @@ public final class PrefillServer extends SimWorker {
             return;
         }
         kvTransferFailures.increment();
-        String message = "KVTransferError(room=" + item.room + "): " + reason;
+        // SGLang's prefill: process_disagg_prefill_inflight_queue, prepare_abort(..., status_code=500)
+        // (sgl-project/sglang@0bd35246c01fd728e42c82bab2654c29cbd9a08f python/sglang/srt/disaggregation/prefill.py)
+        String message = "Prefill transfer failed for request rank=0 req.rid='" + item.rid + "' req.bootstrap_room="
+                + item.room + " with exception KVTransferError(bootstrap_room=" + item.room + "): " + reason;
         log.info("prefill {} kv transfer failed rid={} {}", ordinal, item.rid, message);
         endItem(item, Outcome.FAILED, null);
         item.exchange.fail(500, "InternalServerError", message);
@@ -138,8 +142,11 @@ public final class PrefillServer extends SimWorker {
         bootstrapFailures.increment();
         log.info("prefill {} bootstrap timeout rid={} room={}", ordinal, item.rid, item.room);
         endItem(item, Outcome.FAILED, null);
-        item.exchange.fail(500, "InternalServerError", "BootstrapFailed(room=" + item.room
-                + "): no decode fetched the KV within " + cfg.bootstrapTimeout().toMillis() + " ms");
+        // SGLang's prefill: PrefillBootstrapQueue.pop_bootstrapped, prepare_abort(..., status_code=500)
+        // (sgl-project/sglang@0bd35246c01fd728e42c82bab2654c29cbd9a08f python/sglang/srt/disaggregation/prefill.py)
+        item.exchange.fail(500, "InternalServerError", "Prefill bootstrap failed for request rank=0 req.rid='"
+                + item.rid + "' req.bootstrap_room=" + item.room + " with exception KVTransferError(bootstrap_room="
+                + item.room + "): no decode fetched the KV within " + cfg.bootstrapTimeout().toMillis() + " ms");
     }
 
     @Override
@@ -157,9 +164,30 @@ public final class PrefillServer extends SimWorker {
         return scheduler.tokens() + kvHeldTokens;
     }
 
+    /**
+     * A PD prefill's waiting requests are in its bootstrap/prealloc queue
+     * ({@code num_prefill_prealloc_queue_reqs}), computed ones whose KV waits for the decode in its
+     * inflight queue ({@code num_prefill_inflight_queue_reqs}), never in {@code num_queue_reqs}
+     * (sgl-project/sglang python/sglang/srt/metrics/collector.py SchedulerStats, PD disaggregation fields).
+     */
     @Override
-    SimMetrics.Gauges gauges() {
-        return new SimMetrics.Gauges(scheduler.prefilling() + stalledItems, scheduler.queued(), 0, kvHeld, 0, 0);
+    void classify(SimItem item, SimMetrics.RankLoad r) {
+        switch (item.state) {
+            case QUEUED -> {
+                r.prefillPrealloc++;
+                r.usedTokens += item.promptTokens;
+            }
+            case PREFILLING -> {
+                r.running++;
+                r.usedTokens += (long) Math.ceil(item.remainingPrefill);
+            }
+            case KV_HELD -> {
+                r.prefillInflight++;
+                r.usedTokens += item.promptTokens;
+            }
+            default -> {
+            }
+        }
     }
 
     @Override

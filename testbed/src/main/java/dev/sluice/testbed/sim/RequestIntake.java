@@ -31,14 +31,17 @@ final class RequestIntake {
         GenerationRequest request;
         try {
             request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens(),
-                    w.requestId(route, requestIdHeader));
+                    w.requestId(route, requestIdHeader), w.cfg.contextLength());
             w.validate(request);
         } catch (GenerationRequest.BadRequest e) {
             log.info("{} {} rejected path={}: {}", w.role(), w.ordinal, route.path, e.getMessage());
-            Responses.json(ch, 400, w.errorBody(400, "BadRequestError", e.getMessage()), keepAlive);
+            refuse(w, ch, route, body, e.getMessage(), keepAlive);
             return;
         }
         Exchange ex = new Exchange(w, ch, request, keepAlive, now);
+        for (SimItem item : ex.items) {
+            w.assignRank(item);
+        }
         handler.current = ex;
         w.live.addAll(ex.items);
         ex.begin();
@@ -48,6 +51,32 @@ final class RequestIntake {
             w.admit(ex);
         }
         w.publishGauges();
+    }
+
+    /**
+     * A refused body. SGLang's {@code /generate} raises a ValueError: a stream answers 200 with
+     * {@code data: {"error": {"message": ...}}} (no code) and {@code data: [DONE]}, a whole answer 400
+     * with {@code {"error": {"message": ...}}} (sgl-project/sglang@0025436eab0556737d615b36a4dd3e1e26e82f3d
+     * python/sglang/srt/entrypoints/http_server.py generate_request). The OpenAI routes and vLLM answer
+     * 400 with their OpenAI error body.
+     */
+    private static void refuse(SimWorker w, Channel ch, Route route, JsonNode body, String message,
+                               boolean keepAlive) {
+        if (route != Route.GENERATE || w.isVllm()) {
+            Responses.json(ch, 400, w.errorBody(400, "BadRequestError", message), keepAlive);
+            return;
+        }
+        boolean stream = body != null && body.path("stream").asBoolean(false);
+        if (!stream) {
+            Responses.json(ch, 400, Responses.generateError(message), keepAlive);
+            return;
+        }
+        SseWriter.headers(ch);
+        SseWriter.event(ch, Responses.generateError(message));
+        var done = SseWriter.done(ch);
+        if (!keepAlive) {
+            done.addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+        }
     }
 
     /** A hung scheduler: the items wait, without work, for an abort or for their client to leave. */
@@ -64,8 +93,11 @@ final class RequestIntake {
         boolean all = body != null && body.path("abort_all").asBoolean(false);
         String rid = all ? "*" : body == null ? "" : body.path("rid").asText("");
         List<SimItem> matched = new ArrayList<>();
+        // tokenizer_manager.abort_request forwards only an exact rid the HTTP layer holds in rid_to_state
+        // (the rids as GenerateReqInput._normalize_rid expanded them), or abort_all
+        // (sgl-project/sglang@001067fffe33427bee0ed2f007fb7551a1d76b44 tokenizer_manager.py abort_request)
         for (SimItem item : w.live) {
-            if (all || item.rid.equals(rid) || item.exchange.request.rid().equals(rid)) {
+            if (all || (!rid.isEmpty() && item.rid.equals(rid))) {
                 matched.add(item);
             }
         }

@@ -73,6 +73,34 @@ final class Responses {
         return o;
     }
 
+    /**
+     * SGLang's native {@code /generate} error ({@code _create_error_response} for a ValueError, 400):
+     * {@code {"error":{"message"}}}; also the body of a streamed ValueError event, which has no code
+     * (sgl-project/sglang@0025436eab0556737d615b36a4dd3e1e26e82f3d
+     * python/sglang/srt/entrypoints/http_server.py generate_request / stream_results).
+     */
+    static ObjectNode generateError(String message) {
+        ObjectNode o = JsonNodeFactory.instance.objectNode();
+        o.putObject("error").put("message", message);
+        return o;
+    }
+
+    /**
+     * SGLang's OpenAI streaming error ({@code OpenAIServingBase.create_streaming_error_response}):
+     * {@code {"error":{"object":"error","message","type":<HTTPStatus name>,"param":null,"code"}}}.
+     */
+    static ObjectNode openAiStreamError(int status, String message) {
+        ObjectNode o = JsonNodeFactory.instance.objectNode();
+        ObjectNode e = o.putObject("error");
+        e.put("object", "error");
+        e.put("message", message);
+        e.put("type", HttpResponseStatus.valueOf(status).reasonPhrase().toUpperCase(java.util.Locale.ROOT)
+                .replace(' ', '_'));
+        e.putNull("param");
+        e.put("code", status);
+        return o;
+    }
+
     /** The mid-stream form: {@code {"error":{"message","type","code"}}}. */
     static ObjectNode streamError(int status, String type, String message) {
         ObjectNode o = JsonNodeFactory.instance.objectNode();

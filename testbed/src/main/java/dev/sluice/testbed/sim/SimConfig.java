@@ -26,7 +26,9 @@ import java.util.Objects;
  */
 public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
                         Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
-                        int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout) {
+                        int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout,
+                        boolean healthGeneration, Duration healthCheckTimeout, int dpSize, boolean enableMetrics,
+                        int contextLength, String adminApiKey, int maxQueuedRequests) {
 
     /**
      * The prefix cache size the {@code cluster} command uses by default (a real server caches
@@ -38,6 +40,15 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
 
     /** vLLM's {@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT} default. */
     public static final Duration DEFAULT_VLLM_ABORT_TIMEOUT = Duration.ofSeconds(480);
+
+    /**
+     * SGLang's {@code HEALTH_CHECK_TIMEOUT} ({@code SGLANG_HEALTH_CHECK_TIMEOUT}, default 20):
+     * sgl-project/sglang python/sglang/srt/entrypoints/http_server.py, module constant.
+     */
+    public static final Duration DEFAULT_HEALTH_CHECK_TIMEOUT = Duration.ofSeconds(20);
+
+    /** The context length the simulated model reports (a 128k model). */
+    public static final int DEFAULT_CONTEXT_LENGTH = 131072;
 
     public SimConfig {
         Objects.requireNonNull(host, "host");
@@ -58,6 +69,22 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         check(prefixCacheTokens >= 0, "prefixCacheTokens", prefixCacheTokens, ">= 0");
         check(!vllmAbortTimeout.isNegative() && !vllmAbortTimeout.isZero(), "vllmAbortTimeout", vllmAbortTimeout,
                 "> 0");
+        Objects.requireNonNull(healthCheckTimeout, "healthCheckTimeout");
+        check(!healthCheckTimeout.isNegative() && !healthCheckTimeout.isZero(), "healthCheckTimeout",
+                healthCheckTimeout, "> 0");
+        check(dpSize > 0, "dpSize", dpSize, "> 0");
+        check(contextLength > 0, "contextLength", contextLength, "> 0");
+        check(adminApiKey == null || !adminApiKey.isEmpty(), "adminApiKey", "\"\"", "null or non-empty");
+        check(maxQueuedRequests >= 0, "maxQueuedRequests", maxQueuedRequests, ">= 0 (0: unbounded)");
+    }
+
+    /** The settings before the real-server components were added: those take their defaults. */
+    public SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
+                     Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
+                     int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout) {
+        this(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, true,
+                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0);
     }
 
     private static void check(boolean ok, String name, Object value, String expected) {
@@ -72,66 +99,128 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
      */
     public static SimConfig defaults() {
         return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
-                Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT);
+                Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT, true,
+                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0);
     }
 
     public SimConfig withHost(String v) {
         return new SimConfig(v, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withPrefillTokensPerSecond(double v) {
-        return new SimConfig(host, v, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+        return new SimConfig(host, v, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model, defaultMaxTokens,
+                eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
     }
 
     public SimConfig withDecodeStep(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, v, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withDecodeMaxBatch(int v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, v, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withKvWait(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, v, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withBootstrapTimeout(Duration v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, v, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withModel(String v) {
         return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, v,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
     }
 
     public SimConfig withDefaultMaxTokens(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                v, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, v, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
     }
 
     public SimConfig withEventLoopThreads(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, v, journalLimit, prefixCacheTokens, vllmAbortTimeout);
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, v, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
     }
 
     public SimConfig withJournalLimit(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, v, prefixCacheTokens, vllmAbortTimeout);
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, v, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
     }
 
     public SimConfig withPrefixCacheTokens(long v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, v, vllmAbortTimeout);
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, v, vllmAbortTimeout, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
     }
 
     public SimConfig withVllmAbortTimeout(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, v);
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, v, healthGeneration,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+    }
+
+    public SimConfig withHealthGeneration(boolean v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, v,
+                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+    }
+
+    public SimConfig withHealthCheckTimeout(Duration v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, v, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+    }
+
+    public SimConfig withDpSize(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, v, enableMetrics, contextLength, adminApiKey,
+                maxQueuedRequests);
+    }
+
+    public SimConfig withEnableMetrics(boolean v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, v, contextLength, adminApiKey, maxQueuedRequests);
+    }
+
+    public SimConfig withContextLength(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, v, adminApiKey, maxQueuedRequests);
+    }
+
+    public SimConfig withAdminApiKey(String v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, v, maxQueuedRequests);
+    }
+
+    public SimConfig withMaxQueuedRequests(int v) {
+        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, v);
     }
 }

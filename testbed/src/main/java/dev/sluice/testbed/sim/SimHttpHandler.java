@@ -30,6 +30,8 @@ import org.slf4j.LoggerFactory;
  */
 final class SimHttpHandler extends ChannelDuplexHandler {
     private static final Logger log = LoggerFactory.getLogger(SimHttpHandler.class);
+    /** SGLang's health check sleeps one second between polls ({@code await asyncio.sleep(1)}). */
+    static final long HEALTH_POLL_NANOS = TimeUnit.SECONDS.toNanos(1);
     private final SimWorker worker;
     /** The generation request this connection is serving, if any. */
     Exchange current;
@@ -57,7 +59,8 @@ final class SimHttpHandler extends ChannelDuplexHandler {
     private void handle(Channel ch, FullHttpRequest req) {
         long now = System.nanoTime();
         boolean keepAlive = HttpUtil.isKeepAlive(req);
-        String path = new QueryStringDecoder(req.uri()).path();
+        QueryStringDecoder query = new QueryStringDecoder(req.uri());
+        String path = query.path();
         JsonNode body = body(req);
         Map<String, String> headers = new LinkedHashMap<>();
         req.headers().forEach(h -> headers.putIfAbsent(h.getKey().toLowerCase(Locale.ROOT), h.getValue()));
@@ -78,22 +81,47 @@ final class SimHttpHandler extends ChannelDuplexHandler {
             return;
         }
         switch (get ? "GET " + path : req.method().name() + " " + path) {
-            case "GET /health" -> {
-                int status = worker.faults.healthStatus();
-                Responses.text(ch, status > 0 ? status : 200, null, "", keepAlive);
-            }
-            case "GET /health_generate" -> healthGenerate(ch, keepAlive);
+            case "GET /health" -> health(ch, keepAlive, true);
+            case "GET /health_generate" -> health(ch, keepAlive, false);
             case "GET /v1/models" -> Responses.json(ch, 200, ServerInfo.models(worker), keepAlive);
-            case "GET /get_model_info" -> Responses.json(ch, 200, ServerInfo.modelInfo(worker), keepAlive);
-            case "GET /get_server_info", "GET /server_info" -> Responses.json(ch, 200, ServerInfo.serverInfo(worker),
-                    keepAlive);
-            case "GET /get_load" -> Responses.json(ch, 200, ServerInfo.load(worker), keepAlive);
-            case "GET /metrics" -> Responses.text(ch, 200, SimMetrics.CONTENT_TYPE,
-                    worker.metrics.render(worker, worker.gauges()), keepAlive);
+            case "GET /get_model_info" -> {
+                deprecated("/get_model_info", "/model_info");
+                Responses.json(ch, 200, ServerInfo.modelInfo(worker), keepAlive);
+            }
+            case "GET /model_info" -> Responses.json(ch, 200, ServerInfo.modelInfo(worker), keepAlive);
+            case "GET /get_server_info" -> {
+                deprecated("/get_server_info", "/server_info");
+                Responses.json(ch, 200, ServerInfo.serverInfo(worker), keepAlive);
+            }
+            case "GET /server_info" -> Responses.json(ch, 200, ServerInfo.serverInfo(worker), keepAlive);
+            case "GET /get_load" -> {
+                deprecated("/get_load", "/v1/loads");
+                Responses.json(ch, 200, ServerInfo.load(worker), keepAlive);
+            }
+            case "GET /v1/loads" -> loads(ch, query, keepAlive);
+            case "GET /metrics" -> {
+                if (worker.cfg.enableMetrics()) {
+                    Responses.text(ch, 200, SimMetrics.CONTENT_TYPE, worker.renderMetrics(), keepAlive);
+                } else {
+                    // no --enable-metrics: SGLang mounts no /metrics route
+                    // (sgl-project/sglang python/sglang/srt/entrypoints/http_server.py launch_server:
+                    // add_prometheus_middleware only under server_args.enable_metrics)
+                    Responses.json(ch, 404, Responses.error(404, "NotFoundError", "Not Found: " + path), keepAlive);
+                }
+            }
             case "GET /sim/stats" -> Responses.json(ch, 200, SseWriter.JSON.valueToTree(worker.stats()), keepAlive);
             case "GET /sim/faults" -> Responses.json(ch, 200, worker.faults.toJson(), keepAlive);
             case "POST /sim/faults" -> simFaults(worker, ch, body, keepAlive);
-            case "POST /abort_request" -> RequestIntake.abortRequest(worker, ch, body, keepAlive, now);
+            case "POST /abort_request" -> {
+                if (authorized(headers.get("authorization"))) {
+                    RequestIntake.abortRequest(worker, ch, body, keepAlive, now);
+                } else {
+                    // SGLang's API key middleware: 401 {"error": "Unauthorized"}
+                    // (sgl-project/sglang sglang.srt.utils add_api_key_middleware, imported by http_server.py)
+                    Responses.json(ch, 401, JsonNodeFactory.instance.objectNode().put("error", "Unauthorized"),
+                            keepAlive);
+                }
+            }
             case "POST /flush_cache" -> {
                 worker.prefixCache.clear();
                 Responses.text(ch, 200, null, "Cache flushed.\n", keepAlive);
@@ -104,30 +132,92 @@ final class SimHttpHandler extends ChannelDuplexHandler {
     }
 
     /**
-     * SGLang's {@code /health_generate} runs a one-token generation: it fails as generation fails,
-     * never answers while generation is stalled (the client's timeout or close ends it), and
-     * otherwise answers 200 after one token's time. It is not counted as a request.
+     * SGLang's health check (sgl-project/sglang python/sglang/srt/entrypoints/http_server.py
+     * health_generate, which serves both {@code /health} and {@code /health_generate}): unless
+     * {@code /health} takes the fast path ({@code SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0},
+     * here {@code healthGeneration=false}: 200 at once), it submits a one-token generation and polls
+     * once a second; the first poll at which the server produced any output since the check began (its
+     * own token, or any other request's: {@code last_receive_tstamp > tic}) answers 200, empty body;
+     * after {@code HEALTH_CHECK_TIMEOUT} ({@code healthCheckTimeout}) without output, 503. So never
+     * under about a second. The simulated check's own token comes after one token's time unless
+     * generation is stalled ({@code stallAll}, a decode's {@code stallAfterTokens}). Simulator knobs:
+     * {@code healthStatus} overrides {@code /health} at once; {@code failStatus} fails the check at once.
+     * The pending check ends with its connection.
      */
-    private void healthGenerate(Channel ch, boolean keepAlive) {
+    private void health(Channel ch, boolean keepAlive, boolean plainHealth) {
+        if (plainHealth) {
+            int status = worker.faults.healthStatus();
+            if (status > 0) {
+                Responses.text(ch, status, null, "", keepAlive);
+                return;
+            }
+            if (!worker.cfg.healthGeneration()) {
+                Responses.text(ch, 200, null, "", keepAlive);
+                return;
+            }
+        }
         int failStatus = worker.faults.failStatus();
         if (failStatus > 0) {
             Responses.json(ch, failStatus, Responses.error(failStatus, Responses.errorType(failStatus),
                     "simulated failure"), keepAlive);
             return;
         }
-        if (worker.generationStalled()) {
-            log.debug("{} {} health_generate stalled", worker.role(), worker.ordinal);
-            return;
-        }
         if (healthAnswer != null) {
             healthAnswer.cancel(false); // a pipelined second probe: answer only once
         }
+        pollHealth(ch, keepAlive, System.nanoTime());
+    }
+
+    private void pollHealth(Channel ch, boolean keepAlive, long tic) {
         healthAnswer = ch.eventLoop().schedule(() -> {
             healthAnswer = null;
-            if (ch.isActive()) {
-                Responses.text(ch, 200, null, "", keepAlive);
+            if (!ch.isActive()) {
+                return;
             }
-        }, worker.oneTokenNanos(), TimeUnit.NANOSECONDS);
+            long now = System.nanoTime();
+            boolean ownToken = !worker.generationStalled() && now - tic >= worker.oneTokenNanos();
+            if (ownToken || worker.lastOutputNanos - tic > 0) {
+                Responses.text(ch, 200, null, "", keepAlive);
+                return;
+            }
+            if (now - tic >= worker.cfg.healthCheckTimeout().toNanos()) {
+                log.error("{} {} Health check failed. Server couldn't get a response from detokenizer for last {} "
+                        + "seconds.", worker.role(), worker.ordinal, worker.cfg.healthCheckTimeout().toSeconds());
+                Responses.text(ch, 503, null, "", keepAlive);
+                return;
+            }
+            pollHealth(ch, keepAlive, tic);
+        }, HEALTH_POLL_NANOS, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * A call of a deprecated route: SGLang logs a warning each time (sgl-project/sglang
+     * python/sglang/srt/entrypoints/http_server.py get_load / get_model_info / get_server_info).
+     */
+    private void deprecated(String route, String replacement) {
+        worker.deprecatedCalls.increment();
+        log.warn("Endpoint '{}' is deprecated and will be removed in a future version. Please use '{}' instead.",
+                route, replacement);
+    }
+
+    private void loads(Channel ch, QueryStringDecoder query, boolean keepAlive) {
+        try {
+            Responses.json(ch, 200, ServerInfo.loads(worker, first(query, "include"), first(query, "dp_rank")),
+                    keepAlive);
+        } catch (ServerInfo.BadLoadsQuery e) {
+            Responses.json(ch, 400, Responses.error(400, "BadRequestError", e.getMessage()), keepAlive);
+        }
+    }
+
+    private static String first(QueryStringDecoder query, String name) {
+        var values = query.parameters().get(name);
+        return values == null || values.isEmpty() ? null : values.get(0);
+    }
+
+    /** {@code --admin-api-key}: the admin routes need {@code Authorization: Bearer <key>}. */
+    private boolean authorized(String authorization) {
+        String key = worker.cfg.adminApiKey();
+        return key == null || ("Bearer " + key).equals(authorization);
     }
 
     private static JsonNode body(FullHttpRequest req) {

@@ -21,6 +21,8 @@ final class SimItem {
     final int maxTokens;
     /** The prompt's prefix-cache blocks. */
     final long[] prefix;
+    /** Index among the n parallel samples of its prompt (0 when n = 1). */
+    final int sample;
 
     State state = State.NEW;
     /** Prompt tokens the prefill still has to compute. */
@@ -47,6 +49,12 @@ final class SimItem {
     final long giveUpNanos;
     /** A decode pump task is queued on the event loop (decodeStep zero). */
     boolean pumpScheduled;
+    /** The data-parallel rank serving the item ({@link SimWorker#assignRank}). */
+    int dpRank;
+    /** Why the server aborted the item (FINISH_ABORT's message), null when it was not aborted by the server. */
+    String abortMessage;
+    /** FINISH_ABORT's status_code, null when the abort carries none (an /abort_request). */
+    Integer abortStatus;
 
     SimItem(Exchange exchange, GenerationRequest.Item spec) {
         this.exchange = exchange;
@@ -58,6 +66,7 @@ final class SimItem {
         this.promptTokens = spec.promptTokens();
         this.maxTokens = spec.maxTokens();
         this.prefix = spec.prefix();
+        this.sample = spec.sample();
         this.remainingPrefill = spec.promptTokens();
         long givesUpAtMs = exchange.request.clientGivesUpAtMs();
         this.giveUpNanos = givesUpAtMs <= 0 ? Long.MAX_VALUE

@@ -12,9 +12,30 @@ final class SimMetrics {
     static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
     private static final double[] TTFT_BUCKETS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 
-    /** Gauges a role reads from its queues when scraped. */
-    record Gauges(int runningReqs, int queueReqs, int prefillPrealloc, int prefillInflight, int decodePrealloc,
-                  int decodeTransfer) {
+    /** What one data-parallel rank holds when scraped (built on the event loop by {@link SimWorker#rankLoads}). */
+    static final class RankLoad {
+        final int rank;
+        int running;
+        int queue;
+        int prefillPrealloc;
+        int prefillInflight;
+        int decodePrealloc;
+        int decodeTransfer;
+        long usedTokens;
+
+        RankLoad(int rank) {
+            this.rank = rank;
+        }
+
+        /** Requests waiting in any queue of the rank. */
+        int waiting() {
+            return queue + prefillPrealloc + decodePrealloc + decodeTransfer;
+        }
+
+        /** Requests the rank has: running, waiting, or (prefill) holding KV for the decode. */
+        int requests() {
+            return running + prefillInflight + waiting();
+        }
     }
 
     private final LongAdder[] ttftBuckets = new LongAdder[TTFT_BUCKETS.length];
@@ -71,38 +92,44 @@ final class SimMetrics {
         return genThroughput;
     }
 
-    String render(SimWorker w, Gauges g) {
-        String labels = "{model_name=\"" + w.cfg.model() + "\",engine_type=\"" + w.role()
-                + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"}";
+    /**
+     * SGLang's scheduler gauges, one series per data-parallel rank ({@code dp_rank} label; each rank's
+     * {@code token_usage} over its own pool), as SGLang's SchedulerMetricsCollector labels them
+     * (sgl-project/sglang@00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538 python/sglang/srt/metrics/collector.py
+     * SchedulerMetricsCollector.__init__). Counters and the TTFT histogram are the server's totals,
+     * reported once under {@code dp_rank="0"}.
+     */
+    String render(SimWorker w, RankLoad[] ranks) {
         WorkerStats s = w.stats();
-        long used = w.tokensHeld();
-        StringBuilder b = new StringBuilder(4096);
-        gauge(b, labels, "num_running_reqs", "The number of running requests.", g.runningReqs());
-        gauge(b, labels, "num_queue_reqs", "The number of requests in the waiting queue.", g.queueReqs());
-        gauge(b, labels, "token_usage", "The token usage.", (double) used / SimWorker.MAX_TOTAL_TOKENS);
-        gauge(b, labels, "num_used_tokens", "The number of used tokens.", used);
-        gauge(b, labels, "max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
-                SimWorker.MAX_TOTAL_TOKENS);
+        StringBuilder b = new StringBuilder(4096 * ranks.length);
+        double cacheHitRate = w.prefixCache.hitRate();
+        double throughput = genThroughput() / ranks.length;
+        gauges(b, w, ranks, "num_running_reqs", "The number of running requests.", r -> r.running);
+        gauges(b, w, ranks, "num_queue_reqs", "The number of requests in the waiting queue.", r -> r.queue);
+        gauges(b, w, ranks, "token_usage", "The token usage.", w::tokenUsage);
+        gauges(b, w, ranks, "num_used_tokens", "The number of used tokens.", w::usedTokens);
+        gauges(b, w, ranks, "max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
+                r -> w.rankPoolTokens());
         // over the server's life (SGLang logs it per batch): stable for a scrape at any pace
-        gauge(b, labels, "cache_hit_rate", "The prefix cache hit rate.", w.prefixCache.hitRate());
-        gauge(b, labels, "gen_throughput", "The generation throughput (token/s).", genThroughput());
-        gauge(b, labels, "num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue.",
-                g.prefillPrealloc());
-        gauge(b, labels, "num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.",
-                g.prefillInflight());
-        gauge(b, labels, "num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue.",
-                g.decodePrealloc());
-        gauge(b, labels, "num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue.",
-                g.decodeTransfer());
-        gauge(b, labels, "hicache_host_used_tokens", "The number of used tokens in the host KV cache.", 0);
-        gauge(b, labels, "hicache_host_total_tokens", "The total number of tokens in the host KV cache.", 0);
+        gauges(b, w, ranks, "cache_hit_rate", "The prefix cache hit rate.", r -> cacheHitRate);
+        gauges(b, w, ranks, "gen_throughput", "The generation throughput (token/s).", r -> throughput);
+        gauges(b, w, ranks, "num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue.",
+                r -> r.prefillPrealloc);
+        gauges(b, w, ranks, "num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.",
+                r -> r.prefillInflight);
+        gauges(b, w, ranks, "num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue.",
+                r -> r.decodePrealloc);
+        gauges(b, w, ranks, "num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue.",
+                r -> r.decodeTransfer);
+        gauges(b, w, ranks, "hicache_host_used_tokens", "The number of used tokens in the host KV cache.", r -> 0);
+        gauges(b, w, ranks, "hicache_host_total_tokens", "The total number of tokens in the host KV cache.", r -> 0);
+        String labels = labels(w, 0);
         counter(b, labels, "num_aborted_requests_total", "Number of requests aborted.", s.aborted());
         counter(b, labels, "num_bootstrap_failed_reqs_total", "Number of bootstrap failed requests.",
                 s.bootstrapFailures());
         counter(b, labels, "num_transfer_failed_reqs_total", "Number of transfer failed requests.",
                 s.kvTransferFailures());
-        histogram(b, "sglang:time_to_first_token_seconds", "model_name=\"" + w.cfg.model() + "\",engine_type=\""
-                + w.role() + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"0\"");
+        histogram(b, "sglang:time_to_first_token_seconds", labels.substring(1, labels.length() - 1));
         // not SGLang's: the simulator's own accounting (definitions in WorkerStats)
         simCounter(b, labels, "work_for_departed_clients_total",
                 "Requests whose prefill or first decode step began after their client gave up.",
@@ -112,16 +139,26 @@ final class SimMetrics {
         return b.toString();
     }
 
+    /** SGLang's scheduler labels of one rank, in braces. */
+    static String labels(SimWorker w, int rank) {
+        return "{model_name=\"" + w.cfg.model() + "\",engine_type=\"" + w.role()
+                + "\",tp_rank=\"0\",pp_rank=\"0\",dp_rank=\"" + rank + "\"}";
+    }
+
+    private static void gauges(StringBuilder b, SimWorker w, RankLoad[] ranks, String name, String help,
+                               java.util.function.ToDoubleFunction<RankLoad> value) {
+        b.append("# HELP sglang:").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE sglang:").append(name).append(" gauge\n");
+        for (RankLoad r : ranks) {
+            b.append("sglang:").append(name).append(labels(w, r.rank)).append(' ')
+                    .append(num(value.applyAsDouble(r))).append('\n');
+        }
+    }
+
     static void simCounter(StringBuilder b, String labels, String name, String help, double value) {
         b.append("# HELP sim:").append(name).append(' ').append(help).append('\n');
         b.append("# TYPE sim:").append(name).append(" counter\n");
         b.append("sim:").append(name).append(labels).append(' ').append(num(value)).append('\n');
-    }
-
-    private static void gauge(StringBuilder b, String labels, String name, String help, double value) {
-        b.append("# HELP sglang:").append(name).append(' ').append(help).append('\n');
-        b.append("# TYPE sglang:").append(name).append(" gauge\n");
-        b.append("sglang:").append(name).append(labels).append(' ').append(num(value)).append('\n');
     }
 
     private static void counter(StringBuilder b, String labels, String name, String help, long value) {

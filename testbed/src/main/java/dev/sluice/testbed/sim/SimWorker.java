@@ -50,6 +50,14 @@ public abstract class SimWorker {
     final LongAdder departedWorkNanos = new LongAdder();
     final LongAdder recomputedPrefills = new LongAdder();
     final LongAdder strandedKv = new LongAdder();
+    final LongAdder deprecatedCalls = new LongAdder();
+    /**
+     * When the server last produced output (a token, a finished prefill), on the nanoTime clock: what
+     * SGLang's health check watches ({@code tokenizer_manager.last_receive_tstamp}).
+     */
+    volatile long lastOutputNanos = System.nanoTime() - (1L << 40);
+    /** The data-parallel rank the next item goes to (round-robin; loop-confined). */
+    int nextDpRank;
     final PrefixCache prefixCache;
     volatile long promptTokensProcessed;
     /** Written by the prefill scheduler on the event loop only. */
@@ -114,7 +122,8 @@ public abstract class SimWorker {
         return new WorkerStats(completed.sum(), aborted.sum(), failed.sum(), kvTransferFailures.sum(),
                 bootstrapFailures.sum(), running, queued, promptTokensProcessed, workForDeparted.sum(),
                 departedWorkNanos.sum() / 1e9, recomputedPrefills.sum(), strandedKv.sum(), heldKvRequests,
-                heldKvBlocks, prefixCache.hitTokens(), prefixCache.queryTokens(), prefillBusyNanos / 1e9);
+                heldKvBlocks, prefixCache.hitTokens(), prefixCache.queryTokens(), prefillBusyNanos / 1e9,
+                deprecatedCalls.sum());
     }
 
     /** Polls until nothing runs or waits here; false when {@code timeout} passed first. */
@@ -240,9 +249,65 @@ public abstract class SimWorker {
         return Responses.error(status, type, message);
     }
 
-    /** {@code GET /metrics}: SGLang's names unless the role says otherwise. */
+    /** {@code GET /metrics}: SGLang's names unless the role says otherwise (event loop). */
     String renderMetrics() {
-        return metrics.render(this, gauges());
+        return metrics.render(this, rankLoads());
+    }
+
+    /** The server produced output now (a token, a computed prompt): a health check in progress passes. */
+    final void outputProduced() {
+        lastOutputNanos = System.nanoTime();
+    }
+
+    /** Assigns the item its data-parallel rank, round-robin over {@code dpSize} (event loop). */
+    final void assignRank(SimItem item) {
+        item.dpRank = nextDpRank;
+        nextDpRank = (nextDpRank + 1) % cfg.dpSize();
+    }
+
+    /** KV tokens one data-parallel rank holds at most: its own pool. */
+    final long rankPoolTokens() {
+        return MAX_TOTAL_TOKENS / cfg.dpSize();
+    }
+
+    /**
+     * What each data-parallel rank holds now, from the live items (event loop). Every scheduler gauge
+     * is reported per rank, as SGLang's schedulers (one per DP rank) and vLLM's engines do.
+     */
+    final SimMetrics.RankLoad[] rankLoads() {
+        SimMetrics.RankLoad[] ranks = new SimMetrics.RankLoad[cfg.dpSize()];
+        for (int r = 0; r < ranks.length; r++) {
+            ranks[r] = new SimMetrics.RankLoad(r);
+        }
+        for (SimItem item : live) {
+            SimMetrics.RankLoad r = ranks[Math.floorMod(item.dpRank, ranks.length)];
+            if (item.state == SimItem.State.STALLED) {
+                r.running++;
+            } else {
+                classify(item, r);
+            }
+        }
+        addHeld(ranks);
+        return ranks;
+    }
+
+    /** KV usage ratio of one rank: the {@code tokenUsage} knob when set, else used tokens over its pool. */
+    final double tokenUsage(SimMetrics.RankLoad r) {
+        double knob = faults.tokenUsage();
+        return knob >= 0 ? knob : Math.min(1.0, (double) r.usedTokens / rankPoolTokens());
+    }
+
+    /** Used tokens of one rank as reported: consistent with {@link #tokenUsage} when the knob is set. */
+    final long usedTokens(SimMetrics.RankLoad r) {
+        double knob = faults.tokenUsage();
+        return knob >= 0 ? Math.round(knob * rankPoolTokens()) : r.usedTokens;
+    }
+
+    /** Role hook: counts a live (not stalled) item in its rank's gauges. */
+    abstract void classify(SimItem item, SimMetrics.RankLoad r);
+
+    /** Role hook: KV held outside the live items (a vLLM prefill's answered legs). */
+    void addHeld(SimMetrics.RankLoad[] ranks) {
     }
 
     /** Accepts the items of a validated generation request. */
@@ -256,8 +321,6 @@ public abstract class SimWorker {
     abstract int queuedCount();
 
     abstract long tokensHeldNow();
-
-    abstract SimMetrics.Gauges gauges();
 
     abstract void addServerInfo(ObjectNode info);
 

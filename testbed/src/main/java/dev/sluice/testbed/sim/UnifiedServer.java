@@ -41,9 +41,21 @@ public final class UnifiedServer extends EngineServer {
         }
     }
 
+    /**
+     * {@code --max-queued-requests} ({@code maxQueuedRequests}): an item that would make the waiting
+     * queue longer than the limit is aborted with 503 "The request queue is full."
+     * (sgl-project/sglang@d51c1c21d1ac07cd5d1de9ead6c99087d8428e79 python/sglang/srt/managers/scheduler.py
+     * Scheduler._abort_on_queued_limit, called from _add_request_to_queue only when
+     * {@code disaggregation_mode == NULL}: the PD roles never check it). The whole request fails with it.
+     */
     @Override
     void admit(Exchange ex) {
+        int limit = cfg.maxQueuedRequests();
         for (SimItem item : ex.items) {
+            if (limit > 0 && scheduler.queued() + 1 > limit) {
+                ex.fail(503, "ServiceUnavailableError", "The request queue is full.");
+                return;
+            }
             scheduler.enqueue(item);
         }
     }

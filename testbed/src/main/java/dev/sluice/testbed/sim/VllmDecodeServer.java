@@ -37,6 +37,10 @@ public final class VllmDecodeServer extends VllmServer {
     void validate(GenerationRequest request) throws GenerationRequest.BadRequest {
         super.validate(request);
         KvTransferParams kv = request.kvTransferParams();
+        if (kv != null && request.items().size() != 1) {
+            throw new GenerationRequest.BadRequest("kv_transfer_params with " + request.items().size()
+                    + " requests in one body (expected: one prompt, n = 1)");
+        }
         String problem = kv == null ? null : kv.decodeLegProblem();
         if (problem != null) {
             throw new GenerationRequest.BadRequest(problem);
@@ -101,6 +105,35 @@ public final class VllmDecodeServer extends VllmServer {
         item.closeKvChannel();
         batch.add(item);
         publishGauges();
+    }
+
+    /**
+     * A decode leg that ends before it read its KV (its client left while it waited, or it was never
+     * scheduled) tells the prefill to free the blocks instead of leaving them held until
+     * {@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT} (vllm-project/vllm@0f120751344c09af442c1800020908d2b7ff71f2
+     * vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py NixlConnectorScheduler.request_finished,
+     * the {@code do_remote_prefill} branch): a notification to the prefill's side channel.
+     */
+    @Override
+    void release(SimItem item) {
+        SimItem.State was = item.state;
+        super.release(item);
+        KvTransferParams kv = item.exchange.request.kvTransferParams();
+        if (kv != null && (was == SimItem.State.WAITING_KV || was == SimItem.State.STALLED
+                || was == SimItem.State.NEW)) {
+            String uri = "/free/" + URLEncoder.encode(kv.remoteRequestId(), StandardCharsets.UTF_8) + "?engine_id="
+                    + URLEncoder.encode(kv.remoteEngineId(), StandardCharsets.UTF_8);
+            KvFetch.start(this, item, kv.remoteHost(), kv.remotePort(), uri, KvFetch.Peer.SIDE_CHANNEL,
+                    new KvFetch.Receiver() {
+                        @Override
+                        public void arrived(SimItem i, JsonNode answer) {
+                        }
+
+                        @Override
+                        public void failed(SimItem i, String reason) {
+                        }
+                    });
+        }
     }
 
     /** The KV will not come: the request fails with vLLM's KV transfer error. */

@@ -9,17 +9,23 @@ final class VllmMetrics {
     private VllmMetrics() {
     }
 
+    /**
+     * The gauges one series per engine (data-parallel rank: {@code engine="0"}, {@code "1"}...), each
+     * engine's KV usage over its own pool; counters and the histogram are the server's totals under
+     * {@code engine="0"} (event loop).
+     */
     static String render(SimWorker w) {
         String base = "engine=\"0\",model_name=\"" + w.cfg.model() + "\"";
         String labels = "{" + base + "}";
         WorkerStats s = w.stats();
+        SimMetrics.RankLoad[] ranks = w.rankLoads();
         StringBuilder b = new StringBuilder(4096);
-        metric(b, labels, "vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
-                s.running());
-        metric(b, labels, "vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
-                s.queued());
-        metric(b, labels, "vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.",
-                Math.min(1.0, (double) w.tokensHeld() / SimWorker.MAX_TOTAL_TOKENS));
+        perEngine(b, w, ranks, "vllm:num_requests_running", "Number of requests in model execution batches.",
+                r -> r.running);
+        perEngine(b, w, ranks, "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
+                SimMetrics.RankLoad::waiting);
+        perEngine(b, w, ranks, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
+                w::tokenUsage);
         metric(b, labels, "vllm:prefix_cache_queries_total", "counter",
                 "Prefix cache queries, in terms of number of queried tokens.", s.prefixCacheQueryTokens());
         metric(b, labels, "vllm:prefix_cache_hits_total", "counter",
@@ -46,6 +52,16 @@ final class VllmMetrics {
         SimMetrics.simCounter(b, labels, "departed_client_work_seconds_total",
                 "GPU seconds spent on requests after their client gave up.", s.departedClientWorkSeconds());
         return b.toString();
+    }
+
+    private static void perEngine(StringBuilder b, SimWorker w, SimMetrics.RankLoad[] ranks, String name, String help,
+                                  java.util.function.ToDoubleFunction<SimMetrics.RankLoad> value) {
+        b.append("# HELP ").append(name).append(' ').append(help).append('\n');
+        b.append("# TYPE ").append(name).append(" gauge\n");
+        for (SimMetrics.RankLoad r : ranks) {
+            sample(b, name, "{engine=\"" + r.rank + "\",model_name=\"" + w.cfg.model() + "\"}",
+                    value.applyAsDouble(r));
+        }
     }
 
     private static void metric(StringBuilder b, String labels, String name, String type, String help, double value) {

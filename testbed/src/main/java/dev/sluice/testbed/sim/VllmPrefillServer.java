@@ -114,12 +114,36 @@ public final class VllmPrefillServer extends VllmServer {
         }
         item.text.append(SimItem.token(0));
         item.generated = 1;
-        item.finishReason = "length";
         metrics.tokenGenerated();
         metrics.observeTtft(ex.secondsSinceReceived());
+        outputProduced();
+        if (ex.responseExtras == null) {
+            ex.responseExtras = JsonNodeFactory.instance.objectNode();
+        }
+        if (faults.eosAtFirstToken()) {
+            // the one token was EOS or a stop string: the request finished "stop", not length-capped, so
+            // NixlConnector.request_finished frees the blocks at once and returns no params
+            // (vllm-project/vllm@0f120751344c09af442c1800020908d2b7ff71f2
+            // vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py request_finished:
+            // request.status != FINISHED_LENGTH_CAPPED -> (False, None))
+            item.finishReason = "stop";
+            if (item.index == 0) {
+                ex.responseExtras.putNull("kv_transfer_params");
+            }
+            log.debug("prefill {} eos at the first token rid={}: nothing held", ordinal, item.rid);
+            endItem(item, Outcome.COMPLETED, "stop");
+            ex.itemEnded(item);
+            return;
+        }
+        item.finishReason = "length";
         NixlSideChannel.Held held = sideChannel.hold(item);
-        ex.responseExtras = JsonNodeFactory.instance.objectNode();
-        ex.responseExtras.set("kv_transfer_params", kvTransferParams(held));
+        // every request of the body holds its blocks, but the answer carries the params of the first
+        // only (vllm-project/vllm@2d5f987dff069848e428593c21df021d02d4282a
+        // vllm/entrypoints/openai/serving_completion.py request_output_to_completion_response:
+        // kv_transfer_params = final_res_batch[0].kv_transfer_params): the others' blocks strand
+        if (item.index == 0) {
+            ex.responseExtras.set("kv_transfer_params", kvTransferParams(held));
+        }
         log.debug("prefill {} kv held rid={} id={} blocks={}", ordinal, item.rid, held.id, held.blocks.length);
         endItem(item, Outcome.COMPLETED, "length");
         ex.itemEnded(item);
@@ -139,6 +163,11 @@ public final class VllmPrefillServer extends VllmServer {
         kv.put("remote_request_id", held.id);
         kv.put("tp_size", 1);
         return kv;
+    }
+
+    @Override
+    void addHeld(SimMetrics.RankLoad[] ranks) {
+        sideChannel.addHeld(ranks);
     }
 
     /** Held blocks occupy the KV cache ({@code vllm:kv_cache_usage_perc}) though no request runs. */

@@ -30,10 +30,6 @@ abstract class VllmServer extends EngineServer {
                 throw new GenerationRequest.BadRequest(field + " is SGLang's; a vLLM server takes kv_transfer_params");
             }
         }
-        if (request.kvTransferParams() != null && request.items().size() != 1) {
-            throw new GenerationRequest.BadRequest("kv_transfer_params with " + request.items().size()
-                    + " requests in one body (expected: one prompt, n = 1)");
-        }
     }
 
     /** vLLM names a request by its {@code X-Request-Id} when it has one. */

@@ -37,10 +37,25 @@ package dev.sluice.testbed.sim;
  * @param prefixCacheQueryTokens    prompt tokens of every prefill that looked in the prefix cache
  * @param prefillBusySeconds        seconds this server spent computing prompts (the prefill's GPU time,
  *                                  partial work of aborted requests included)
+ * @param deprecatedCalls           calls of SGLang's deprecated routes ({@code /get_load},
+ *                                  {@code /get_model_info}, {@code /get_server_info}), each logged with
+ *                                  SGLang's deprecation warning
  */
 public record WorkerStats(long completed, long aborted, long failed, long kvTransferFailures, long bootstrapFailures,
                           int running, int queued, long promptTokensProcessed, long workForDepartedClients,
                           double departedClientWorkSeconds, long recomputedPrefills, long strandedKv,
                           int heldKvRequests, long heldKvBlocks, long prefixCacheHitTokens,
-                          long prefixCacheQueryTokens, double prefillBusySeconds) {
+                          long prefixCacheQueryTokens, double prefillBusySeconds, long deprecatedCalls) {
+
+    /** The stats without the later components (they are 0). */
+    public WorkerStats(long completed, long aborted, long failed, long kvTransferFailures, long bootstrapFailures,
+                       int running, int queued, long promptTokensProcessed, long workForDepartedClients,
+                       double departedClientWorkSeconds, long recomputedPrefills, long strandedKv,
+                       int heldKvRequests, long heldKvBlocks, long prefixCacheHitTokens,
+                       long prefixCacheQueryTokens, double prefillBusySeconds) {
+        this(completed, aborted, failed, kvTransferFailures, bootstrapFailures, running, queued,
+                promptTokensProcessed, workForDepartedClients, departedClientWorkSeconds, recomputedPrefills,
+                strandedKv, heldKvRequests, heldKvBlocks, prefixCacheHitTokens, prefixCacheQueryTokens,
+                prefillBusySeconds, 0);
+    }
 }

@@ -59,9 +59,9 @@ class FaultsAndAbortsTest {
 
         assertThat(res.statusCode()).isEqualTo(400);
         JsonNode err = json(res.body());
-        assertThat(err.get("object").asText()).isEqualTo("error");
-        assertThat(err.get("code").asInt()).isEqualTo(400);
-        assertThat(err.get("message").asText()).contains("bootstrap_room");
+        // /generate answers a ValueError with {"error": {"message": ...}} (http_server._create_error_response)
+        assertThat(err.at("/error/message").asText()).contains("bootstrap_room");
+        assertThat(err.has("code")).isFalse();
         assertThat(prefill.journal()).anyMatch(r -> r.path().equals("/generate"));
         assertThat(prefill.stats().queued() + prefill.stats().running()).isZero();
         assertThat(prefill.stats().promptTokensProcessed()).isZero();
@@ -76,7 +76,10 @@ class FaultsAndAbortsTest {
 
         assertThat(res.statusCode()).isEqualTo(500);
         JsonNode err = json(res.body());
-        assertThat(err.get("message").asText()).startsWith("KVTransferError(room=" + body.get("bootstrap_room"));
+        assertThat(err.get("message").asText()).startsWith("Decode transfer failed for request rank=0 "
+                + "decode_req.req.rid='lonely' decode_req.req.bootstrap_room=" + body.get("bootstrap_room")
+                + " with exception KVTransferError(bootstrap_room=" + body.get("bootstrap_room") + "): ");
+        assertThat(err.get("object").asText()).isEqualTo("error");
         assertThat(err.get("type").asText()).isEqualTo("InternalServerError");
         assertThat(err.get("code").asInt()).isEqualTo(500);
         assertThat(took).isGreaterThanOrEqualTo(KV_WAIT.toNanos());
@@ -92,8 +95,11 @@ class FaultsAndAbortsTest {
         assertThat(res.statusCode()).isEqualTo(200);
         List<String> events = dataEvents(res.body());
         assertThat(events).hasSize(2).last().isEqualTo("[DONE]");
-        assertThat(json(events.get(0)).at("/error/message").asText()).startsWith("KVTransferError(");
+        // SGLang's serving_chat streams a scheduler abort as create_streaming_error_response
+        assertThat(json(events.get(0)).at("/error/message").asText()).startsWith("Decode transfer failed for request");
         assertThat(json(events.get(0)).at("/error/code").asInt()).isEqualTo(500);
+        assertThat(json(events.get(0)).at("/error/type").asText()).isEqualTo("INTERNAL_SERVER_ERROR");
+        assertThat(json(events.get(0)).at("/error/object").asText()).isEqualTo("error");
     }
 
     @Test
@@ -103,7 +109,8 @@ class FaultsAndAbortsTest {
         HttpResponse<String> res = client.postNow(decode, "/generate", body);
 
         assertThat(res.statusCode()).isEqualTo(500);
-        assertThat(json(res.body()).get("message").asText()).startsWith("KVTransferError(").contains("cannot reach");
+        assertThat(json(res.body()).get("message").asText()).startsWith("Decode transfer failed for request")
+                .contains("KVTransferError(bootstrap_room=").contains("cannot reach");
     }
 
     @Test
@@ -126,7 +133,7 @@ class FaultsAndAbortsTest {
         assertThat(System.nanoTime() - aborted).as("decode failed long before its KV wait").isLessThan(
                 TimeUnit.SECONDS.toNanos(5));
         assertThat(res.statusCode()).isEqualTo(500);
-        assertThat(json(res.body()).get("message").asText()).startsWith("KVTransferError(");
+        assertThat(json(res.body()).get("message").asText()).startsWith("Decode transfer failed for request");
         assertThat(decode.stats().kvTransferFailures()).isEqualTo(1);
         assertThat(prefill.stats().aborted()).isEqualTo(1);
         assertThat(prefill.aborts()).singleElement().satisfies(a -> {
@@ -233,7 +240,12 @@ class FaultsAndAbortsTest {
         List<String> events = dataEvents(client.postNow(decode, "/generate", body).body());
 
         assertThat(events).hasSize(4).last().isEqualTo("[DONE]");
-        assertThat(json(events.get(2)).at("/error/message").asText()).contains("simulated failure");
+        // SGLang ends a server-failed /generate stream with a FINISH_ABORT chunk, not an error event
+        JsonNode last = json(events.get(2));
+        assertThat(last.at("/meta_info/finish_reason/type").asText()).isEqualTo("abort");
+        assertThat(last.at("/meta_info/finish_reason/message").asText()).contains("simulated failure");
+        assertThat(last.at("/meta_info/finish_reason/status_code").asInt()).isEqualTo(500);
+        assertThat(last.has("error")).isFalse();
         JsonNode stats = json(client.get(decode, "/sim/stats").body());
         assertThat(stats.get("failed").asLong()).isEqualTo(1);
         assertThat(stats.has("kvTransferFailures")).isTrue();
@@ -281,7 +293,8 @@ class FaultsAndAbortsTest {
         HttpResponse<String> res = client.postNow(prefill, "/generate", pd("{\"text\":\"hi\"}", prefill, "alone",
                 nextRoom()));
         assertThat(res.statusCode()).isEqualTo(500);
-        assertThat(json(res.body()).get("message").asText()).startsWith("BootstrapFailed(");
+        assertThat(json(res.body()).get("message").asText()).startsWith("Prefill bootstrap failed for request rank=0 "
+                + "req.rid='alone' req.bootstrap_room=");
         assertThat(prefill.stats().bootstrapFailures()).isEqualTo(1);
     }
 }

@@ -116,8 +116,8 @@ class KillRestartTest {
                 .hasCauseInstanceOf(IOException.class);
         HttpResponse<String> dr = d.get(5, TimeUnit.SECONDS);
         assertThat(dr.statusCode()).as("the decode fails at once, not after its KV wait").isEqualTo(500);
-        assertThat(json(dr.body()).get("message").asText()).startsWith("KVTransferError(room=" + room + ")")
-                .contains("closed before the KV arrived");
+        assertThat(json(dr.body()).get("message").asText()).startsWith("Decode transfer failed for request")
+                .contains("KVTransferError(bootstrap_room=" + room + ")").contains("closed before the KV arrived");
         assertThat(decode.stats().kvTransferFailures()).isEqualTo(1);
         assertThatThrownBy(() -> new Socket(prefill.host(), port).close()).isInstanceOf(ConnectException.class);
         assertThatThrownBy(() -> new Socket(prefill.host(), bootstrapPort).close())

@@ -102,7 +102,9 @@ class PeerGoneAndDepartedWorkTest {
         assertThat(res.statusCode()).isEqualTo(500);
         JsonNode err = json(res.body());
         assertThat(err.get("object").asText()).isEqualTo("error");
-        assertThat(err.get("message").asText()).isEqualTo("KVTransferError(room=" + room + "): decode peer gone");
+        assertThat(err.get("message").asText()).isEqualTo("Prefill transfer failed for request rank=0 req.rid='gone-1' "
+                + "req.bootstrap_room=" + room + " with exception KVTransferError(bootstrap_room=" + room
+                + "): decode peer gone");
         assertThat(prefill.stats().kvTransferFailures()).isEqualTo(1);
         assertThat(prefill.stats().failed()).isEqualTo(1);
         assertThat(prefill.stats().bootstrapFailures()).isZero();
@@ -127,7 +129,9 @@ class PeerGoneAndDepartedWorkTest {
         List<String> events = dataEvents(res.body());
         assertThat(events).last().isEqualTo("[DONE]");
         assertThat(json(events.get(events.size() - 2)).at("/error/message").asText())
-                .isEqualTo("KVTransferError(room=" + room + "): decode peer gone");
+                .startsWith("Prefill transfer failed for request").endsWith("KVTransferError(bootstrap_room=" + room
+                        + "): decode peer gone");
+        assertThat(json(events.get(events.size() - 2)).at("/error/code").asInt()).isEqualTo(500);
         assertThat(prefill.stats().kvTransferFailures()).isEqualTo(1);
     }
 

@@ -84,8 +84,11 @@ class VllmFailuresTest {
                 + "\"remote_block_ids\":[1],\"remote_host\":\"127.0.0.1\",\"remote_request_id\":\"r\"}");
         assertThat(client.postNow(decode, COMPLETIONS, decodeLeg(body, noPort)).statusCode()).isEqualTo(400);
 
-        ObjectNode batch = prefillLeg(json("{\"prompt\":[\"a\",\"b\"],\"max_tokens\":3}"));
-        assertThat(client.postNow(prefill, COMPLETIONS, batch).statusCode()).isEqualTo(400);
+        ObjectNode batch = decodeLeg(json("{\"prompt\":[\"a\",\"b\"],\"max_tokens\":3}"), json("{\"do_remote_prefill\":"
+                + "true,\"do_remote_decode\":false,\"remote_engine_id\":\"e\",\"remote_block_ids\":[1],\"remote_host\":"
+                + "\"127.0.0.1\",\"remote_port\":9,\"remote_request_id\":\"r\"}"));
+        assertThat(client.postNow(decode, COMPLETIONS, batch).statusCode()).as("a decode leg is one request")
+                .isEqualTo(400);
 
         ObjectNode sglang = json("{\"prompt\":\"hi\",\"bootstrap_room\":7}");
         assertThat(client.postNow(prefill, COMPLETIONS, sglang).statusCode()).isEqualTo(400);
