@@ -22,7 +22,13 @@ final class FieldTypes {
         ARRAY("an array"),
         STRING_OR_ARRAY("a string or an array of strings"),
         STRING_OR_OBJECT("a string or an object"),
-        BOOLEAN_OR_INTEGER("a boolean or an integer");
+        BOOLEAN_OR_INTEGER("a boolean or an integer"),
+        /** A 64-bit signed integer: both servers take a {@code seed} of that range. */
+        LONG("a 64-bit integer"),
+        /** SGLang's {@code /generate} takes these per prompt as well: a value or a list of values. */
+        BOOLEAN_OR_LIST("a boolean or a list of booleans"),
+        INTEGER_OR_LIST("an integer or a list of integers"),
+        OBJECT_OR_LIST("an object or a list of objects");
 
         final String expected;
 
@@ -41,6 +47,10 @@ final class FieldTypes {
                 case STRING_OR_ARRAY -> v.isTextual() || v.isArray() && allText(v);
                 case STRING_OR_OBJECT -> v.isTextual() || v.isObject();
                 case BOOLEAN_OR_INTEGER -> v.isBoolean() || v.isIntegralNumber() && v.canConvertToInt();
+                case LONG -> v.isIntegralNumber() && v.canConvertToLong();
+                case BOOLEAN_OR_LIST -> v.isBoolean() || v.isArray() && all(v, JsonNode::isBoolean);
+                case INTEGER_OR_LIST -> INTEGER.accepts(v) || v.isArray() && all(v, INTEGER::accepts);
+                case OBJECT_OR_LIST -> v.isObject() || v.isArray() && all(v, JsonNode::isObject);
             };
         }
     }
@@ -56,7 +66,7 @@ final class FieldTypes {
             Map.entry("top_k", Kind.INTEGER),
             Map.entry("min_p", Kind.NUMBER),
             Map.entry("stop", Kind.STRING_OR_ARRAY),
-            Map.entry("seed", Kind.INTEGER),
+            Map.entry("seed", Kind.LONG),
             Map.entry("presence_penalty", Kind.NUMBER),
             Map.entry("frequency_penalty", Kind.NUMBER),
             Map.entry("repetition_penalty", Kind.NUMBER),
@@ -81,13 +91,17 @@ final class FieldTypes {
             "suffix", Kind.STRING,
             "best_of", Kind.INTEGER);
 
-    /** SGLang's native {@code /generate}. */
+    /**
+     * SGLang's native {@code /generate}: {@code sampling_params}, {@code return_logprob},
+     * {@code logprob_start_len} and {@code top_logprobs_num} may be lists, one per prompt
+     * (sgl-project/sglang {@code python/sglang/srt/managers/io_struct.py}, {@code GenerateReqInput}).
+     */
     private static final Map<String, Kind> GENERATE = Map.of(
-            "sampling_params", Kind.OBJECT,
+            "sampling_params", Kind.OBJECT_OR_LIST,
             "stream", Kind.BOOLEAN,
-            "return_logprob", Kind.BOOLEAN,
-            "logprob_start_len", Kind.INTEGER,
-            "top_logprobs_num", Kind.INTEGER,
+            "return_logprob", Kind.BOOLEAN_OR_LIST,
+            "logprob_start_len", Kind.INTEGER_OR_LIST,
+            "top_logprobs_num", Kind.INTEGER_OR_LIST,
             "return_text_in_logprobs", Kind.BOOLEAN);
 
     private static final Map<String, Kind> SAMPLING_PARAMS = Map.ofEntries(
@@ -99,6 +113,7 @@ final class FieldTypes {
             Map.entry("min_p", Kind.NUMBER),
             Map.entry("stop", Kind.STRING_OR_ARRAY),
             Map.entry("n", Kind.INTEGER),
+            Map.entry("sampling_seed", Kind.LONG),
             Map.entry("ignore_eos", Kind.BOOLEAN),
             Map.entry("skip_special_tokens", Kind.BOOLEAN),
             Map.entry("presence_penalty", Kind.NUMBER),
@@ -127,6 +142,10 @@ final class FieldTypes {
                 JsonNode sp = body.get("sampling_params");
                 if (sp != null && sp.isObject()) {
                     check((ObjectNode) sp, SAMPLING_PARAMS, "sampling_params.");
+                } else if (sp != null && sp.isArray()) {
+                    for (int i = 0; i < sp.size(); i++) {
+                        check((ObjectNode) sp.get(i), SAMPLING_PARAMS, "sampling_params[" + i + "].");
+                    }
                 }
             }
         }
@@ -147,7 +166,7 @@ final class FieldTypes {
                 throw new ApiException(ApiError.invalidField("invalid_type", param, "Invalid type for '" + param
                         + "': expected " + kind.expected + ", but got " + describe(v) + " instead."));
             }
-            if (NON_NEGATIVE.contains(e.getKey()) && v.isIntegralNumber() && v.asInt() < 0) {
+            if (NON_NEGATIVE.contains(e.getKey()) && v.isIntegralNumber() && v.asLong() < 0) {
                 throw new ApiException(ApiError.invalidField("invalid_value", param, "Invalid value for '" + param
                         + "': expected a non-negative integer, but got " + v.asInt() + "."));
             }
@@ -171,6 +190,15 @@ final class FieldTypes {
             return "an array";
         }
         return v.isObject() ? "an object" : v.getNodeType().name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    private static boolean all(JsonNode array, java.util.function.Predicate<JsonNode> test) {
+        for (JsonNode e : array) {
+            if (!test.test(e)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private static boolean allText(JsonNode array) {

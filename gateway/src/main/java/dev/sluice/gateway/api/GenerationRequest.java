@@ -21,9 +21,10 @@ public final class GenerationRequest {
     private final boolean stream;
     private final boolean logprobs;
     private final int batchSize;
+    private final int parallelSamples;
 
     private GenerationRequest(GenerationRoute route, ObjectNode body, byte[] raw, boolean stream, boolean logprobs,
-                              int batchSize) {
+                              int batchSize, int parallelSamples) {
         this.route = route;
         this.body = body;
         this.raw = raw;
@@ -31,6 +32,7 @@ public final class GenerationRequest {
         this.stream = stream;
         this.logprobs = logprobs;
         this.batchSize = batchSize;
+        this.parallelSamples = parallelSamples;
     }
 
     /** Parses with the default JSON limits ({@link RequestJson#DEFAULT}); the gateway uses its configured ones. */
@@ -46,8 +48,9 @@ public final class GenerationRequest {
             case COMPLETIONS -> completionsBatch(body);
         };
         FieldTypes.check(route, body);
+        int n = parallelSamples(route == GenerationRoute.GENERATE ? samplingN(body) : body.get("n"));
         boolean stream = body.path("stream").asBoolean(false);
-        return new GenerationRequest(route, body, raw, stream, wantsLogprobs(route, body), batch);
+        return new GenerationRequest(route, body, raw, stream, wantsLogprobs(route, body), batch, n);
     }
 
     private static int generateBatch(ObjectNode body) throws ApiException {
@@ -92,7 +95,7 @@ public final class GenerationRequest {
                 throw bad("messages", "message objects with a string role");
             }
         }
-        return nBatch(body, 0);
+        return 0;
     }
 
     private static int completionsBatch(ObjectNode body) throws ApiException {
@@ -106,32 +109,49 @@ public final class GenerationRequest {
         } else if (prompt.isArray() && !prompt.isEmpty() && prompt.get(0).isIntegralNumber()) {
             items = 0;
         } else if (prompt.isArray() && !prompt.isEmpty() && (allTextual(prompt) || prompt.get(0).isArray())) {
-            items = prompt.size() == 1 ? 0 : prompt.size();
+            // a one-element list is still a batch to SGLang (serving_completions.py passes the list as text, and
+            // GenerateReqInput renames a string rid to rid_0): it gets a per-item rid the gateway can abort exactly
+            items = prompt.size();
         } else {
             throw bad("prompt", "a string, a list of strings, a list of token ids or a list of such lists");
         }
-        return nBatch(body, items);
+        return items;
     }
 
-    /** SGLang's routers expand {@code n > 1} into one bootstrap room per generated choice. */
-    private static int nBatch(ObjectNode body, int items) throws ApiException {
-        JsonNode n = body.get("n");
+    /** {@code /generate} names n inside {@code sampling_params} (a list of them: SGLang wants the same n in each). */
+    private static JsonNode samplingN(ObjectNode body) {
+        JsonNode sp = body.get("sampling_params");
+        if (sp != null && sp.isArray()) {
+            sp = sp.isEmpty() ? null : sp.get(0);
+        }
+        return sp == null ? null : sp.get("n");
+    }
+
+    /**
+     * Parallel samples per prompt ({@code n}); neither SGLang nor vLLM caps it (only n >= 1), and neither
+     * does the gateway: what a PD mode cannot pair is refused per mode ({@code pd.ModeLimits}).
+     */
+    private static int parallelSamples(JsonNode n) throws ApiException {
         if (!present(n)) {
-            return items;
+            return 1;
         }
-        if (!n.isIntegralNumber() || n.asInt() < 1 || n.asInt() > 128) {
-            throw bad("n", "an integer in [1, 128]");
+        if (!n.isIntegralNumber() || !n.canConvertToInt() || n.asInt() < 1) {
+            throw bad("n", "an integer >= 1");
         }
-        int k = n.asInt();
-        if (k == 1) {
-            return items;
-        }
-        return Math.max(items, 1) * k;
+        return n.asInt();
     }
 
     private static boolean wantsLogprobs(GenerationRoute route, ObjectNode body) {
         JsonNode v = body.get(route == GenerationRoute.GENERATE ? "return_logprob" : "logprobs");
         if (v == null || v.isNull()) {
+            return false;
+        }
+        if (v.isArray()) { // /generate: one flag per prompt
+            for (JsonNode e : v) {
+                if (e.asBoolean(false)) {
+                    return true;
+                }
+            }
             return false;
         }
         return v.isBoolean() ? v.booleanValue() : v.isNumber() && v.asInt() >= 0;
@@ -195,8 +215,13 @@ public final class GenerationRequest {
         return logprobs;
     }
 
-    /** Number of items of a batched request, or 0 for a single request. */
+    /** Number of prompts of a batched request, or 0 for a single prompt (parallel samples do not count: {@link #parallelSamples()}). */
     public int batchSize() {
         return batchSize;
+    }
+
+    /** {@code n}: samples generated per prompt, 1 unless asked. */
+    public int parallelSamples() {
+        return parallelSamples;
     }
 }

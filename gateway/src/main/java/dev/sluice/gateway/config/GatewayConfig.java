@@ -52,11 +52,17 @@ public record GatewayConfig(
      * The prefill and decode workers the gateway pairs requests across, or (in {@code
      * disaggregation: none}) the unified workers that do both.
      */
-    public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified) {
+    public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified,
+                                Optional<Secret> adminAuthorization) {
         public WorkersConfig {
             prefill = List.copyOf(prefill);
             decode = List.copyOf(decode);
             unified = List.copyOf(unified);
+            Objects.requireNonNull(adminAuthorization, "adminAuthorization");
+        }
+
+        public WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified) {
+            this(prefill, decode, unified, Optional.empty());
         }
 
         public WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode) {

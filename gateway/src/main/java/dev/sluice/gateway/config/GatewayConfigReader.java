@@ -17,7 +17,7 @@ final class GatewayConfigReader {
     }
 
     static GatewayConfig read(ConfigNode root) {
-        root.allowOnly("listen", "disaggregation", "workers", "timeouts", "http", "upstream", "health", "retries",
+        root.allowOnly("listen", "disaggregation", "vllm_kv_connector", "workers", "timeouts", "http", "upstream", "health", "retries",
                 "routing", "admission", "telemetry", "admin", "logging");
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
         DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
@@ -26,6 +26,15 @@ final class GatewayConfigReader {
                 + "the prefill leg first (max_tokens 1), then the decode leg. none: no disaggregation; unified SGLang "
                 + "or vLLM servers listed under workers.unified.")
                 .oneOf(DisaggregationMode.SGLANG, List.of(DisaggregationMode.values()), DisaggregationMode::label);
+        ConfigNode connectorNode = root.child("vllm_kv_connector", "The KV connector the vLLM workers run "
+                + "(--kv-transfer-config kv_connector), with disaggregation: vllm. nixl (NixlConnector) is what the "
+                + "gateway speaks; p2p_nccl and mooncake are refused here, with the reason, rather than failing every "
+                + "request (docs/compatibility.md). Ignored in the other modes.");
+        VllmConnector connector = connectorNode.oneOf(VllmConnector.NIXL, List.of(VllmConnector.values()),
+                VllmConnector::label);
+        if (mode == DisaggregationMode.VLLM && connector.unsupported() != null) {
+            connectorNode.reject(connector.label(), "nixl: " + connector.unsupported());
+        }
         GatewayConfig.WorkersConfig workers = WorkersConfigReader.read(root, mode);
         TimeoutsConfig timeouts = timeouts(root.child("timeouts", "Deadlines of one request's life."));
         HttpConfig http = http(root.child("http", "The client-facing HTTP server."));

@@ -148,6 +148,16 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.aborts", "cause", cause).increment();
     }
 
+    /**
+     * How a vLLM prefill's KV reached (or did not reach) a decode: {@code transferred} (the decode leg
+     * carried the prefill's kv_transfer_params), {@code recomputed} (the prefill answered none: its
+     * one token ended the request, and the decode computed the prompt itself), {@code released} (the
+     * request ended between the legs; a one-token decode leg freed the prefill's blocks).
+     */
+    public void vllmHandoff(String result) {
+        counter("sluice.vllm.handoffs", "result", result).increment();
+    }
+
     public void abortRequestSent(String role, String result) {
         counter("sluice.abort.requests.sent", "role", role, "result", result).increment();
     }
@@ -184,6 +194,9 @@ public final class GatewayMetrics implements AutoCloseable {
     /** Every {@code cause} label of {@code sluice_aborts_total} the gateway gives. */
     public static final java.util.List<String> ABORT_CAUSES = java.util.List.of("client_disconnect", "timeout", "stall",
             "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain", "slow_client");
+    /** Every {@code result} label of {@code sluice_vllm_handoffs_total}. */
+    public static final java.util.List<String> VLLM_HANDOFFS = java.util.List.of("transferred", "recomputed",
+            "released");
     /** Every {@code kind} label of {@code sluice_upstream_errors_total}: the connection's kinds and the answer's. */
     public static final java.util.List<String> UPSTREAM_ERROR_KINDS = java.util.List.of("connect", "reset", "malformed",
             "status", "stream_error", "stream_abort", "abort");
@@ -204,6 +217,7 @@ public final class GatewayMetrics implements AutoCloseable {
         }
         rejectReasons.forEach(r -> rejectionCounters.computeIfAbsent(r, x -> counter("sluice.rejections", "reason", x)));
         ABORT_CAUSES.forEach(c -> counter("sluice.aborts", "cause", c));
+        VLLM_HANDOFFS.forEach(r -> counter("sluice.vllm.handoffs", "result", r));
         for (String role : roles) {
             UPSTREAM_ERROR_KINDS.forEach(k -> counter("sluice.upstream.errors", "role", role, "kind", k));
         }

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.pd;
 
+import dev.sluice.gateway.config.Secret;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamFetch;
@@ -8,6 +9,8 @@ import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,6 +26,8 @@ public final class AbortSender {
     private final UpstreamPool pool;
     private final GatewayMetrics metrics;
     private final Duration timeout;
+    /** SGLang's --admin-api-key ({@code workers.admin_api_key_env}): /abort_request needs it once it is set. */
+    private volatile Optional<Secret> adminKey = Optional.empty();
     private static final int MAX_ATTEMPTS = 3;
     private static final long RETRY_DELAY_MS = 20;
 
@@ -30,6 +35,11 @@ public final class AbortSender {
         this.pool = pool;
         this.metrics = metrics;
         this.timeout = timeout;
+    }
+
+    /** Sets the key aborts carry (at start and on reload); empty: the worker's own API key, if any. */
+    public void adminKey(Optional<Secret> key) {
+        this.adminKey = Objects.requireNonNull(key, "key");
     }
 
     /**
@@ -54,7 +64,8 @@ public final class AbortSender {
 
     private void send(EventLoop loop, Worker worker, String rid, int attempt, long started, Runnable done) {
         // rids are gateway-made (hex and dashes): no JSON escaping needed
-        UpstreamFetch.postJson(pool, loop, worker, "/abort_request", "{\"rid\":\"" + rid + "\"}", rid, timeout)
+        Optional<Secret> key = adminKey.isPresent() ? adminKey : worker.authorization();
+        UpstreamFetch.postJson(pool, loop, worker, "/abort_request", "{\"rid\":\"" + rid + "\"}", rid, timeout, key)
                 .addListener(f -> {
                     UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
                     if (r.failure() != null && r.failure().startsWith("connect") && attempt < MAX_ATTEMPTS) {

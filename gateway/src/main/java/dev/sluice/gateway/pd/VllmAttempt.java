@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
+import dev.sluice.gateway.upstream.UpstreamFetch;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
 import org.slf4j.Logger;
@@ -47,13 +48,17 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         return true;
     }
 
-    /** The prefill answered with the parameters of the KV it holds for us: send the decode leg now. */
+    /**
+     * The prefill answered with the parameters of the KV it holds for us (null: it holds none, its one
+     * token ended the request): send the decode leg now. If the request ended meanwhile, a one-token
+     * decode leg nobody reads still goes, only to free the prefill's blocks at once instead of after
+     * vLLM's abort timeout (480 s).
+     */
     void prefillAnswered(ObjectNode kvTransferParams) {
         if (givenUp() || ex.client.ended()) {
-            // nobody will send the decode leg: vLLM holds the blocks until its abort timeout
-            ex.pd.metrics().abortCause("stranded_prefill");
-            log.info("stranded prefill rid={} worker={} why=\"the request ended between the vLLM legs; the prefill "
-                    + "holds its KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name());
+            if (kvTransferParams != null) {
+                releaseBlocks(kvTransferParams);
+            }
             return;
         }
         ByteBuf body = decodeLeg(kvTransferParams);
@@ -62,11 +67,37 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
                     null));
             return;
         }
+        ex.pd.metrics().vllmHandoff(kvTransferParams == null ? "recomputed" : "transferred");
         decodeSent = true;
         decode.acquired();
         decodeHalf = new DecodeHalf(this);
         decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
         decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+    }
+
+    /** The release leg: fire and forget, bounded by the abort timeout; its answer is read and dropped. */
+    private void releaseBlocks(ObjectNode kvTransferParams) {
+        String json;
+        try {
+            json = JSON.writeValueAsString(WorkerBodies.vllmReleaseLeg(ex.request.body(), kvTransferParams));
+        } catch (JsonProcessingException e) {
+            return;
+        }
+        ex.pd.metrics().vllmHandoff("released");
+        UpstreamFetch.postJson(ex.pd.pool(), loop, decode, ex.request.route().path(), json, rid,
+                ex.pd.timeouts().abort()).addListener(f -> {
+                    UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
+                    if (r.ok()) {
+                        log.info("vLLM prefill blocks released rid={} prefill={} decode={} why=\"the request ended "
+                                + "between the legs\"", rid, prefill.name(), decode.name());
+                    } else {
+                        ex.pd.metrics().abortCause("stranded_prefill");
+                        log.info("stranded prefill rid={} worker={} why=\"the request ended between the vLLM legs and "
+                                + "the release leg to {} failed ({}); the prefill holds its KV blocks until "
+                                + "VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name(), decode.name(),
+                                r.failure() != null ? r.failure() : "status " + r.status());
+                    }
+                });
     }
 
     /**
@@ -85,6 +116,9 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
 
     /** The client's bytes with the prefill's kv_transfer_params spliced in, or (tree path) its body rebuilt. */
     private ByteBuf decodeLeg(ObjectNode kvTransferParams) {
+        if (kvTransferParams == null) {
+            return json(WorkerBodies.vllmDecodeLeg(ex.request.body(), null));
+        }
         try {
             ByteBuf spliced = WorkerBodies.spliced(ex.ctx.alloc(), ex.request,
                     "\"kv_transfer_params\":" + JSON.writeValueAsString(kvTransferParams));

@@ -8,12 +8,15 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import java.io.IOException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * vLLM's prefill leg: its whole (small, one-token) JSON answer is read; a failure fails the attempt
  * before any decode leg exists; a success hands its {@code kv_transfer_params} to the decode leg.
  */
 final class VllmPrefillLeg extends BufferedPrefillHalf {
+    private static final Logger log = LoggerFactory.getLogger(VllmPrefillLeg.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long LIMIT = 1 << 20;
 
@@ -45,10 +48,28 @@ final class VllmPrefillLeg extends BufferedPrefillHalf {
                 throw new IOException("answer larger than " + LIMIT + " bytes");
             }
             JsonNode doc = JSON.readTree(bytes);
-            params = doc == null ? null : doc.get("kv_transfer_params");
-            if (params == null || !params.isObject()) {
-                throw new IOException("no kv_transfer_params in the prefill's answer (is the worker running with "
-                        + "--kv-transfer-config and kv_role kv_producer or kv_both?)");
+            if (doc == null || !doc.isObject()) {
+                throw new IOException("not a JSON object");
+            }
+            params = doc.get("kv_transfer_params");
+            if (params != null && !params.isNull() && !params.isObject()) {
+                throw new IOException("kv_transfer_params is not an object");
+            }
+            if (params == null || params.isNull()) {
+                // NixlConnector answers none when the prefill's one token ended the request (EOS, a stop string:
+                // request_finished only hands over a request that stopped at max_tokens); then the decode leg goes
+                // without params and computes the prompt itself. Stopped at its length and still none: the worker
+                // is no KV producer, which is a deployment error worth a warning, not a failed request.
+                String finish = doc.path("choices").path(0).path("finish_reason").asText("");
+                if ("length".equals(finish)) {
+                    log.warn("vLLM prefill answered no kv_transfer_params rid={} worker={} why=\"is it running with "
+                            + "--kv-transfer-config and kv_role kv_producer or kv_both?\" (the decode computes the "
+                            + "prompt again)", at.rid, w.name());
+                } else {
+                    log.debug("vLLM prefill finished at its first token rid={} finish_reason={}: decode recomputes",
+                            at.rid, finish);
+                }
+                params = null;
             }
             if (ex.wantsPromptTokens()) {
                 ex.reportPromptTokens(PromptTokens.of(doc, "prompt_tokens"));

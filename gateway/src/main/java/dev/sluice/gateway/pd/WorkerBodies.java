@@ -83,10 +83,35 @@ final class WorkerBodies {
         return leg;
     }
 
-    /** vLLM's decode leg: the client's own request with the prefill's {@code kv_transfer_params}. */
+    /**
+     * vLLM's decode leg: the client's own request with the prefill's {@code kv_transfer_params}; null
+     * params (the prefill's one token ended it: NixlConnector answers none) send it without any, and the
+     * decode computes the prompt itself.
+     */
     static ObjectNode vllmDecodeLeg(ObjectNode body, ObjectNode kvTransferParams) {
         ObjectNode leg = clientCopy(body);
-        leg.set("kv_transfer_params", kvTransferParams);
+        if (kvTransferParams != null) {
+            leg.set("kv_transfer_params", kvTransferParams);
+        }
+        return leg;
+    }
+
+    /**
+     * A decode leg nobody waits for, sent only so that the prefill's KV blocks are freed now rather
+     * than after {@code VLLM_NIXL_ABORT_REQUEST_TIMEOUT} (480 s): a decode that receives the
+     * {@code kv_transfer_params} reads the blocks (or, aborted first, notifies the prefill) and the
+     * prefill frees them (vllm-project/vllm
+     * {@code vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py}, {@code request_finished}
+     * and {@code update_state_after_alloc}). One token, not streamed: as little decode work as can be.
+     */
+    static ObjectNode vllmReleaseLeg(ObjectNode body, ObjectNode kvTransferParams) {
+        ObjectNode leg = vllmDecodeLeg(body, kvTransferParams);
+        leg.put("max_tokens", 1);
+        if (leg.has("max_completion_tokens")) {
+            leg.put("max_completion_tokens", 1);
+        }
+        leg.put("stream", false);
+        leg.remove(List.of("stream_options", "min_tokens", "n"));
         return leg;
     }
 }

@@ -6,6 +6,7 @@ import dev.sluice.gateway.admission.RequestClassifier.RequestClass;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.ApiException;
 import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.pd.ModeLimits;
 import dev.sluice.gateway.api.GenerationRoute;
 import dev.sluice.gateway.config.DisaggregationMode;
 import dev.sluice.gateway.api.Outcome;
@@ -113,6 +114,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 parsed = gateway.requestJson().parse(route, req.content());
             } catch (ApiException e) {
                 reject(e.error(), req, keepAlive);
+                return;
+            }
+            var unsupported = ModeLimits.check(gateway.config().disaggregation(), parsed);
+            if (unsupported.isPresent()) {
+                reject(unsupported.get(), req, keepAlive);
                 return;
             }
             PdExchange ex = new PdExchange(gateway.pdContext(), ctx, parsed, keepAlive, received, this::requestDone);

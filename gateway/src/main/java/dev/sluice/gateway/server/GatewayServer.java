@@ -112,6 +112,7 @@ public final class GatewayServer implements AutoCloseable {
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout(), clientTls(config));
         this.aborts = new AbortSender(pool, metrics, config.timeouts().abort());
+        aborts.adminKey(config.workers().adminAuthorization());
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(), ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
@@ -324,6 +325,7 @@ public final class GatewayServer implements AutoCloseable {
             applied.add("logging");
         }
         GatewayConfig.WorkersConfig workersNow = cur.workers();
+        aborts.adminKey(next.workers().adminAuthorization());
         if (workersChanged && next.disaggregation() == cur.disaggregation()) {
             reconciler.reconcile(next.workers());
             workersNow = next.workers();

@@ -51,13 +51,20 @@ public final class UpstreamFetch {
 
     public static Future<Result> postJson(UpstreamPool pool, EventLoop loop, Worker worker, String path, String json,
                                           String requestId, Duration timeout) {
+        return postJson(pool, loop, worker, path, json, requestId, timeout, worker.authorization());
+    }
+
+    /** As above, with {@code authorization} (when present) instead of the worker's own key: an admin route's key. */
+    public static Future<Result> postJson(UpstreamPool pool, EventLoop loop, Worker worker, String path, String json,
+                                          String requestId, Duration timeout,
+                                          java.util.Optional<dev.sluice.gateway.config.Secret> authorization) {
         ByteBuf body = ByteBufUtil.writeUtf8(io.netty.buffer.ByteBufAllocator.DEFAULT, json);
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, path, body);
         req.headers().set(HttpHeaderNames.HOST, worker.name())
                 .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.APPLICATION_JSON)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set("X-Request-Id", requestId);
-        authorize(req, worker);
+        authorization.ifPresent(a -> req.headers().set(HttpHeaderNames.AUTHORIZATION, a.reveal()));
         return send(pool, loop, worker, req, timeout, 64 * 1024);
     }
 

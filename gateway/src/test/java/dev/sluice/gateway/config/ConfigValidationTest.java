@@ -65,7 +65,7 @@ class ConfigValidationTest {
                 .containsExactly(
                         "listen.prot: unknown key (expected one of: host, internal_endpoints, port, tls)",
                         "helth: unknown key (expected one of: admin, admission, disaggregation, health, http, listen, logging, "
-                                + "retries, routing, telemetry, timeouts, upstream, workers)",
+                                + "retries, routing, telemetry, timeouts, upstream, vllm_kv_connector, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
                                 + "max_inflight_tokens)");
         assertThat(texts(WORKERS.replace("bootstrap_port: 8998", "bootstrap: 8998")))
@@ -162,8 +162,8 @@ class ConfigValidationTest {
     @Test
     void theWrongWorkerListsForTheModeAreNamed() {
         assertThat(texts(WORKERS + "disaggregation: none\n")).containsExactly(
-                "workers.prefill: unknown key (expected one of: api_key_env, unified)",
-                "workers.decode: unknown key (expected one of: api_key_env, unified)",
+                "workers.prefill: unknown key (expected one of: admin_api_key_env, api_key_env, unified)",
+                "workers.decode: unknown key (expected one of: admin_api_key_env, api_key_env, unified)",
                 "workers.unified: missing (expected: at least one worker)");
         assertThat(texts("listen: { port: 1 }\n")).containsExactly(
                 "workers: missing (expected: workers.prefill and workers.decode lists)");

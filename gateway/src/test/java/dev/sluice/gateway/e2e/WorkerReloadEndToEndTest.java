@@ -66,6 +66,9 @@ class WorkerReloadEndToEndTest {
         }
         assertThat(eventually(Duration.ofSeconds(5), () -> bed.gateway.workers().decode().stream()
                 .allMatch(w -> w.inflight() == 1))).isTrue();
+        // dispatched is not yet received: on a busy machine the stream may reach the sim after the reload below
+        assertThat(eventually(Duration.ofSeconds(5), () -> generations(first) == 1 && generations(second) == 1))
+                .isTrue();
         Worker leaving = bed.gateway.workers().decode().get(1);
         Files.writeString(file, bed.yaml.replace("    - url: " + second.url() + "\n", ""));
 
