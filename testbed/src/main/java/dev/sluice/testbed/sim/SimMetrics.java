@@ -113,7 +113,9 @@ final class SimMetrics {
         // over the server's life (SGLang logs it per batch): stable for a scrape at any pace
         gauges(b, w, ranks, "cache_hit_rate", "The prefix cache hit rate.", r -> cacheHitRate);
         gauges(b, w, ranks, "gen_throughput", "The generation throughput (token/s).", r -> throughput);
-        gauges(b, w, ranks, "num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue.",
+        // the current name (formerly num_prefill_prealloc_queue_reqs, e.g. at 00ae9c15): SchedulerMetricsCollector's
+        // "PD disaggregation" gauges in the newer collector.py (found by the index, id 54493583113)
+        gauges(b, w, ranks, "num_prefill_bootstrap_queue_reqs", "The number of requests in the prefill bootstrap queue.",
                 r -> r.prefillPrealloc);
         gauges(b, w, ranks, "num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue.",
                 r -> r.prefillInflight);

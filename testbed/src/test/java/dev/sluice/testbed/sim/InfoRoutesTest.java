@@ -64,7 +64,7 @@ class InfoRoutesTest {
         assertThat(res.headers().firstValue("content-type").orElse("")).startsWith("text/plain; version=0.0.4");
         String text = res.body();
         for (String name : new String[] {"num_running_reqs", "num_queue_reqs", "token_usage", "num_used_tokens",
-                "max_total_num_tokens", "cache_hit_rate", "gen_throughput", "num_prefill_prealloc_queue_reqs",
+                "max_total_num_tokens", "cache_hit_rate", "gen_throughput", "num_prefill_bootstrap_queue_reqs",
                 "num_prefill_inflight_queue_reqs", "num_decode_prealloc_queue_reqs", "num_decode_transfer_queue_reqs",
                 "hicache_host_used_tokens", "hicache_host_total_tokens", "num_aborted_requests_total",
                 "num_bootstrap_failed_reqs_total", "num_transfer_failed_reqs_total"}) {
