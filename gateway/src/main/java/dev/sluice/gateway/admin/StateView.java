@@ -84,6 +84,12 @@ public final class StateView {
                     .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
             int[] window = s.perWorker().getOrDefault(w.name() + "|" + w.role().label(), new int[2]);
             o.putObject("window").put("requests", window[0]).put("tokens", window[1]);
+            dev.sluice.gateway.routing.WorkerIdentity id = w.identity();
+            ObjectNode ident = o.putObject("identity");
+            ident.put("server", id.server()).put("version", id.version()).put("disaggregation_mode", id.mode())
+                    .put("dp_size", id.dpSize()).put("misconfigured", id.misconfigured());
+            id.problems().forEach(ident.putArray("problems")::add);
+            id.warnings().forEach(ident.putArray("warnings")::add);
             WorkerTelemetry t = w.telemetry();
             ObjectNode tel = o.putObject("telemetry");
             tel.put("last_poll_ok", t.lastPollOk());

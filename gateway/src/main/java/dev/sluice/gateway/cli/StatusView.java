@@ -51,6 +51,16 @@ final class StatusView {
                             + t.path("age_seconds").asDouble() + "s"));
         }
         for (JsonNode w : s.path("workers")) {
+            for (JsonNode p : w.path("identity").path("problems")) {
+                b.append(String.format("  %s %s: MISCONFIGURED: %s%n", w.path("role").asText(), w.path("worker").asText(),
+                        truncate(p.asText(), 110)));
+            }
+            for (JsonNode p : w.path("identity").path("warnings")) {
+                b.append(String.format("  %s %s: %s%n", w.path("role").asText(), w.path("worker").asText(),
+                        truncate(p.asText(), 110)));
+            }
+        }
+        for (JsonNode w : s.path("workers")) {
             if (!w.path("state_reason").asText("").isEmpty()) {
                 b.append(String.format("  %s %s: %s since %s%n", w.path("role").asText(), w.path("worker").asText(),
                         truncate(w.path("state_reason").asText(), 90), w.path("state_since").asText("start")));

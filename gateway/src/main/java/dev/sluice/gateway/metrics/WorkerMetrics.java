@@ -47,6 +47,9 @@ final class WorkerMetrics {
                         .description("1 for the state the worker is in (healthy, degraded, ejected, half_open, draining)")
                         .tags(tags).tag("state", state.label()).register(registry);
             }
+            Gauge.builder("sluice.worker.misconfigured", w, x -> x.identity().misconfigured() ? 1 : 0)
+                    .description("1 when the worker's own description (/server_info) contradicts its configured role or "
+                            + "bootstrap port").tags(tags).register(registry);
             Gauge.builder("sluice.inflight.requests", w, Worker::inflight)
                     .description("requests dispatched to the worker and not yet ended").tags(tags).register(registry);
             Gauge.builder("sluice.worker.telemetry.up", w, x -> x.telemetry().lastPollOk() ? 1 : 0)

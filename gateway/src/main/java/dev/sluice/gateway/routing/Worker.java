@@ -17,6 +17,7 @@ public final class Worker {
     /** Requests a half-open worker may still be given on trial (set by the health table). */
     private final AtomicInteger trialPermits = new AtomicInteger();
     private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
+    private volatile WorkerIdentity identity = WorkerIdentity.UNKNOWN;
 
     public Worker(WorkerRole role, WorkerEndpoint endpoint) {
         this.role = Objects.requireNonNull(role, "role");
@@ -121,6 +122,15 @@ public final class Worker {
             }
         } while (!trialPermits.compareAndSet(n, n - 1));
         return true;
+    }
+
+    /** What the worker last said it is ({@code health.WorkerIdentityProbe}). */
+    public WorkerIdentity identity() {
+        return identity;
+    }
+
+    public void identity(WorkerIdentity id) {
+        this.identity = id;
     }
 
     public WorkerTelemetry telemetry() {

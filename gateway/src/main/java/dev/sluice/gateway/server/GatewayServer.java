@@ -100,6 +100,7 @@ public final class GatewayServer implements AutoCloseable {
     private final HealthTable health;
     private HealthChecker checker;
     private TelemetryPoller telemetry;
+    private dev.sluice.gateway.health.WorkerIdentityProbe identities;
     private AdminServer adminServer;
     private final RecentErrors recentErrors;
     private Channel listener;
@@ -256,6 +257,9 @@ public final class GatewayServer implements AutoCloseable {
         reaper = workerGroup.next().scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS);
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health);
         telemetry.start();
+        identities = new dev.sluice.gateway.health.WorkerIdentityProbe(workers, pool, controlGroup.next(),
+                config.disaggregation(), config.telemetry().timeout().multipliedBy(5));
+        identities.start();
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
             stateView = new StateView(config, workers, admission, recentErrors, () -> draining, live::size)
@@ -501,6 +505,9 @@ public final class GatewayServer implements AutoCloseable {
         }
         if (checker != null) {
             checker.close();
+        }
+        if (identities != null) {
+            identities.close();
         }
         if (telemetry != null) {
             telemetry.close();

@@ -38,7 +38,7 @@ class ChaosSuiteTest {
     private static final Duration DEADLINE = Duration.ofSeconds(35); // timeouts.request + a margin
     private static final String TIMEOUTS = "{connect: 1s, first_token: 15s, idle_stream: 2s, request: 30s}";
     private static final String CONFIG = "health: {interval: 200ms, timeout: 300ms, generate_interval: 500ms,"
-            + " generate_timeout: 700ms, passive: {consecutive_failures: 2, base_ejection: 1s, half_open_requests: 2},"
+            + " generate_timeout: 1500ms, passive: {consecutive_failures: 2, base_ejection: 1s, half_open_requests: 2},"
             + " watchdog: {prefill_floor: 2s, first_token_after_prefill: 1s}}\n"
             + "retries: {max_retries: 2, backoff_base: 10ms}\n"
             + "upstream: {idle_timeout: 500ms}\n"

@@ -51,8 +51,8 @@ class WorkerApiKeyEndToEndTest {
             SimWorker prefill = cluster.prefillWorkers().get(0);
             SimWorker decode = cluster.decodeWorkers().get(0);
             assertThat(eventually(Duration.ofSeconds(10), () -> paths(prefill).containsAll(Set.of("/health",
-                    "/health_generate", "/get_load", "/metrics", "/v1/models", "/v1/chat/completions", "/abort_request"))
-                    && paths(decode).containsAll(Set.of("/health", "/get_load", "/metrics", "/v1/chat/completions",
+                    "/health_generate", "/v1/loads", "/metrics", "/v1/models", "/v1/chat/completions", "/abort_request"))
+                    && paths(decode).containsAll(Set.of("/health", "/v1/loads", "/metrics", "/v1/chat/completions",
                     "/abort_request")))).as("prefill saw %s, decode saw %s", paths(prefill), paths(decode)).isTrue();
 
             for (SimWorker w : List.of(prefill, decode)) {

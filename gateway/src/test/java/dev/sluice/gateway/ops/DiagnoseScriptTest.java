@@ -36,10 +36,11 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class DiagnoseScriptTest {
     private static final ObjectMapper JSON = new ObjectMapper();
-    // /health_generate every 300 ms (500 ms timeout): a hung decode is ejected within about a second
+    // /health_generate every 300 ms (1.5 s timeout: SGLang answers it after its first 1 s poll): a hung decode is
+    // ejected within a few seconds
     // and stays out while it hangs, so the script sees a steady state
     private static final String HEALTH = "health: {interval: 200ms, timeout: 500ms, generate_interval: 300ms,"
-            + " generate_timeout: 500ms}\n";
+            + " generate_timeout: 1500ms}\n";
     private static final String TIMEOUTS = "{connect: 1s, first_token: 20s, idle_stream: 2s, request: 60s}";
     private static final String CHAT = "{\"model\":\"sim-model\",\"max_tokens\":4,"
             + "\"messages\":[{\"role\":\"user\",\"content\":\"hello there\"}]}";

@@ -51,6 +51,15 @@ public final class PdTestbed implements AutoCloseable {
      */
     public static PdTestbed start(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
                                   String extraYaml) throws Exception {
+        // a real SGLang's /health is a one-token generation answered after >= 1 s by default; the tests' 500 ms
+        // checks run the servers as SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION=0 (an instant /health, a real mode;
+        // /health_generate still generates). startAsIs keeps the servers' defaults.
+        return startAsIs(mode, prefills, decodes, sim.withHealthGeneration(false), timeoutsYaml, extraYaml);
+    }
+
+    /** As {@link #start(SimMode, int, int, SimConfig, String, String)}, with the servers exactly as {@code sim} says. */
+    public static PdTestbed startAsIs(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
+                                      String extraYaml) throws Exception {
         SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim, mode);
         // the tests read /metrics and the per-worker /readiness from the client port (off by default:
         // ClientListenerExposureEndToEndTest covers the default)
@@ -98,7 +107,7 @@ public final class PdTestbed implements AutoCloseable {
         }
         PdTestbed bed = new PdTestbed(cluster, gateway);
         bed.yaml = yaml.toString();
-        if (!gateway.awaitReady(10, TimeUnit.SECONDS)) {
+        if (!gateway.awaitReady(20, TimeUnit.SECONDS)) {
             bed.close();
             throw new IllegalStateException("gateway never saw its workers healthy");
         }

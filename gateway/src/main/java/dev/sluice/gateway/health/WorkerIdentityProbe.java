@@ -1,0 +1,177 @@
+package dev.sluice.gateway.health;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.config.DisaggregationMode;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerIdentity;
+import dev.sluice.gateway.routing.WorkerRole;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.upstream.UpstreamFetch;
+import dev.sluice.gateway.upstream.UpstreamPool;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.io.IOException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Asks every worker what it is, at start, for every worker a reload adds, and again every
+ * {@link #PERIOD} (a worker restarted with other flags): SGLang's {@code /server_info} (flat server
+ * arguments: {@code disaggregation_mode}, {@code disaggregation_bootstrap_port}, {@code dp_size},
+ * {@code enable_metrics}, {@code version}; sgl-project/sglang
+ * {@code python/sglang/srt/entrypoints/http_server.py}, {@code get_server_info}), the deprecated
+ * {@code /get_server_info} on older servers, and vLLM's {@code /v1/models}. Where the answer
+ * contradicts the configuration the worker's {@link WorkerIdentity} names it, the log says it at
+ * ERROR, and {@code /admin/state}, {@code status} and {@code sluice_worker_misconfigured} show it.
+ * The worker is not taken out of rotation for it: the description may be wrong where traffic is
+ * right, and health checks decide. Runs on one event loop.
+ */
+public final class WorkerIdentityProbe implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(WorkerIdentityProbe.class);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int MAX_BODY = 1 << 20;
+    static final Duration PERIOD = Duration.ofSeconds(60);
+
+    private final WorkerSet workers;
+    private final UpstreamPool pool;
+    private final EventLoop loop;
+    private final DisaggregationMode mode;
+    private final Duration timeout;
+    private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
+
+    public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
+                               Duration timeout) {
+        this.workers = workers;
+        this.pool = pool;
+        this.loop = loop;
+        this.mode = mode;
+        this.timeout = timeout;
+    }
+
+    public void start() {
+        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::probe), 0, PERIOD.toMillis(),
+                TimeUnit.MILLISECONDS));
+        // a worker added by a reload is asked within seconds, not at the next period
+        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().stream()
+                .filter(w -> w.identity() == WorkerIdentity.UNKNOWN).forEach(this::probe), 2, 2, TimeUnit.SECONDS));
+    }
+
+    private void probe(Worker w) {
+        get(w, "/server_info", r -> {
+            if (r.failure() == null && r.status() == 404) {
+                get(w, "/get_server_info", old -> {
+                    if (old.failure() == null && old.status() == 404) {
+                        get(w, "/v1/models", models -> record(w, fromModels(models)));
+                    } else {
+                        record(w, fromServerInfo(w, old));
+                    }
+                });
+            } else {
+                record(w, fromServerInfo(w, r));
+            }
+        });
+    }
+
+    private void get(Worker w, String path, java.util.function.Consumer<UpstreamFetch.Result> then) {
+        UpstreamFetch.get(pool, loop, w, path, timeout, MAX_BODY).addListener(f ->
+                then.accept((UpstreamFetch.Result) f.getNow()));
+    }
+
+    private void record(Worker w, WorkerIdentity id) {
+        if (id == null) {
+            return; // no answer: keep what was known, ask again later
+        }
+        WorkerIdentity before = w.identity();
+        w.identity(id);
+        if (id.equals(before)) {
+            return;
+        }
+        for (String p : id.problems()) {
+            log.error("worker misconfigured role={} worker={} server={} version={} problem=\"{}\"", w.role().label(),
+                    w.name(), id.server(), id.version(), p);
+        }
+        for (String warning : id.warnings()) {
+            log.warn("worker setting role={} worker={} server={} detail=\"{}\"", w.role().label(), w.name(),
+                    id.server(), warning);
+        }
+        if (!id.misconfigured()) {
+            log.info("worker identity role={} worker={} server={} version={} mode={} dp_size={}", w.role().label(),
+                    w.name(), id.server(), id.version(), id.mode().isEmpty() ? "-" : id.mode(), id.dpSize());
+        }
+    }
+
+    private WorkerIdentity fromServerInfo(Worker w, UpstreamFetch.Result r) {
+        if (!r.ok()) {
+            return null;
+        }
+        JsonNode info;
+        try {
+            info = JSON.readTree(r.body());
+        } catch (IOException e) {
+            return null;
+        }
+        if (info == null || !info.isObject()) {
+            return null;
+        }
+        return judge(w, info, mode);
+    }
+
+    /** The SGLang server description against the configuration. */
+    static WorkerIdentity judge(Worker w, JsonNode info, DisaggregationMode mode) {
+        String server = info.has("disaggregation_mode") || info.has("tp_size") ? "sglang" : "unknown";
+        String reported = info.path("disaggregation_mode").asText("");
+        List<String> problems = new ArrayList<>();
+        List<String> warnings = new ArrayList<>();
+        if (mode == DisaggregationMode.VLLM && server.equals("sglang")) {
+            problems.add("an SGLang server, but disaggregation: vllm speaks vLLM's kv_transfer_params handoff");
+        } else if (mode == DisaggregationMode.SGLANG && !reported.isEmpty()) {
+            String expected = w.role() == WorkerRole.PREFILL ? "prefill" : "decode";
+            if (!reported.equals(expected)) {
+                problems.add("configured as " + expected + " but the server runs --disaggregation-mode " + reported
+                        + (reported.equals("null") ? " (a unified server)" : "")
+                        + (reported.equals("prefill") || reported.equals("decode")
+                        ? ": are workers.prefill and workers.decode swapped?" : ""));
+            }
+            Integer configured = w.bootstrapPort();
+            JsonNode port = info.get("disaggregation_bootstrap_port");
+            if (w.role() == WorkerRole.PREFILL && configured != null && port != null && port.isIntegralNumber()
+                    && port.asInt() != configured) {
+                problems.add("bootstrap_port " + configured + " is configured but the prefill listens on "
+                        + "--disaggregation-bootstrap-port " + port.asInt() + ": every decode would fail its KV "
+                        + "transfer");
+            }
+        } else if (mode == DisaggregationMode.NONE && (reported.equals("prefill") || reported.equals("decode"))) {
+            problems.add("a PD " + reported + " server (--disaggregation-mode " + reported + ") listed under "
+                    + "workers.unified: it cannot serve a request alone");
+        }
+        if (info.has("enable_metrics") && !info.path("enable_metrics").asBoolean(true)) {
+            warnings.add("started without --enable-metrics: no /metrics, so no KV usage or queue telemetry (the "
+                    + "load route still gives the queue)");
+        }
+        return new WorkerIdentity(server, info.path("version").asText(""), reported, info.path("dp_size").asInt(0),
+                problems, warnings);
+    }
+
+    private static WorkerIdentity fromModels(UpstreamFetch.Result r) {
+        if (!r.ok()) {
+            return null;
+        }
+        try {
+            JsonNode models = JSON.readTree(r.body());
+            String owner = models.path("data").path(0).path("owned_by").asText("");
+            return new WorkerIdentity(owner.isEmpty() ? "unknown" : owner, "", "", 0, List.of(), List.of());
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public void close() {
+        tasks.forEach(t -> t.cancel(false));
+    }
+}
