@@ -86,7 +86,7 @@ class RealServerConformanceEndToEndTest {
         HttpResponse<String> whole = bed.post("/generate", generate(longPrompt, false, 4));
         assertThat(whole.statusCode()).isEqualTo(400);
         assertThat(bed.gateway.workers().all()).allMatch(w -> w.state() == WorkerState.HEALTHY);
-        assertThat(bed.metric("sluice_requests_total{route=\"generate\",outcome=\"bad_request\"}")).isEqualTo(5);
+        assertThat(bed.metric("sluice_requests_total{outcome=\"bad_request\",route=\"generate\"}")).isEqualTo(5);
         assertThat(bed.post("/generate", generate("hello", true, 3)).statusCode()).isEqualTo(200);
     }
 
