@@ -33,4 +33,19 @@ class ConfigWarningsTest {
         assertThat(ConfigWarnings.of(parse("disaggregation: vllm\n" + WORKERS + "health: {timeout: 500ms}\n")))
                 .isEmpty();
     }
+
+    /** Row 13: a vLLM connector whose handoff the gateway cannot drive is refused with the reason. */
+    @Test
+    void unsupportedVllmConnectorsAreRefusedWithTheReason() throws Exception {
+        assertThat(parse("disaggregation: vllm\nvllm_kv_connector: nixl\n" + WORKERS).disaggregation())
+                .isEqualTo(DisaggregationMode.VLLM);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse("disaggregation: vllm\n"
+                + "vllm_kv_connector: p2p_nccl\n" + WORKERS)).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("vllm_kv_connector: p2p_nccl (expected: nixl: P2pNcclConnector addresses");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse("disaggregation: vllm\n"
+                + "vllm_kv_connector: mooncake\n" + WORKERS)).isInstanceOf(ConfigException.class)
+                .hasMessageContaining("transfer_id");
+        // in SGLang mode the key is not the workers' (SGLang's transfer backend is invisible to the gateway)
+        assertThat(parse("vllm_kv_connector: mooncake\n" + WORKERS).disaggregation()).isEqualTo(DisaggregationMode.SGLANG);
+    }
 }

@@ -33,4 +33,22 @@ class TelemetryAggregationTest {
         assertThat(m.get("odd").sum()).isEqualTo(7.0);
         assertThat(m.get("bare").sum()).isEqualTo(2.0);
     }
+
+    /** Row 10: a PD worker's waiting requests are in its PD queues, not in num_queue_reqs. */
+    @Test
+    void pdQueuesCountAsWaiting() {
+        var values = new java.util.EnumMap<dev.sluice.gateway.routing.WorkerTelemetry.Field, Double>(
+                dev.sluice.gateway.routing.WorkerTelemetry.Field.class);
+        values.put(dev.sluice.gateway.routing.WorkerTelemetry.Field.QUEUE_REQUESTS, 0.0);
+        values.put(dev.sluice.gateway.routing.WorkerTelemetry.Field.PREFILL_BOOTSTRAP_QUEUE_REQUESTS, 5.0);
+        values.put(dev.sluice.gateway.routing.WorkerTelemetry.Field.DECODE_PREALLOC_QUEUE_REQUESTS, 2.0);
+        values.put(dev.sluice.gateway.routing.WorkerTelemetry.Field.DECODE_TRANSFER_QUEUE_REQUESTS, 1.0);
+        long now = System.nanoTime();
+        var t = new dev.sluice.gateway.routing.WorkerTelemetry(now, true, values);
+        assertThat(t.waitingRequests(dev.sluice.gateway.routing.WorkerRole.PREFILL, now, Long.MAX_VALUE)).isEqualTo(5.0);
+        assertThat(t.waitingRequests(dev.sluice.gateway.routing.WorkerRole.DECODE, now, Long.MAX_VALUE)).isEqualTo(3.0);
+        // the current name and the older one are both read
+        assertThat(dev.sluice.gateway.routing.WorkerTelemetry.Field.PREFILL_BOOTSTRAP_QUEUE_REQUESTS.names())
+                .containsExactly("sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_prefill_prealloc_queue_reqs");
+    }
 }
