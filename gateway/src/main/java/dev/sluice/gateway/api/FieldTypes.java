@@ -26,9 +26,9 @@ final class FieldTypes {
         /** A 64-bit signed integer: both servers take a {@code seed} of that range. */
         LONG("a 64-bit integer"),
         /** SGLang's {@code /generate} takes these per prompt as well: a value or a list of values. */
-        BOOLEAN_OR_LIST("a boolean or a list of booleans"),
-        INTEGER_OR_LIST("an integer or a list of integers"),
-        OBJECT_OR_LIST("an object or a list of objects");
+        BOOLEAN_OR_LIST("a boolean or a non-empty list of booleans"),
+        INTEGER_OR_LIST("an integer or a non-empty list of integers"),
+        OBJECT_OR_LIST("an object or a non-empty list of objects");
 
         final String expected;
 
@@ -48,9 +48,9 @@ final class FieldTypes {
                 case STRING_OR_OBJECT -> v.isTextual() || v.isObject();
                 case BOOLEAN_OR_INTEGER -> v.isBoolean() || v.isIntegralNumber() && v.canConvertToInt();
                 case LONG -> v.isIntegralNumber() && v.canConvertToLong();
-                case BOOLEAN_OR_LIST -> v.isBoolean() || v.isArray() && all(v, JsonNode::isBoolean);
-                case INTEGER_OR_LIST -> INTEGER.accepts(v) || v.isArray() && all(v, INTEGER::accepts);
-                case OBJECT_OR_LIST -> v.isObject() || v.isArray() && all(v, JsonNode::isObject);
+                case BOOLEAN_OR_LIST -> v.isBoolean() || v.isArray() && !v.isEmpty() && all(v, JsonNode::isBoolean);
+                case INTEGER_OR_LIST -> INTEGER.accepts(v) || v.isArray() && !v.isEmpty() && all(v, INTEGER::accepts);
+                case OBJECT_OR_LIST -> v.isObject() || v.isArray() && !v.isEmpty() && all(v, JsonNode::isObject);
             };
         }
     }

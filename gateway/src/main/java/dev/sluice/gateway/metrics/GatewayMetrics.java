@@ -284,6 +284,8 @@ public final class GatewayMetrics implements AutoCloseable {
     private static final java.util.Map<String, String> COUNTER_HELP = java.util.Map.ofEntries(
             java.util.Map.entry("sluice.requests", "requests ended, by route and outcome"),
             java.util.Map.entry("sluice.aborts", "requests whose halves the gateway stopped, by cause"),
+            java.util.Map.entry("sluice.vllm.handoffs", "vLLM prefill KV handoffs by result: transferred, recomputed (the "
+                    + "prefill answered no kv_transfer_params), released (request ended between the legs)"),
             java.util.Map.entry("sluice.abort.requests.sent", "POST /abort_request calls to workers, by role and result"),
             java.util.Map.entry("sluice.upstream.errors", "failures of a worker call, by role and kind"),
             java.util.Map.entry("sluice.kv.transfer.failures", "KV transfer failures the workers reported to the gateway, by worker"),

@@ -44,7 +44,7 @@ class WorkerApiKeyEndToEndTest {
 
     @Test
     void workersSeeTheirKeyOnEveryRequestAndNeverTheClients() throws Exception {
-        try (SimCluster cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(10)),
+        try (SimCluster cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(10)),
                 SimMode.SGLANG);
              GatewayServer gateway = start(cluster, "  api_key_env: SIM_WORKER_KEY\n")) {
             exercise(gateway);
@@ -68,7 +68,7 @@ class WorkerApiKeyEndToEndTest {
 
     @Test
     void withoutAKeyWorkersGetNoAuthorizationAtAll() throws Exception {
-        try (SimCluster cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(10)),
+        try (SimCluster cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(10)),
                 SimMode.SGLANG);
              GatewayServer gateway = start(cluster, "")) {
             assertThat(send(gateway, HttpRequest.newBuilder(uri(gateway, "/v1/chat/completions"))

@@ -46,7 +46,7 @@ class ApiKeysEndToEndTest {
 
     @Test
     void keysTenantsAndRatesHoldOnARunningGateway(@TempDir Path dir) throws Exception {
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2)))) {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(2)))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n      bootstrap_port: "

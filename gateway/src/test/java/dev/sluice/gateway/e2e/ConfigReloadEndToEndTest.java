@@ -101,7 +101,7 @@ class ConfigReloadEndToEndTest {
 
     @Test
     void everyReloadPathAppliesNewLimitsUnderLoadAndAnInvalidFileIsRefused(@TempDir Path dir) throws Exception {
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(20)))) {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(20)))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, yaml(sim, 1, 1));
             try (GatewayProcess gateway = GatewayProcess.start(config, java.util.Map.of("SLUICE_ADMIN_TOKEN", "s3cret"))) {
@@ -212,7 +212,7 @@ class ConfigReloadEndToEndTest {
     @Test
     void aSighupIgnoredByWhatStartedTheGatewayIsSaidInItsLogAndTheOtherReloadsStillWork(@TempDir Path dir)
             throws Exception {
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults())) {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, yaml(sim, 8, 2));
             try (GatewayProcess ignored = GatewayProcess.start(config, java.util.Map.of("SLUICE_ADMIN_TOKEN", "s3cret"),

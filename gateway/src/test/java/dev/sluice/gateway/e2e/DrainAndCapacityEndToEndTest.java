@@ -42,7 +42,7 @@ class DrainAndCapacityEndToEndTest {
 
     @Test
     void sigtermDrainsFinishesWhatItCanAbortsTheRestAndExitsZero(@TempDir Path dir) throws Exception {
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(20)))) {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(20)))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n      bootstrap_port: "
@@ -60,7 +60,7 @@ class DrainAndCapacityEndToEndTest {
                     }
                 })).isTrue();
                 try (RawHttpClient endless = new RawHttpClient(port)) {
-                    endless.post("/generate", "{\"text\":\"forever\",\"stream\":true,\"sampling_params\":{\"max_new_tokens\":1000000}}");
+                    endless.post("/generate", "{\"text\":\"forever\",\"stream\":true,\"sampling_params\":{\"max_new_tokens\":100000}}");
                     endless.readUntil("meta_info");
                     String rid = endless.header("X-Request-Id");
                     // 25 tokens at 20 ms: finishes inside the 2 s grace
@@ -104,7 +104,7 @@ class DrainAndCapacityEndToEndTest {
         try (ServerSocket s = new ServerSocket(0)) {
             deadPort = s.getLocalPort(); // closed again: nothing listens there
         }
-        try (SimCluster sim = SimCluster.start(1, 0, 0, SimConfig.defaults())) {
+        try (SimCluster sim = SimCluster.start(1, 0, 0, SimConfig.defaults().withHealthGeneration(false))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
                     + "workers:\n  prefill:\n    - url: " + sim.prefills().get(0).url() + "\n"

@@ -71,7 +71,7 @@ class RequestLoggingEndToEndTest {
 
     @Test
     void failuresOffAndAllWriteWhatTheySayAndReloadSwitchesThem(@TempDir Path dir) throws Exception {
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults())) {
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false))) {
             Path config = dir.resolve("gateway.yaml");
             Files.writeString(config, yaml(sim, "failures"));
             try (GatewayProcess g = GatewayProcess.start(config)) {

@@ -32,7 +32,7 @@ class StalledReaderEndToEndTest {
                 "{connect: 2s, first_token: 20s, idle_stream: 1s}",
                 "health: {interval: 200ms, timeout: 500ms, passive: {consecutive_failures: 1}}\n");
         try (RawHttpClient client = new RawHttpClient(bed.port(), 16 * 1024)) {
-            client.post("/v1/completions", "{\"model\":\"sim-model\",\"prompt\":\"go\",\"stream\":true,\"max_tokens\":1000000}");
+            client.post("/v1/completions", "{\"model\":\"sim-model\",\"prompt\":\"go\",\"stream\":true,\"max_tokens\":100000}");
             client.readUntil("data:"); // the stream started; from now on the client reads nothing
             assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> {
                 try {

@@ -160,7 +160,7 @@ class TlsEndToEndTest {
         Path otherCa = dir.resolve("other-ca.pem");
         Files.writeString(otherCa, other.getCertificatePEM());
         X509Bundle workerCert = server(ca, 7, false); // names "localhost" only
-        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults());
+        try (SimCluster sim = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false));
              TlsFront prefill = new TlsFront(workerCert, sim.prefills().get(0).port());
              TlsFront decode = new TlsFront(workerCert, sim.decodes().get(0).port())) {
             String ok = yaml("localhost", prefill, decode, sim, caFile);

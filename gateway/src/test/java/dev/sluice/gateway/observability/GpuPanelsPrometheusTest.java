@@ -97,7 +97,7 @@ class GpuPanelsPrometheusTest {
         Path binary = PrometheusBinaries.require("prometheus");
         bed = PdTestbed.start(SimConfig.defaults().withDecodeStep(Duration.ofMillis(5)).withDefaultMaxTokens(4),
                 "{connect: 2s, first_token: 30s, idle_stream: 10s}");
-        vllm = SimCluster.start(1, 1, 0, SimConfig.defaults(), SimMode.VLLM);
+        vllm = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false), SimMode.VLLM);
         dcgm = serve(FAKE_DCGM);
         nodeExporter = serve(gpuTextfile());
         // one request through the gateway, so the workers' counters and the gateway's are not all zero

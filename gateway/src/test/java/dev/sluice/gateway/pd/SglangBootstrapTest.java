@@ -41,9 +41,10 @@ class SglangBootstrapTest {
     }
 
     @Test
-    void batchesGetOneFreshRoomPerItem() throws Exception {
-        GenerationRequest r = req(GenerationRoute.CHAT_COMPLETIONS,
-                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"n\":3,\"bootstrap_room\":[1,1,1]}");
+    void batchesGetOneFreshRoomPerPrompt() throws Exception {
+        // rooms and rids are per prompt, never per parallel sample (SGLang's io_struct multiplies them itself)
+        GenerationRequest r = req(GenerationRoute.COMPLETIONS,
+                "{\"prompt\":[\"a\",\"b\",\"c\"],\"bootstrap_room\":[1,1,1]}");
         BootstrapAssignment a = SglangBootstrap.assign(r, PREFILL, "sluice-b");
 
         assertThat(a.rooms()).hasSize(3).doesNotHaveDuplicates();
