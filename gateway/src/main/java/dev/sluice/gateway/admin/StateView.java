@@ -10,6 +10,7 @@ import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.routing.WorkerStatus;
+import dev.sluice.gateway.routing.WorkerIdentity;
 import dev.sluice.gateway.routing.WorkerTelemetry;
 import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import java.time.Instant;
@@ -84,7 +85,7 @@ public final class StateView {
                     .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
             int[] window = s.perWorker().getOrDefault(w.name() + "|" + w.role().label(), new int[2]);
             o.putObject("window").put("requests", window[0]).put("tokens", window[1]);
-            dev.sluice.gateway.routing.WorkerIdentity id = w.identity();
+            WorkerIdentity id = w.identity();
             ObjectNode ident = o.putObject("identity");
             ident.put("server", id.server()).put("version", id.version()).put("disaggregation_mode", id.mode())
                     .put("dp_size", id.dpSize()).put("misconfigured", id.misconfigured());

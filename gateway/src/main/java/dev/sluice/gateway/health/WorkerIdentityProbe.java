@@ -14,7 +14,11 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -36,13 +40,18 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_BODY = 1 << 20;
     static final Duration PERIOD = Duration.ofSeconds(60);
+    static final Duration RETRY = Duration.ofSeconds(5);
+    private static final Duration TICK = Duration.ofSeconds(1);
 
     private final WorkerSet workers;
     private final UpstreamPool pool;
     private final EventLoop loop;
     private final DisaggregationMode mode;
     private final Duration timeout;
-    private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
+    /** When each worker was last asked ({@code System.nanoTime()}), and which are being asked now: loop-confined. */
+    private final Map<Worker, Long> askedAt = new HashMap<>();
+    private final Set<Worker> asking = new HashSet<>();
+    private ScheduledFuture<?> task;
 
     public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
                                Duration timeout) {
@@ -54,11 +63,25 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     }
 
     public void start() {
-        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::probe), 0, PERIOD.toMillis(),
-                TimeUnit.MILLISECONDS));
-        // a worker added by a reload is asked within seconds, not at the next period
-        tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().stream()
-                .filter(w -> w.identity() == WorkerIdentity.UNKNOWN).forEach(this::probe), 2, 2, TimeUnit.SECONDS));
+        task = loop.scheduleWithFixedDelay(this::tick, 0, TICK.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    /**
+     * A worker is asked once a {@link #PERIOD}; one that never answered (new, added by a reload, or
+     * down) every {@link #RETRY}; never twice at once.
+     */
+    private void tick() {
+        long now = System.nanoTime();
+        askedAt.keySet().retainAll(workers.all());
+        for (Worker w : workers.all()) {
+            Long last = askedAt.get(w);
+            Duration due = w.identity() == WorkerIdentity.UNKNOWN ? RETRY : PERIOD;
+            if (!asking.contains(w) && (last == null || now - last >= due.toNanos())) {
+                askedAt.put(w, now);
+                asking.add(w);
+                probe(w);
+            }
+        }
     }
 
     private void probe(Worker w) {
@@ -83,6 +106,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     }
 
     private void record(Worker w, WorkerIdentity id) {
+        asking.remove(w);
         if (id == null) {
             return; // no answer: keep what was known, ask again later
         }
@@ -172,6 +196,8 @@ public final class WorkerIdentityProbe implements AutoCloseable {
 
     @Override
     public void close() {
-        tasks.forEach(t -> t.cancel(false));
+        if (task != null) {
+            task.cancel(false);
+        }
     }
 }

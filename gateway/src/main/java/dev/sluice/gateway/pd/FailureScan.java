@@ -3,6 +3,8 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.FastThreadLocal;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -30,8 +32,12 @@ import java.util.Arrays;
  */
 final class FailureScan {
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final byte[] ERROR = "\"error\"".getBytes(StandardCharsets.US_ASCII);
-    private static final byte[] ABORT = "\"abort\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ERROR_TEXT = "\"error\"".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] ABORT_TEXT = "\"abort\"".getBytes(StandardCharsets.US_ASCII);
+    /** The seven bytes of each marker as the low bytes of a long, and the mask that keeps seven bytes. */
+    private static final long ERROR = packed(ERROR_TEXT);
+    private static final long ABORT = packed(ABORT_TEXT);
+    private static final long MARKER_MASK = (1L << 56) - 1;
     private static final byte[] NONE = new byte[0];
     /** An event longer than this is judged on its first bytes only (a cumulative-text stream can be huge). */
     private static final int MAX_EVENT = 1 << 20;
@@ -49,47 +55,79 @@ final class FailureScan {
 
     private byte[] partial = NONE;
     private int partialLength;
-    private byte last;
+    /** The last eight bytes seen, newest in the low byte: matches the markers and "\n\n" across chunk boundaries. */
+    private long window;
+    /** The current event holds an unescaped marker: it is decoded when it ends. */
+    private boolean candidate;
+    /**
+     * The chunk's bytes, copied once: a plain array loop is faster than a byte callback. One array per
+     * thread (a scan runs on its request's event loop and keeps nothing in it between calls), so a
+     * thousand open streams do not each hold one.
+     */
+    private static final FastThreadLocal<byte[]> SCRATCH = new FastThreadLocal<>() {
+        @Override
+        protected byte[] initialValue() {
+            return new byte[8192];
+        }
+    };
 
     /** The first failure among the events that {@code chunk} completes, or null; the chunk is not consumed. */
     Found feed(ByteBuf chunk) {
+        int n = chunk.readableBytes();
+        byte[] b = SCRATCH.get();
+        if (b.length < n) {
+            b = new byte[n];
+            SCRATCH.set(b);
+        }
+        chunk.getBytes(chunk.readerIndex(), b, 0, n);
         Found found = null;
-        int from = chunk.readerIndex();
-        int to = chunk.writerIndex();
-        int eventStart = from;
-        boolean candidate = false;
-        for (int i = from; i < to; i++) {
-            byte b = chunk.getByte(i);
-            if (b == '"' && !candidate && partialLength == 0 && (i == from || chunk.getByte(i - 1) != '\\')) {
-                candidate = at(chunk, i, to, ERROR) || at(chunk, i, to, ABORT);
-            }
-            if (b == '\n' && last == '\n') {
-                if (partialLength > 0) {
-                    append(chunk, eventStart, i + 1 - eventStart);
-                    if (found == null && (indexOf(partial, partialLength, ERROR) >= 0
-                            || indexOf(partial, partialLength, ABORT) >= 0)) {
-                        found = judgeEvent(partial, 0, partialLength);
-                    }
-                    partialLength = 0;
-                } else if (candidate && found == null) {
-                    byte[] event = new byte[i + 1 - eventStart];
-                    chunk.getBytes(eventStart, event);
-                    found = judgeEvent(event, 0, event.length);
+        long w = window;
+        boolean marked = candidate;
+        int eventStart = 0;
+        for (int i = 0; i < n; i++) {
+            w = (w << 8) | (b[i] & 0xff);
+            if (b[i] == '"') {
+                long word = w & MARKER_MASK;
+                marked = marked || (word == ERROR || word == ABORT) && (w >>> 56) != '\\';
+            } else if (b[i] == '\n' && ((w >>> 8) & 0xff) == '\n') { // an event ends here
+                if (marked && found == null) {
+                    found = judgeEvent(eventBytes(b, eventStart, i + 1));
                 }
-                candidate = false;
+                partialLength = 0;
+                marked = false;
+                w = 0;
                 eventStart = i + 1;
             }
-            last = b;
         }
-        if (eventStart < to) {
-            append(chunk, eventStart, to - eventStart); // an event cut by the network: judged when it completes
+        window = w;
+        candidate = marked;
+        if (eventStart < n) {
+            append(b, eventStart, n - eventStart); // an event cut by the network: judged when it completes
         }
         return found;
     }
 
+    /** The failure in an event the stream left unfinished (a whole answer without its last blank line), or null. */
+    Found end() {
+        Found f = candidate && partialLength > 0 ? judgeEvent(Arrays.copyOf(partial, partialLength)) : null;
+        partialLength = 0;
+        candidate = false;
+        window = 0;
+        return f;
+    }
+
+    /** The event's bytes: what an earlier chunk left over, then this chunk's part. */
+    private byte[] eventBytes(byte[] chunk, int from, int to) {
+        if (partialLength == 0) {
+            return Arrays.copyOfRange(chunk, from, to);
+        }
+        append(chunk, from, to - from);
+        return Arrays.copyOf(partial, partialLength);
+    }
+
     /** Judges a whole (non-streamed) answer: an abort finish or an error object at its top level. */
     static Found judgeBody(byte[] body, int length) {
-        if (indexOf(body, length, ABORT) < 0 && indexOf(body, length, ERROR) < 0) {
+        if (indexOf(body, length, ABORT_TEXT) < 0 && indexOf(body, length, ERROR_TEXT) < 0) {
             return null;
         }
         try {
@@ -109,14 +147,13 @@ final class FailureScan {
         if (length - i >= 5 && body[i] == 'd' && body[i + 1] == 'a' && body[i + 2] == 't' && body[i + 3] == 'a'
                 && body[i + 4] == ':') {
             FailureScan scan = new FailureScan();
-            ByteBuf whole = io.netty.buffer.Unpooled.wrappedBuffer(body, 0, length);
-            Found f = scan.feed(whole);
-            return f != null ? f : scan.feed(io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {'\n', '\n'}));
+            Found f = scan.feed(Unpooled.wrappedBuffer(body, 0, length));
+            return f != null ? f : scan.end();
         }
         return judgeBody(body, length);
     }
 
-    private void append(ByteBuf chunk, int at, int n) {
+    private void append(byte[] chunk, int at, int n) {
         int keep = Math.min(n, MAX_EVENT - partialLength);
         if (keep <= 0) {
             return;
@@ -124,12 +161,12 @@ final class FailureScan {
         if (partial.length < partialLength + keep) {
             partial = Arrays.copyOf(partial, Math.max(partialLength + keep, partial.length * 2));
         }
-        chunk.getBytes(at, partial, partialLength, keep);
+        System.arraycopy(chunk, at, partial, partialLength, keep);
         partialLength += keep;
     }
 
-    private static Found judgeEvent(byte[] event, int from, int length) {
-        String text = new String(event, from, length, StandardCharsets.UTF_8);
+    private static Found judgeEvent(byte[] event) {
+        String text = new String(event, StandardCharsets.UTF_8);
         StringBuilder data = null;
         for (String line : text.split("\n")) {
             String l = line.endsWith("\r") ? line.substring(0, line.length() - 1) : line;
@@ -184,16 +221,12 @@ final class FailureScan {
         return null;
     }
 
-    private static boolean at(ByteBuf chunk, int i, int to, byte[] word) {
-        if (to - i < word.length) {
-            return false;
+    private static long packed(byte[] word) {
+        long v = 0;
+        for (byte b : word) {
+            v = (v << 8) | (b & 0xff);
         }
-        for (int k = 1; k < word.length; k++) {
-            if (chunk.getByte(i + k) != word[k]) {
-                return false;
-            }
-        }
-        return true;
+        return v;
     }
 
     private static int indexOf(byte[] haystack, int length, byte[] needle) {

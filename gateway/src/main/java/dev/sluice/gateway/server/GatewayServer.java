@@ -1,5 +1,8 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.admin.AdminServer;
+import dev.sluice.gateway.admin.RecentErrors;
+import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.HfTokenizerCounter;
@@ -8,27 +11,27 @@ import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.admission.RejectReason;
 import dev.sluice.gateway.admission.RequestClassifier;
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.ClientLimits;
 import dev.sluice.gateway.config.ConfigException;
-import dev.sluice.gateway.admin.AdminServer;
-import dev.sluice.gateway.admin.RecentErrors;
-import dev.sluice.gateway.admin.StateView;
+import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
-import dev.sluice.gateway.health.TelemetryPoller;
-import dev.sluice.gateway.metrics.AdmissionMetrics;
-import dev.sluice.gateway.pd.PdExchange;
+import dev.sluice.gateway.config.RoutingConfig;
 import dev.sluice.gateway.health.FailureKind;
 import dev.sluice.gateway.health.HealthChecker;
 import dev.sluice.gateway.health.HealthTable;
-import dev.sluice.gateway.routing.WorkerState;
+import dev.sluice.gateway.health.TelemetryPoller;
+import dev.sluice.gateway.health.WorkerIdentityProbe;
+import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.PdContext;
-import dev.sluice.gateway.config.RoutingConfig;
-import dev.sluice.gateway.metrics.RoutingMetrics;
+import dev.sluice.gateway.pd.PdExchange;
 import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.bootstrap.ServerBootstrap;
@@ -40,7 +43,6 @@ import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.handler.codec.http.HttpDecoderConfig;
-import dev.sluice.gateway.config.ClientLimits;
 import io.netty.handler.codec.http.HttpServerKeepAliveHandler;
 import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.GlobalEventExecutor;
@@ -100,7 +102,7 @@ public final class GatewayServer implements AutoCloseable {
     private final HealthTable health;
     private HealthChecker checker;
     private TelemetryPoller telemetry;
-    private dev.sluice.gateway.health.WorkerIdentityProbe identities;
+    private WorkerIdentityProbe identities;
     private AdminServer adminServer;
     private final RecentErrors recentErrors;
     private Channel listener;
@@ -257,7 +259,7 @@ public final class GatewayServer implements AutoCloseable {
         reaper = workerGroup.next().scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS);
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health);
         telemetry.start();
-        identities = new dev.sluice.gateway.health.WorkerIdentityProbe(workers, pool, controlGroup.next(),
+        identities = new WorkerIdentityProbe(workers, pool, controlGroup.next(),
                 config.disaggregation(), config.telemetry().timeout().multipliedBy(5));
         identities.start();
         metrics.bindNetty(workerGroup);
@@ -271,7 +273,7 @@ public final class GatewayServer implements AutoCloseable {
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
                 listener.localAddress(), transport.name(), threads, workers.prefill().size(), workers.decode().size(),
                 config.disaggregation().name().toLowerCase());
-        for (String w : dev.sluice.gateway.config.ConfigWarnings.of(config)) {
+        for (String w : ConfigWarnings.of(config)) {
             log.warn("config warning {}", w);
         }
         return this;

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.upstream;
 
+import dev.sluice.gateway.config.Secret;
 import dev.sluice.gateway.routing.Worker;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
@@ -19,6 +20,7 @@ import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.io.ByteArrayOutputStream;
 import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -57,7 +59,7 @@ public final class UpstreamFetch {
     /** As above, with {@code authorization} (when present) instead of the worker's own key: an admin route's key. */
     public static Future<Result> postJson(UpstreamPool pool, EventLoop loop, Worker worker, String path, String json,
                                           String requestId, Duration timeout,
-                                          java.util.Optional<dev.sluice.gateway.config.Secret> authorization) {
+                                          Optional<Secret> authorization) {
         ByteBuf body = ByteBufUtil.writeUtf8(io.netty.buffer.ByteBufAllocator.DEFAULT, json);
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, path, body);
         req.headers().set(HttpHeaderNames.HOST, worker.name())

@@ -82,6 +82,7 @@ import org.openjdk.jmh.annotations.Warmup;
 @State(Scope.Thread)
 public class SseFramingBenchmark {
     static final int EVENTS = 16;
+    private final FailureScan scan = new FailureScan();
 
     private GatewayServer gateway;
     private ByteBuf read;
@@ -152,6 +153,22 @@ public class SseFramingBenchmark {
             n += SseFramer.encode(payload).length;
         }
         return n;
+    }
+
+    /**
+     * {@link FailureScan} over the same chunks: the per-event cost {@link DecodeHalf} pays to find an
+     * error event or an abort finish in a stream (one byte pass; a normal event is never decoded).
+     */
+    @Benchmark
+    @OperationsPerInvocation(EVENTS)
+    public int failureScan() {
+        int found = 0;
+        for (ByteBuf chunk : chunks) {
+            if (scan.feed(chunk) != null) {
+                found++;
+            }
+        }
+        return found;
     }
 
     @Benchmark

@@ -104,123 +104,115 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
     }
 
     public SimConfig withHost(String v) {
-        return new SimConfig(v, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.host = v);
     }
 
     public SimConfig withPrefillTokensPerSecond(double v) {
-        return new SimConfig(host, v, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model, defaultMaxTokens,
-                eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.prefillTokensPerSecond = v);
     }
 
     public SimConfig withDecodeStep(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, v, decodeMaxBatch, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.decodeStep = v);
     }
 
     public SimConfig withDecodeMaxBatch(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, v, kvWait, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.decodeMaxBatch = v);
     }
 
     public SimConfig withKvWait(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, v, bootstrapTimeout, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.kvWait = v);
     }
 
     public SimConfig withBootstrapTimeout(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, v, model,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.bootstrapTimeout = v);
     }
 
     public SimConfig withModel(String v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, v,
-                defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.model = v);
     }
 
     public SimConfig withDefaultMaxTokens(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, v, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.defaultMaxTokens = v);
     }
 
     public SimConfig withEventLoopThreads(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, v, journalLimit, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.eventLoopThreads = v);
     }
 
     public SimConfig withJournalLimit(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, v, prefixCacheTokens, vllmAbortTimeout, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.journalLimit = v);
     }
 
     public SimConfig withPrefixCacheTokens(long v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, v, vllmAbortTimeout, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.prefixCacheTokens = v);
     }
 
     public SimConfig withVllmAbortTimeout(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, v, healthGeneration,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.vllmAbortTimeout = v);
     }
 
     public SimConfig withHealthGeneration(boolean v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, v,
-                healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.healthGeneration = v);
     }
 
     public SimConfig withHealthCheckTimeout(Duration v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, v, dpSize, enableMetrics, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.healthCheckTimeout = v);
     }
 
     public SimConfig withDpSize(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, v, enableMetrics, contextLength, adminApiKey,
-                maxQueuedRequests);
+        return copy(c -> c.dpSize = v);
     }
 
     public SimConfig withEnableMetrics(boolean v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, v, contextLength, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.enableMetrics = v);
     }
 
     public SimConfig withContextLength(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, v, adminApiKey, maxQueuedRequests);
+        return copy(c -> c.contextLength = v);
     }
 
     public SimConfig withAdminApiKey(String v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, v, maxQueuedRequests);
+        return copy(c -> c.adminApiKey = v);
     }
 
     public SimConfig withMaxQueuedRequests(int v) {
-        return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
-                model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
-                healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey, v);
+        return copy(c -> c.maxQueuedRequests = v);
+    }
+
+    /** A copy with one change, validated as a new record (one place spells the components out). */
+    private SimConfig copy(java.util.function.Consumer<Copy> change) {
+        Copy c = new Copy();
+        change.accept(c);
+        return c.build();
+    }
+
+    /** The components of this config, to be changed and built into a new one. */
+    private final class Copy {
+        String host = SimConfig.this.host;
+        double prefillTokensPerSecond = SimConfig.this.prefillTokensPerSecond;
+        Duration decodeStep = SimConfig.this.decodeStep;
+        int decodeMaxBatch = SimConfig.this.decodeMaxBatch;
+        Duration kvWait = SimConfig.this.kvWait;
+        Duration bootstrapTimeout = SimConfig.this.bootstrapTimeout;
+        String model = SimConfig.this.model;
+        int defaultMaxTokens = SimConfig.this.defaultMaxTokens;
+        int eventLoopThreads = SimConfig.this.eventLoopThreads;
+        int journalLimit = SimConfig.this.journalLimit;
+        long prefixCacheTokens = SimConfig.this.prefixCacheTokens;
+        Duration vllmAbortTimeout = SimConfig.this.vllmAbortTimeout;
+        boolean healthGeneration = SimConfig.this.healthGeneration;
+        Duration healthCheckTimeout = SimConfig.this.healthCheckTimeout;
+        int dpSize = SimConfig.this.dpSize;
+        boolean enableMetrics = SimConfig.this.enableMetrics;
+        int contextLength = SimConfig.this.contextLength;
+        String adminApiKey = SimConfig.this.adminApiKey;
+        int maxQueuedRequests = SimConfig.this.maxQueuedRequests;
+
+        SimConfig build() {
+            return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
+                    model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
+                    healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
+                    maxQueuedRequests);
+        }
     }
 }
