@@ -37,21 +37,25 @@ class RealServerWorkersEndToEndTest {
 
     @AfterEach
     void close() throws Exception {
-        if (gateway != null) {
-            gateway.close();
-        }
-        if (cluster != null) {
-            cluster.close();
-        }
         if (bed != null) {
-            bed.healAndClose();
+            bed.healAndClose(); // asserts: admission, in-flight counts and workers back to zero
+        } else if (gateway != null) {
+            PdTestbed.adopt(cluster, gateway).healAndClose();
+        } else if (cluster != null) {
+            cluster.close();
         }
     }
 
     private GatewayServer gateway(String yaml, Map<String, String> env) throws Exception {
-        gateway = new GatewayServer(ConfigLoader.parse(yaml + "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\n"
-                + "health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\ntimeouts: " + TIMEOUTS
-                + "\n", "test", ConfigOverrides.of(env, List.of()))).start();
+        try {
+            gateway = new GatewayServer(ConfigLoader.parse(yaml + "listen: {host: 127.0.0.1, port: 0}\n"
+                    + "admin: {port: 0}\nhealth: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\n"
+                    + "timeouts: " + TIMEOUTS + "\n", "test", ConfigOverrides.of(env, List.of()))).start();
+        } catch (Exception e) {
+            cluster.close();
+            cluster = null;
+            throw e;
+        }
         return gateway;
     }
 

@@ -31,6 +31,11 @@ public final class PdTestbed implements AutoCloseable {
     /** The gateway's configuration as YAML (tests of reload write it to a file and edit it). */
     public String yaml;
 
+    /** A testbed of a cluster and a gateway the test built itself (its own YAML), with the same checks at close. */
+    public static PdTestbed adopt(SimCluster cluster, GatewayServer gateway) {
+        return new PdTestbed(cluster, gateway);
+    }
+
     private PdTestbed(SimCluster cluster, GatewayServer gateway) {
         this.cluster = cluster;
         this.gateway = gateway;
