@@ -149,6 +149,15 @@ public final class GatewayMetrics implements AutoCloseable {
     }
 
     /**
+     * The gateway's own code failed ({@code where}: {@code request}, while handling a request and
+     * its workers' answers; {@code client_handler}, while reading a client's request). Never a
+     * worker's fault: a non-zero rate is a bug to report.
+     */
+    public void internalError(String where) {
+        counter("sluice.internal.errors", "where", where).increment();
+    }
+
+    /**
      * How a vLLM prefill's KV reached (or did not reach) a decode: {@code transferred} (the decode leg
      * carried the prefill's kv_transfer_params), {@code recomputed} (the prefill answered none: its
      * one token ended the request, and the decode computed the prompt itself), {@code released} (the
@@ -191,9 +200,6 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason).increment();
     }
 
-    /** Every {@code cause} label of {@code sluice_aborts_total} the gateway gives. */
-    public static final java.util.List<String> ABORT_CAUSES = java.util.List.of("client_disconnect", "timeout", "stall",
-            "worker_ejected", "peer_failed", "evicted", "stranded_prefill", "drain", "slow_client");
     /** Every {@code result} label of {@code sluice_vllm_handoffs_total}. */
     public static final java.util.List<String> VLLM_HANDOFFS = java.util.List.of("transferred", "recomputed",
             "released");
@@ -208,7 +214,8 @@ public final class GatewayMetrics implements AutoCloseable {
      * by role and kind, KV transfer failures per worker.
      */
     public void preRegister(java.util.List<String> routes, java.util.List<String> rejectReasons,
-                            java.util.List<String> roles, java.util.List<String> workerNames) {
+                            java.util.List<String> abortCauses, java.util.List<String> roles,
+                            java.util.List<String> workerNames) {
         for (String route : routes) {
             Counter[] byOutcome = requestCounters.computeIfAbsent(route, r -> new Counter[Outcome.values().length]);
             for (Outcome o : Outcome.values()) {
@@ -216,7 +223,10 @@ public final class GatewayMetrics implements AutoCloseable {
             }
         }
         rejectReasons.forEach(r -> rejectionCounters.computeIfAbsent(r, x -> counter("sluice.rejections", "reason", x)));
-        ABORT_CAUSES.forEach(c -> counter("sluice.aborts", "cause", c));
+        abortCauses.forEach(c -> counter("sluice.aborts", "cause", c));
+        for (String where : java.util.List.of("request", "client_handler")) {
+            counter("sluice.internal.errors", "where", where);
+        }
         VLLM_HANDOFFS.forEach(r -> counter("sluice.vllm.handoffs", "result", r));
         for (String role : roles) {
             UPSTREAM_ERROR_KINDS.forEach(k -> counter("sluice.upstream.errors", "role", role, "kind", k));
@@ -284,6 +294,8 @@ public final class GatewayMetrics implements AutoCloseable {
     private static final java.util.Map<String, String> COUNTER_HELP = java.util.Map.ofEntries(
             java.util.Map.entry("sluice.requests", "requests ended, by route and outcome"),
             java.util.Map.entry("sluice.aborts", "requests whose halves the gateway stopped, by cause"),
+            java.util.Map.entry("sluice.internal.errors", "the gateway's own failures (bugs) while handling requests, by "
+                    + "where; answered 500, never counted against a worker"),
             java.util.Map.entry("sluice.vllm.handoffs", "vLLM prefill KV handoffs by result: transferred, recomputed (the "
                     + "prefill answered no kv_transfer_params), released (request ended between the legs)"),
             java.util.Map.entry("sluice.abort.requests.sent", "POST /abort_request calls to workers, by role and result"),

@@ -12,22 +12,22 @@ import dev.sluice.gateway.upstream.UpstreamFailure;
  *
  * @param culprit     the worker at fault, or null when none is (a keep-alive race, a 4xx)
  * @param kind        what it counts as in health; null: counts as nothing
- * @param retryReason the bounded {@code reason} label of {@code sluice_retries_total} when a retry is
- *                    safe (before any byte reached the client, which the caller checks), else null
+ * @param retryReason why a retry is safe (before any byte reached the client, which the caller checks),
+ *                    or null when it is not
  */
-record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, String retryReason) {
+record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, RetryReason retryReason) {
 
     /** A worker answered an error status (or an error event) with {@code message}. */
     static AttemptFailure fromStatus(ApiError error, Worker worker, int status, String message) {
         boolean kv = WorkerErrorBody.isKvTransferFailure(message);
         if (kv) {
-            return new AttemptFailure(error, worker, FailureKind.KV_TRANSFER, "kv_transfer");
+            return new AttemptFailure(error, worker, FailureKind.KV_TRANSFER, RetryReason.KV_TRANSFER);
         }
         if (status == 429 || status == 503) {
             // the worker is busy or going away: another pair may take it. A 503 is a worker fault unless the
             // worker says its queue is full (SGLang's --max-queued-requests): that is load, not sickness
             boolean fault = status == 503 && !WorkerErrorBody.isQueueFull(message);
-            return new AttemptFailure(error, worker, fault ? FailureKind.SERVER_ERROR : null, "worker_busy");
+            return new AttemptFailure(error, worker, fault ? FailureKind.SERVER_ERROR : null, RetryReason.WORKER_BUSY);
         }
         if (status >= 500) {
             return new AttemptFailure(error, worker, FailureKind.SERVER_ERROR, null);
@@ -44,7 +44,7 @@ record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, String r
     static AttemptFailure fromScan(FailureScan.Found found, Worker worker, String role) {
         if (found.status() == 0 && !WorkerErrorBody.isKvTransferFailure(found.message())) {
             return new AttemptFailure(ApiError.fromWorker(502, role, worker.name(), found.message()), null, null,
-                    "worker_aborted");
+                    RetryReason.WORKER_ABORTED);
         }
         int status = found.status() == 0 ? 500 : found.status();
         return fromStatus(ApiError.fromWorker(status, role, worker.name(), found.message()), worker, status,
@@ -54,11 +54,11 @@ record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, String r
     /** The connection failed before the response completed. */
     static AttemptFailure fromConnection(ApiError error, Worker worker, UpstreamFailure failure) {
         if (failure.kind() == UpstreamFailure.Kind.CONNECT) {
-            return new AttemptFailure(error, worker, FailureKind.CONNECT, "connect");
+            return new AttemptFailure(error, worker, FailureKind.CONNECT, RetryReason.CONNECT);
         }
         if (failure.reusedConnectionClosed()) {
             // the keep-alive race: the worker closed an idle connection as we sent; not a fault, safe to resend
-            return new AttemptFailure(error, null, null, "stale_connection");
+            return new AttemptFailure(error, null, null, RetryReason.STALE_CONNECTION);
         }
         return new AttemptFailure(error, worker, FailureKind.SERVER_ERROR, null);
     }
@@ -66,5 +66,20 @@ record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, String r
     /** A malformed answer: the worker's fault, not retried (it may have done the work). */
     static AttemptFailure malformed(ApiError error, Worker worker) {
         return new AttemptFailure(error, worker, FailureKind.SERVER_ERROR, null);
+    }
+
+    /** The stall watchdog fired: {@code culprit} when it is known whose stall it is, else nobody yet. */
+    static AttemptFailure stall(ApiError error, Worker culprit) {
+        return new AttemptFailure(error, culprit, culprit == null ? null : FailureKind.STALL, RetryReason.STALL);
+    }
+
+    /** Health took {@code worker} out of rotation while the attempt waited on it: safe to retry, blames nobody more. */
+    static AttemptFailure ejected(ApiError error) {
+        return new AttemptFailure(error, null, null, RetryReason.WORKER_EJECTED);
+    }
+
+    /** A deadline passed on {@code late}: counted against it, never retried (the client's time is spent). */
+    static AttemptFailure deadline(ApiError error, Worker late, FailureKind kind) {
+        return new AttemptFailure(error, late, kind, null);
     }
 }

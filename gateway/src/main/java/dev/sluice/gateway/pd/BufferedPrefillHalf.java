@@ -1,6 +1,7 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.upstream.UpstreamFailure;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpResponse;
 import io.netty.handler.codec.http.LastHttpContent;
@@ -8,7 +9,8 @@ import io.netty.handler.codec.http.LastHttpContent;
 /**
  * A prefill half whose answer is read whole (bounded) and judged once it is complete: SGLang's
  * prefill (dropped but for its status and input logprobs) and vLLM's prefill leg (its
- * {@code kv_transfer_params}). Bytes past the bound are counted as overflow, never kept.
+ * {@code kv_transfer_params}). Bytes past the bound are counted as overflow, never kept. Whatever
+ * the judgement, the half has ended when it returns (the exchange hears {@code partEnded}).
  */
 abstract class BufferedPrefillHalf extends PdHalf {
     final BoundedBody body;
@@ -32,16 +34,33 @@ abstract class BufferedPrefillHalf extends PdHalf {
     @Override
     public final void onContent(HttpContent content) {
         boolean last = content instanceof LastHttpContent;
-        if (!done()) {
+        try {
+            if (done()) {
+                return;
+            }
             body.append(content.content());
+        } finally {
+            content.release();
         }
-        content.release();
-        if (last && !done()) {
+        if (last) {
             markDone();
             finished(body.toByteArray());
+            scope.events().partEnded(at);
         }
+    }
+
+    @Override
+    public final void onFailure(UpstreamFailure failure) {
+        if (done()) {
+            return;
+        }
+        failed(connectionFailed(failure));
+        scope.events().partEnded(at);
     }
 
     /** The whole answer arrived (this half is already marked done). */
     abstract void finished(byte[] bytes);
+
+    /** This half failed: how it is reported depends on the protocol. */
+    abstract void failed(AttemptFailure f);
 }

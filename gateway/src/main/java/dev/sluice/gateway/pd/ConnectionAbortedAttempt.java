@@ -9,8 +9,8 @@ import io.netty.util.concurrent.Future;
  * ended when none of its parts runs any more (no abort ordering to wait for).
  */
 abstract class ConnectionAbortedAttempt extends Attempt {
-    ConnectionAbortedAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
-        super(ex, prefill, decode, rid);
+    ConnectionAbortedAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
+        super(scope, prefill, decode, rid);
     }
 
     /** The parts of this attempt that may run on a worker, decode first; null entries are parts not started. */
@@ -32,9 +32,9 @@ abstract class ConnectionAbortedAttempt extends Attempt {
     }
 
     @Override
-    final void stop(String cause) {
+    final void stop(AbortCause cause) {
         if (running()) {
-            ex.pd.metrics().abortCause(cause);
+            scope.services().metrics().abortCause(cause.label());
         }
         for (PdHalf h : parts()) {
             if (h != null) {
@@ -46,6 +46,6 @@ abstract class ConnectionAbortedAttempt extends Attempt {
     /** Nothing to send: the closed connection already told the worker. */
     @Override
     final Future<Void> sendAbort(Worker worker) {
-        return ex.ctx.executor().newSucceededFuture(null);
+        return scope.loop().newSucceededFuture(null);
     }
 }

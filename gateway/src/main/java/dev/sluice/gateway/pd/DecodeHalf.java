@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.handler.codec.http.HttpContent;
@@ -43,18 +42,16 @@ final class DecodeHalf extends PdHalf {
     private byte[] heldBody;
     private boolean endHeld;
 
+    private final ClientSink client;
+
     DecodeHalf(Attempt at) {
         super(at);
+        this.client = scope.client();
     }
 
     @Override
     Worker worker() {
         return at.decode;
-    }
-
-    @Override
-    UpstreamCall call() {
-        return at.decodeCall;
     }
 
     @Override
@@ -65,9 +62,9 @@ final class DecodeHalf extends PdHalf {
         if (ct != null) {
             contentType = ct;
         }
-        streaming = ok && (contentType.startsWith("text/event-stream") || (ex.request.stream() && ct == null));
+        streaming = ok && (contentType.startsWith("text/event-stream") || (scope.request().stream() && ct == null));
         if (!streaming) {
-            body = new BoundedBody(ok ? ex.pd.maxResponseBodyBytes() : ERROR_BODY_LIMIT);
+            body = new BoundedBody(ok ? scope.services().maxResponseBodyBytes() : ERROR_BODY_LIMIT);
         } else if (at.mergesPrefillLogprobs()) {
             framer = new SseFramer();
         }
@@ -116,31 +113,30 @@ final class DecodeHalf extends PdHalf {
         if (found != null) {
             countFailure(found.abort() ? "stream_abort" : "stream_error", found.message());
             AttemptFailure f = AttemptFailure.fromScan(found, at.decode, "decode");
-            if (!ex.client.committed()) {
+            if (!client.committed()) {
                 // nothing sent yet: the client gets a real status instead of a 200 that says "error" inside
                 markDone();
                 at.failed(f);
+                scope.events().partEnded(at);
                 return false;
             }
-            ex.countAgainstWorker(f); // relayed to the client as the worker sent it; health still counts it
+            // relayed to the client as the worker sent it; health still counts it
+            scope.events().failedAfterCommit(at, f);
             failedInStream = true;
         }
-        if (!ex.client.committed()) {
-            ex.client.commitStream(HttpResponseStatus.valueOf(status), contentType);
-            ex.firstToken();
+        if (!client.committed()) {
+            client.commitStream(HttpResponseStatus.valueOf(status), contentType);
+            scope.events().firstToken(at);
         }
-        if (ex.wantsPromptTokens()) {
-            long n = PromptTokens.find(data, PromptTokens.PROMPT);
-            if (n > 0) {
-                ex.reportPromptTokens(n);
-            }
+        // the counts the scan read from whole events (a count cut by a chunk boundary is read when it completes)
+        if (scan.promptTokens() > 0 && scope.events().wantsPromptTokens()) {
+            scope.events().promptTokens(scan.promptTokens());
         }
-        long completion = PromptTokens.find(data, PromptTokens.COMPLETION);
-        if (completion > 0) {
-            ex.reportCompletionTokens(completion);
+        if (scan.completionTokens() > 0) {
+            scope.events().completionTokens(scan.completionTokens());
         }
         if (framer == null) {
-            ex.client.write(data.retain());
+            client.write(data.retain());
         } else {
             for (String event : framer.feed(data)) {
                 if (merger == null) {
@@ -150,7 +146,7 @@ final class DecodeHalf extends PdHalf {
                 }
             }
         }
-        ex.chunkRelayed();
+        scope.events().relayed(at);
         return true;
     }
 
@@ -161,7 +157,7 @@ final class DecodeHalf extends PdHalf {
         } catch (IOException e) {
             out = payload; // not JSON: relay as the worker sent it
         }
-        ex.client.write(Unpooled.wrappedBuffer(SseFramer.encode(out)));
+        client.write(Unpooled.wrappedBuffer(SseFramer.encode(out)));
     }
 
     /** Called by the prefill half once its input logprobs are known. */
@@ -187,13 +183,13 @@ final class DecodeHalf extends PdHalf {
         if (!ok) {
             String message = WorkerErrorBody.message(body.toByteArray());
             countFailure("status", message);
-            at.failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "decode", at.decode.name(), message),
-                    at.decode, status, message));
+            failBeforeCommit(AttemptFailure.fromStatus(ApiError.fromWorker(status, "decode", at.decode.name(),
+                    message), at.decode, status, message));
             return;
         }
         if (body.overflowed()) {
             countFailure("malformed", "");
-            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
+            failBeforeCommit(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
                     "response larger than http.max_response_body"), at.decode));
             return;
         }
@@ -214,19 +210,19 @@ final class DecodeHalf extends PdHalf {
         if (found != null) {
             // a 200 whose finish reason says "abort" (SGLang answers an abort without a status code this way)
             countFailure(found.abort() ? "abort" : "status", found.message());
-            at.failed(AttemptFailure.fromScan(found, at.decode, "decode"));
+            failBeforeCommit(AttemptFailure.fromScan(found, at.decode, "decode"));
             return;
         }
         try {
             ResponseUsage usage = ResponseUsage.scan(bytes, length);
-            if (ex.wantsPromptTokens()) {
-                ex.reportPromptTokens(usage.promptTokens());
+            if (scope.events().wantsPromptTokens()) {
+                scope.events().promptTokens(usage.promptTokens());
             }
-            ex.reportCompletionTokens(usage.completionTokens());
+            scope.events().completionTokens(usage.completionTokens());
         } catch (IOException e) {
             countFailure("malformed", "");
-            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(), "body is not JSON: "
-                    + e.getMessage()), at.decode));
+            failBeforeCommit(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
+                    "body is not JSON: " + e.getMessage()), at.decode));
             return;
         }
         sendClient(Unpooled.wrappedBuffer(bytes, 0, length));
@@ -240,35 +236,37 @@ final class DecodeHalf extends PdHalf {
             if (doc == null || !(doc.isObject() || doc.isArray())) {
                 throw new IOException("not a JSON object or list");
             }
-            if (ex.wantsPromptTokens()) {
-                ex.reportPromptTokens(PromptTokens.of(doc, "prompt_tokens"));
+            if (scope.events().wantsPromptTokens()) {
+                scope.events().promptTokens(PromptTokens.of(doc, "prompt_tokens"));
             }
-            ex.reportCompletionTokens(PromptTokens.of(doc, "completion_tokens"));
+            scope.events().completionTokens(PromptTokens.of(doc, "completion_tokens"));
             if (merger != null) {
                 out = JSON.writeValueAsBytes(merger.merge(doc));
             }
         } catch (IOException e) {
             countFailure("malformed", "");
-            at.failed(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(), "body is not JSON: "
-                    + e.getMessage()), at.decode));
+            failBeforeCommit(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
+                    "body is not JSON: " + e.getMessage()), at.decode));
             return;
         }
         sendClient(Unpooled.wrappedBuffer(out));
     }
 
+    /** A whole answer that failed (nothing reached the client): the attempt fails with it. */
+    private void failBeforeCommit(AttemptFailure f) {
+        at.failed(f);
+        scope.events().partEnded(at);
+    }
+
     private void sendClient(ByteBuf content) {
-        ex.client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
+        client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
                 ? HttpHeaderValues.APPLICATION_JSON : contentType, content);
-        ex.pd.health().success(at.decode);
-        ex.clientResponseEnded();
+        scope.events().responseEnded(at, true);
     }
 
     private void endClient() {
-        if (!failedInStream) {
-            ex.pd.health().success(at.decode);
-        }
-        ex.client.end();
-        ex.clientResponseEnded();
+        client.end();
+        scope.events().responseEnded(at, !failedInStream);
     }
 
     @Override
@@ -277,5 +275,6 @@ final class DecodeHalf extends PdHalf {
             return;
         }
         at.failed(connectionFailed(failure));
+        scope.events().partEnded(at);
     }
 }

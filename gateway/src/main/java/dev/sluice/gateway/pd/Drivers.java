@@ -12,11 +12,11 @@ public record Drivers(Factory factory, boolean disaggregated) {
 
     /** Makes the attempt for a granted pair ({@code prefill == decode} for a unified or direct-decode request). */
     interface Factory {
-        Attempt newAttempt(PdExchange ex, Worker prefill, Worker decode, String rid);
+        Attempt newAttempt(RequestScope scope, Worker prefill, Worker decode, String rid);
     }
 
-    Attempt newAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
-        return factory.newAttempt(ex, prefill, decode, rid);
+    Attempt newAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
+        return factory.newAttempt(scope, prefill, decode, rid);
     }
 
     public static Drivers of(DisaggregationMode mode) {
@@ -24,9 +24,9 @@ public record Drivers(Factory factory, boolean disaggregated) {
             case SGLANG -> new Drivers(SglangAttempt::new, true);
             // p == d: a short prompt admitted to skip the prefill hop (routing.direct_decode_max_tokens);
             // a vLLM decode without kv_transfer_params prefills it itself
-            case VLLM -> new Drivers((ex, p, d, rid) -> p == d ? new UnifiedAttempt(ex, d, rid)
-                    : new VllmAttempt(ex, p, d, rid), true);
-            case NONE -> new Drivers((ex, p, d, rid) -> new UnifiedAttempt(ex, d, rid), false);
+            case VLLM -> new Drivers((scope, p, d, rid) -> p == d ? new UnifiedAttempt(scope, d, rid)
+                    : new VllmAttempt(scope, p, d, rid), true);
+            case NONE -> new Drivers((scope, p, d, rid) -> new UnifiedAttempt(scope, d, rid), false);
         };
     }
 }

@@ -5,44 +5,48 @@ import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.config.TimeoutsConfig;
 
 /**
- * One request's moments (received, current attempt dispatched, its prefill done, first token,
- * last chunk) and the deadlines they imply. Two kinds of deadline: the client's ({@code
- * timeouts.request}, {@code timeouts.first_token}), and the stall watchdog's, which catches a
- * worker that stopped making progress long before those: a prefill far past its expected time
- * ({@code health.watchdog}), a decode silent after its prefill finished, a started stream idle
- * for {@code timeouts.idle_stream}. Event-loop confined.
+ * One request's moments and the deadlines they imply. The request's own (received, its first
+ * token ever, for the TTFT metric and the log) and the current attempt's (dispatched, prefill
+ * done, first token, last chunk), which every retry starts afresh. Two kinds of deadline: the
+ * client's ({@code timeouts.request}, {@code timeouts.first_token}), and the stall watchdog's,
+ * which catches a worker that stopped making progress long before those: a prefill far past its
+ * expected time ({@code health.watchdog}), a decode silent after its prefill finished, a started
+ * stream idle for {@code timeouts.idle_stream}. Event-loop confined.
  */
 final class ExchangeTimeline {
     /** Which deadline passed. */
     enum Kind {
-        REQUEST, FIRST_TOKEN, PREFILL_STALL, DECODE_STALL, IDLE_STREAM;
-
-        /** Stalls caught before anything reached the client may be retried elsewhere. */
-        boolean stallBeforeFirstToken() {
-            return this == PREFILL_STALL || this == DECODE_STALL;
-        }
+        REQUEST, FIRST_TOKEN, PREFILL_STALL, DECODE_STALL, IDLE_STREAM
     }
 
     /** A deadline that passed: what the client is told and the abort cause it is counted under. */
-    record Expiry(Kind kind, ApiError error, String abortCause) {
+    record Expiry(Kind kind, ApiError error, AbortCause abortCause) {
     }
 
-    final long receivedNanos;
-    /** When the current attempt was sent; 0 while the request waits for a (new) pair. */
-    long dispatchedNanos;
-    long prefillDoneNanos;
-    long firstTokenNanos;
-    long lastChunkNanos;
-    private long prefillStallNanos;
+    private static final long NEVER = Long.MAX_VALUE / 4;
+
+    private final long receivedNanos;
     private final TimeoutsConfig timeouts;
     private final HealthConfig.Watchdog watchdog;
     private final boolean stream;
+    /** The request's first token, whichever attempt gave it; 0 before. */
+    private long requestFirstTokenNanos;
+    // the current attempt's moments: all 0 while the request waits for a (new) pair
+    private long dispatchedNanos;
+    private long prefillDoneNanos;
+    private long firstTokenNanos;
+    private long lastChunkNanos;
+    private long prefillStallNanos;
 
     ExchangeTimeline(long receivedNanos, TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, boolean stream) {
         this.receivedNanos = receivedNanos;
         this.timeouts = timeouts;
         this.watchdog = watchdog;
         this.stream = stream;
+    }
+
+    long receivedNanos() {
+        return receivedNanos;
     }
 
     /**
@@ -53,14 +57,18 @@ final class ExchangeTimeline {
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
-        prefillStallNanos = !watchPrefill ? Long.MAX_VALUE / 4 : Math.max(watchdog.prefillFloor().toNanos(),
+        firstTokenNanos = 0;
+        lastChunkNanos = 0;
+        prefillStallNanos = !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(),
                 (long) (watchdog.prefillFactor() * expectedPrefillNanos));
     }
 
-    /** The attempt was given up (a retry follows): no attempt deadlines until the next one. */
+    /** The attempt was given up (a retry follows): no attempt deadlines until the next one starts. */
     void attemptEnded() {
         dispatchedNanos = 0;
         prefillDoneNanos = 0;
+        firstTokenNanos = 0;
+        lastChunkNanos = 0;
     }
 
     void prefillDone(long now) {
@@ -69,8 +77,45 @@ final class ExchangeTimeline {
         }
     }
 
+    /** The current attempt's first token; true if it is the request's first (the TTFT moment). */
+    boolean firstToken(long now) {
+        boolean first = firstTokenNanos == 0;
+        if (first) {
+            firstTokenNanos = now;
+            lastChunkNanos = now;
+        }
+        if (requestFirstTokenNanos == 0) {
+            requestFirstTokenNanos = now;
+            return true;
+        }
+        return false;
+    }
+
+    /** A chunk was relayed at {@code now}: the gap since the last one in nanoseconds, or -1 for the first. */
+    long chunkRelayed(long now) {
+        long gap = lastChunkNanos != 0 && now > lastChunkNanos && now > firstTokenNanos ? now - lastChunkNanos : -1;
+        lastChunkNanos = now;
+        return gap;
+    }
+
+    /** The client drained after backpressure: the idle clock restarts (the worker was held, not idle). */
+    void clientResumed(long now) {
+        lastChunkNanos = now;
+    }
+
+    /** Whether the current attempt has produced its first token. */
     boolean pastFirstToken() {
         return firstTokenNanos != 0;
+    }
+
+    /** Whether the current attempt's prefill was seen to finish. */
+    boolean prefillSeenDone() {
+        return prefillDoneNanos != 0;
+    }
+
+    /** Time to the request's first token in milliseconds, or -1 if it had none. */
+    long ttftMillis() {
+        return requestFirstTokenNanos == 0 ? -1 : (requestFirstTokenNanos - receivedNanos) / 1_000_000;
     }
 
     /** When the next deadline falls, given whether the client's response has ended. */
@@ -93,27 +138,28 @@ final class ExchangeTimeline {
     Expiry expired(long now, boolean clientEnded) {
         if (now - receivedNanos >= timeouts.request().toNanos()) {
             return new Expiry(Kind.REQUEST, ApiError.timeout("request exceeded timeouts.request="
-                    + timeouts.request().toMillis() + " ms"), "timeout");
+                    + timeouts.request().toMillis() + " ms"), AbortCause.TIMEOUT);
         }
         if (firstTokenNanos == 0 && dispatchedNanos != 0) {
             if (now - dispatchedNanos >= timeouts.firstToken().toNanos()) {
                 return new Expiry(Kind.FIRST_TOKEN, ApiError.timeout("no first token within timeouts.first_token="
-                        + timeouts.firstToken().toMillis() + " ms"), "timeout");
+                        + timeouts.firstToken().toMillis() + " ms"), AbortCause.TIMEOUT);
             }
             if (prefillDoneNanos == 0 && now - dispatchedNanos >= prefillStallNanos) {
                 return new Expiry(Kind.PREFILL_STALL, ApiError.timeout("prefill stalled: not finished "
-                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog)"), "stall");
+                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog)"), AbortCause.STALL);
             }
             if (prefillDoneNanos != 0 && stream
                     && now - prefillDoneNanos >= watchdog.firstTokenAfterPrefill().toNanos()) {
                 return new Expiry(Kind.DECODE_STALL, ApiError.timeout("decode stalled: no first token "
                         + watchdog.firstTokenAfterPrefill().toMillis()
-                        + " ms after the prefill finished (health.watchdog.first_token_after_prefill)"), "stall");
+                        + " ms after the prefill finished (health.watchdog.first_token_after_prefill)"),
+                        AbortCause.STALL);
             }
         }
         if (firstTokenNanos != 0 && stream && !clientEnded && now - lastChunkNanos >= timeouts.idleStream().toNanos()) {
             return new Expiry(Kind.IDLE_STREAM, ApiError.timeout("decode stream idle longer than timeouts.idle_stream="
-                    + timeouts.idleStream().toMillis() + " ms"), "stall");
+                    + timeouts.idleStream().toMillis() + " ms"), AbortCause.STALL);
         }
         return null;
     }

@@ -28,7 +28,9 @@ import java.util.Arrays;
  * A stream is scanned event by event across chunk boundaries (an event cut in two by the network
  * is judged whole), with one byte pass per chunk; an event is decoded only when it holds an
  * unescaped {@code "error"} or {@code "abort"} string, so a normal token stream costs no parsing.
- * Confined to one request's event loop.
+ * The same pass reads the token counts a worker reports ({@code "prompt_tokens":},
+ * {@code "completion_tokens":}) from whole events, so a count cut by a chunk boundary is never
+ * misread. Confined to one request's event loop.
  */
 final class FailureScan {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -37,6 +39,8 @@ final class FailureScan {
     /** The seven bytes of each marker as the low bytes of a long, and the mask that keeps seven bytes. */
     private static final long ERROR = packed(ERROR_TEXT);
     private static final long ABORT = packed(ABORT_TEXT);
+    /** The last seven bytes of both {@code "prompt_tokens"} and {@code "completion_tokens"}. */
+    private static final long TOKENS = packed("tokens\"".getBytes(StandardCharsets.US_ASCII));
     private static final long MARKER_MASK = (1L << 56) - 1;
     private static final byte[] NONE = new byte[0];
     /** An event longer than this is judged on its first bytes only (a cumulative-text stream can be huge). */
@@ -59,6 +63,10 @@ final class FailureScan {
     private long window;
     /** The current event holds an unescaped marker: it is decoded when it ends. */
     private boolean candidate;
+    /** The current event names a token count: it is read when the event ends. */
+    private boolean counts;
+    private long promptTokens;
+    private long completionTokens;
     /**
      * The chunk's bytes, copied once: a plain array loop is faster than a byte callback. One array per
      * thread (a scan runs on its request's event loop and keeps nothing in it between calls), so a
@@ -83,35 +91,70 @@ final class FailureScan {
         Found found = null;
         long w = window;
         boolean marked = candidate;
+        boolean counted = counts;
         int eventStart = 0;
         for (int i = 0; i < n; i++) {
             w = (w << 8) | (b[i] & 0xff);
             if (b[i] == '"') {
                 long word = w & MARKER_MASK;
                 marked = marked || (word == ERROR || word == ABORT) && (w >>> 56) != '\\';
+                counted = counted || word == TOKENS;
             } else if (b[i] == '\n' && ((w >>> 8) & 0xff) == '\n') { // an event ends here
+                if (counted) {
+                    if (partialLength == 0) {
+                        readCounts(b, eventStart, i + 1); // the whole event is in this chunk: no copy
+                    } else {
+                        append(b, eventStart, i + 1 - eventStart);
+                        readCounts(partial, 0, partialLength);
+                        eventStart = i + 1;
+                    }
+                }
                 if (marked && found == null) {
                     found = judgeEvent(eventBytes(b, eventStart, i + 1));
                 }
                 partialLength = 0;
                 marked = false;
+                counted = false;
                 w = 0;
                 eventStart = i + 1;
             }
         }
         window = w;
         candidate = marked;
+        counts = counted;
         if (eventStart < n) {
             append(b, eventStart, n - eventStart); // an event cut by the network: judged when it completes
         }
         return found;
     }
 
+    private void readCounts(byte[] b, int from, int to) {
+        long p = PromptTokens.find(b, from, to, PromptTokens.PROMPT);
+        if (p > 0) {
+            promptTokens = p;
+        }
+        completionTokens = Math.max(completionTokens, PromptTokens.find(b, from, to, PromptTokens.COMPLETION));
+    }
+
+    /** The prompt-token count the stream reported in its last whole event that had one; 0 before any. */
+    long promptTokens() {
+        return promptTokens;
+    }
+
+    /** The largest completion-token count the stream reported in a whole event (cumulative in SGLang's); 0 before any. */
+    long completionTokens() {
+        return completionTokens;
+    }
+
     /** The failure in an event the stream left unfinished (a whole answer without its last blank line), or null. */
     Found end() {
         Found f = candidate && partialLength > 0 ? judgeEvent(Arrays.copyOf(partial, partialLength)) : null;
+        if (counts && partialLength > 0) {
+            readCounts(partial, 0, partialLength);
+        }
         partialLength = 0;
         candidate = false;
+        counts = false;
         window = 0;
         return f;
     }

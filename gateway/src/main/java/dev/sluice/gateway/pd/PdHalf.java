@@ -5,34 +5,62 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamCall;
 import dev.sluice.gateway.upstream.UpstreamFailure;
 import dev.sluice.gateway.upstream.UpstreamListener;
+import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.util.concurrent.Future;
 
 /**
- * What the prefill and decode halves of an attempt share: ending exactly once (giving the
- * worker's in-flight slot back), being stopped with an abort to a worker that may hold the
- * request, and turning a connection-level failure into a classified {@link AttemptFailure}.
+ * What the prefill and decode halves of an attempt share: the call to their worker, ending exactly
+ * once (giving the worker's in-flight slot back), being stopped with an abort to a worker that may
+ * hold the request, turning a connection-level failure into a classified {@link AttemptFailure},
+ * and turning the gateway's own exception while reading the answer into an internal error, never
+ * the worker's fault.
  */
 abstract class PdHalf implements UpstreamListener {
     final Attempt at;
-    final PdExchange ex;
+    final RequestScope scope;
+    private UpstreamCall call;
     private boolean done;
 
     PdHalf(Attempt at) {
         this.at = at;
-        this.ex = at.ex;
+        this.scope = at.scope;
     }
 
     abstract Worker worker();
 
-    abstract UpstreamCall call();
+    /** Sends {@code request} to this half's worker (which counts it in flight until the half ends). */
+    final void start(FullHttpRequest request) {
+        Worker w = worker();
+        w.acquired();
+        call = new UpstreamCall(scope.services().pool(), w, this);
+        call.start(scope.loop(), request);
+    }
+
+    final boolean started() {
+        return call != null;
+    }
 
     final boolean done() {
         return done;
     }
 
     final void markDone() {
-        done = true;
-        worker().released();
+        if (!done) {
+            done = true;
+            worker().released();
+        }
+    }
+
+    final void pauseReading() {
+        if (call != null) {
+            call.pauseReading();
+        }
+    }
+
+    final void resumeReading() {
+        if (call != null) {
+            call.resumeReading();
+        }
     }
 
     /**
@@ -41,13 +69,15 @@ abstract class PdHalf implements UpstreamListener {
      * this half had already ended and nothing was sent.
      */
     final Future<Void> stop(boolean always) {
-        boolean sent = call().sent();
+        boolean sent = call != null && call.sent();
         if (done) {
             return always && sent ? at.sendAbort(worker()) : null;
         }
         markDone();
-        call().cancel();
-        return sent ? at.sendAbort(worker()) : ex.ctx.executor().newSucceededFuture(null);
+        if (call != null) {
+            call.cancel();
+        }
+        return sent ? at.sendAbort(worker()) : scope.loop().newSucceededFuture(null);
     }
 
     /**
@@ -68,10 +98,26 @@ abstract class PdHalf implements UpstreamListener {
         return AttemptFailure.fromConnection(error, w, failure);
     }
 
+    /**
+     * The gateway threw while reading this half's answer (the call already closed the connection):
+     * the worker may still hold the request, so it is told to abort; the exchange answers 500.
+     */
+    @Override
+    public final void onListenerError(Throwable error) {
+        boolean wasRunning = !done;
+        markDone();
+        if (wasRunning) {
+            at.sendAbort(worker());
+        }
+        scope.events().internalError(at, error);
+        scope.events().partEnded(at);
+    }
+
+    /** Counts an upstream error of this half's role (and a KV transfer failure against its worker). */
     final void countFailure(String kind, String message) {
-        ex.pd.metrics().upstreamError(worker().role().label(), kind);
+        scope.services().metrics().upstreamError(worker().role().label(), kind);
         if (WorkerErrorBody.isKvTransferFailure(message)) {
-            ex.pd.metrics().kvTransferFailure(worker().name());
+            scope.services().metrics().kvTransferFailure(worker().name());
         }
     }
 }

@@ -1,14 +1,13 @@
 package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufUtil;
 import java.nio.charset.StandardCharsets;
 
 /**
  * Finds the token counts a worker reports ({@code usage.prompt_tokens} on the OpenAI
  * routes, {@code meta_info.prompt_tokens} on /generate), so the token estimator can learn.
- * In a stream it is a byte scan of the chunk, no JSON parse.
+ * In a stream {@link FailureScan} hands it each whole event that names a count: a byte scan, no
+ * JSON parse.
  */
 final class PromptTokens {
     static final byte[] PROMPT = "\"prompt_tokens\":".getBytes(StandardCharsets.US_ASCII);
@@ -28,41 +27,28 @@ final class PromptTokens {
         return sum;
     }
 
-    /**
-     * The first value of {@code key} in a raw chunk; 0 when absent. Called for every relayed chunk:
-     * the search is Netty's (a first-byte scan over the buffer's memory, then a compare), no copy.
-     */
-    static long find(ByteBuf data, byte[] key) {
-        int at = ByteBufUtil.indexOf(data, data.readerIndex(), data.writerIndex(), key[0]);
-        while (at >= 0 && at <= data.writerIndex() - key.length) {
-            if (matches(data, at, key)) {
-                return number(data, at + key.length);
+    /** The first value of {@code key} in one whole event, {@code event[from, to)}; 0 when absent. */
+    static long find(byte[] event, int from, int to, byte[] key) {
+        outer:
+        for (int i = from, end = to - key.length; i <= end; i++) {
+            for (int k = 0; k < key.length; k++) {
+                if (event[i + k] != key[k]) {
+                    continue outer;
+                }
             }
-            at = ByteBufUtil.indexOf(data, at + 1, data.writerIndex(), key[0]);
+            long n = 0;
+            int j = i + key.length;
+            while (j < to && event[j] == ' ') {
+                j++;
+            }
+            boolean digits = false;
+            while (j < to && event[j] >= '0' && event[j] <= '9') {
+                n = n * 10 + (event[j] - '0');
+                j++;
+                digits = true;
+            }
+            return digits ? n : 0;
         }
         return 0;
-    }
-
-    private static boolean matches(ByteBuf data, int at, byte[] key) {
-        for (int k = 1; k < key.length; k++) {
-            if (data.getByte(at + k) != key[k]) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static long number(ByteBuf data, int j) {
-        long n = 0;
-        while (j < data.writerIndex() && data.getByte(j) == ' ') {
-            j++;
-        }
-        boolean digits = false;
-        while (j < data.writerIndex() && Character.isDigit(data.getByte(j))) {
-            n = n * 10 + (data.getByte(j) - '0');
-            j++;
-            digits = true;
-        }
-        return digits ? n : 0;
     }
 }

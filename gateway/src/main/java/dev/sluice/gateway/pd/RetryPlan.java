@@ -15,25 +15,27 @@ final class RetryPlan {
      * left or the wait would not end before {@code deadlineNanos}.
      */
     static long backoffNanos(RetryConfig cfg, int retriesSoFar, long nowNanos, long deadlineNanos) {
+        return backoffNanos(cfg, retriesSoFar, nowNanos, deadlineNanos, ThreadLocalRandom.current().nextDouble());
+    }
+
+    /** As above with the jitter's random draw {@code u} in [0, 1) given (tests). */
+    static long backoffNanos(RetryConfig cfg, int retriesSoFar, long nowNanos, long deadlineNanos, double u) {
         if (retriesSoFar >= cfg.maxRetries()) {
             return -1;
         }
         double base = Math.min(cfg.backoffMax().toNanos(), cfg.backoffBase().toNanos() * Math.pow(2, retriesSoFar));
-        long wait = (long) (base * (1 - cfg.jitter() * ThreadLocalRandom.current().nextDouble()));
+        long wait = (long) (base * (1 - cfg.jitter() * u));
         return nowNanos + wait >= deadlineNanos ? -1 : wait;
     }
 
-    /** The workers the next pair should avoid: the one at fault; after a stall nobody can tell yet, so both. */
-    static List<Worker> avoid(AttemptFailure f, Attempt a) {
+    /**
+     * The workers the next pair should avoid: the one at fault; after a stall nobody can tell yet
+     * whose it was, so both.
+     */
+    static List<Worker> avoid(AttemptFailure f, Worker prefill, Worker decode) {
         if (f.culprit() != null) {
             return List.of(f.culprit());
         }
-        return "stall".equals(f.retryReason()) ? List.of(a.prefill, a.decode) : List.of();
-    }
-
-    /** The {@code sluice_aborts_total} cause of stopping an attempt after {@code f}. */
-    static String abortCause(AttemptFailure f) {
-        String r = f.retryReason();
-        return "stall".equals(r) ? "stall" : "worker_ejected".equals(r) ? "worker_ejected" : "peer_failed";
+        return f.retryReason() == RetryReason.STALL ? List.of(prefill, decode) : List.of();
     }
 }

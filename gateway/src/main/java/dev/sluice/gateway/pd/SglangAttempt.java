@@ -2,10 +2,9 @@ package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
@@ -13,53 +12,63 @@ import java.util.concurrent.TimeUnit;
  * One attempt at a request on one prefill/decode pair, in SGLang's bootstrap protocol: the same
  * body (with this attempt's own rid and fresh bootstrap rooms) to both halves at once, the
  * decode's response to the client. Stopping it aborts both halves, decode first. Everything that
- * is not the protocol (retries, the watchdog, health, the client) lives in {@link PdExchange}.
+ * is not the protocol (retries, the watchdog, health, the client) lives in the exchange.
  * Event-loop confined.
  */
 final class SglangAttempt extends Attempt {
     private static final ObjectMapper JSON = new ObjectMapper();
-    BootstrapAssignment assignment;
-    UpstreamCall prefillCall;
-    PrefillHalf prefillHalf;
+    /** Longest the prefill keeps its room while the decode's abort is acknowledged. */
+    static final long DECODE_ACK_WAIT_MS = 250;
+
+    private BootstrapAssignment assignment;
+    private PrefillHalf prefillHalf;
+    private DecodeHalf decodeHalf;
     private boolean prefillStopPending;
 
-    SglangAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
-        super(ex, prefill, decode, rid);
+    SglangAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
+        super(scope, prefill, decode, rid);
     }
 
     /** Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends the same bytes to both halves. */
     @Override
-    boolean send(EventLoop loop) {
+    boolean send() {
+        GenerationRequest request = scope.request();
         ByteBuf body = null;
-        if (ex.request.batchSize() == 0) {
+        if (request.batchSize() == 0) {
             // the fast path: the client's bytes with the four bootstrap fields spliced in
             assignment = SglangBootstrap.single(rid);
-            body = WorkerBodies.spliced(ex.ctx.alloc(), ex.request, SglangBootstrap.singleFields(prefill, assignment));
+            body = WorkerBodies.spliced(scope.alloc(), request, SglangBootstrap.singleFields(prefill, assignment));
         }
         if (body == null) {
-            assignment = SglangBootstrap.assign(ex.request, prefill, rid);
+            assignment = SglangBootstrap.assign(request, prefill, rid);
             byte[] bytes;
             try {
-                bytes = JSON.writeValueAsBytes(ex.request.body());
+                bytes = JSON.writeValueAsBytes(request.body());
             } catch (JsonProcessingException e) {
                 return false;
             }
-            body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+            body = scope.alloc().buffer(bytes.length).writeBytes(bytes);
         }
-        prefill.acquired();
-        decode.acquired();
         prefillHalf = new PrefillHalf(this);
         decodeHalf = new DecodeHalf(this);
-        prefillCall = new UpstreamCall(ex.pd.pool(), prefill, prefillHalf);
-        decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
-        prefillCall.start(loop, workerRequest(body.retainedDuplicate(), prefill, ex.request.stream()));
-        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+        prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream()));
+        decodeHalf.start(workerRequest(body, decode, request.stream()));
         return true;
     }
 
     @Override
+    DecodeHalf decodeHalf() {
+        return decodeHalf;
+    }
+
+    /** Called by the prefill half once its input logprobs are known. */
+    void prefillLogprobsReady(LogprobMerger merger) {
+        decodeHalf.prefillLogprobsReady(merger);
+    }
+
+    @Override
     boolean mergesPrefillLogprobs() {
-        return ex.request.logprobs();
+        return scope.request().logprobs();
     }
 
     @Override
@@ -83,15 +92,15 @@ final class SglangAttempt extends Attempt {
      * Stops both halves. Decode first: the decode must have dropped the request before the prefill
      * drops its room, or the decode sees its KV vanish and reports a KV transfer failure for a
      * request nobody wants any more. So while the decode's abort is in flight the prefill keeps its
-     * room (at most {@link PdExchange#DECODE_ACK_WAIT_MS}); then it is stopped too. On a client
-     * disconnect both workers get an abort even when a half's response already ended (the prefill
-     * may still hold KV for the room; an abort of a finished rid is a no-op on the worker).
+     * room (at most {@link #DECODE_ACK_WAIT_MS}); then it is stopped too. On a client disconnect
+     * both workers get an abort even when a half's response already ended (the prefill may still
+     * hold KV for the room; an abort of a finished rid is a no-op on the worker).
      */
     @Override
-    void stop(String cause) {
-        boolean clientLeft = "client_disconnect".equals(cause);
+    void stop(AbortCause cause) {
+        boolean clientLeft = cause == AbortCause.CLIENT_DISCONNECT;
         if (running()) {
-            ex.pd.metrics().abortCause(cause);
+            scope.services().metrics().abortCause(cause.label());
         }
         Future<Void> decodeGone = decodeHalf == null ? null : decodeHalf.stop(clientLeft);
         if (prefillHalf == null) {
@@ -106,10 +115,10 @@ final class SglangAttempt extends Attempt {
             if (prefillStopPending) {
                 prefillStopPending = false;
                 prefillHalf.stop(clientLeft);
-                ex.halfEnded();
+                scope.events().partEnded(this);
             }
         };
-        var timer = ex.ctx.executor().schedule(stopPrefill, PdExchange.DECODE_ACK_WAIT_MS, TimeUnit.MILLISECONDS);
+        var timer = scope.loop().schedule(stopPrefill, DECODE_ACK_WAIT_MS, TimeUnit.MILLISECONDS);
         decodeGone.addListener(f -> {
             timer.cancel(false);
             stopPrefill.run();
@@ -119,6 +128,6 @@ final class SglangAttempt extends Attempt {
     /** Abort this attempt's request on a worker that may still hold it. */
     @Override
     Future<Void> sendAbort(Worker worker) {
-        return ex.pd.aborts().abort(ex.ctx.channel().eventLoop(), worker, assignment.itemRids());
+        return scope.services().aborts().abort(scope.loop(), worker, assignment.itemRids());
     }
 }

@@ -3,45 +3,48 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.EventLoop;
 
 /**
  * One attempt on a unified worker ({@code disaggregation: none}: a plain SGLang or vLLM server
- * that prefills and decodes itself). The client's body without the gateway-owned fields goes to
- * one worker; its answer is the client's. The prefill is over at the first token. Closing the
- * connection aborts the request on both SGLang and vLLM.
+ * that prefills and decodes itself), or a short prompt sent straight to a decode
+ * ({@code routing.direct_decode_max_tokens}). The client's body without the gateway-owned fields
+ * goes to one worker; its answer is the client's. The prefill is over at the first token. Closing
+ * the connection aborts the request on both SGLang and vLLM.
  */
 final class UnifiedAttempt extends ConnectionAbortedAttempt {
     private static final ObjectMapper JSON = new ObjectMapper();
+    private DecodeHalf decodeHalf;
 
-    UnifiedAttempt(PdExchange ex, Worker worker, String rid) {
-        super(ex, worker, worker, rid);
+    UnifiedAttempt(RequestScope scope, Worker worker, String rid) {
+        super(scope, worker, worker, rid);
     }
 
     @Override
-    boolean send(EventLoop loop) {
-        ByteBuf body = WorkerBodies.spliced(ex.ctx.alloc(), ex.request, ""); // the client's bytes as they came
+    boolean send() {
+        ByteBuf body = WorkerBodies.spliced(scope.alloc(), scope.request(), ""); // the client's bytes as they came
         if (body == null) {
             byte[] bytes;
             try {
-                bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(ex.request.body()));
+                bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(scope.request().body()));
             } catch (JsonProcessingException e) {
                 return false;
             }
-            body = ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+            body = scope.alloc().buffer(bytes.length).writeBytes(bytes);
         }
-        decode.acquired();
         decodeHalf = new DecodeHalf(this);
-        decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
-        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
         return true;
     }
 
     @Override
+    DecodeHalf decodeHalf() {
+        return decodeHalf;
+    }
+
+    @Override
     boolean prefillDone() {
-        return ex.pastFirstToken();
+        return scope.events().pastFirstToken(this);
     }
 
     @Override

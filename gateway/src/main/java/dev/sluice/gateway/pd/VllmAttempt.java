@@ -3,11 +3,11 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.health.FailureKind;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
 import dev.sluice.gateway.upstream.UpstreamFetch;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.EventLoop;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,27 +25,28 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
     private static final Logger log = LoggerFactory.getLogger(VllmAttempt.class);
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    UpstreamCall prefillCall;
-    VllmPrefillLeg prefillLeg;
+    private VllmPrefillLeg prefillLeg;
+    private DecodeHalf decodeHalf;
     private boolean decodeSent;
-    private EventLoop loop;
 
-    VllmAttempt(PdExchange ex, Worker prefill, Worker decode, String rid) {
-        super(ex, prefill, decode, rid);
+    VllmAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
+        super(scope, prefill, decode, rid);
     }
 
     @Override
-    boolean send(EventLoop loop) {
-        this.loop = loop;
-        ByteBuf body = json(WorkerBodies.vllmPrefillLeg(ex.request.body()));
+    boolean send() {
+        ByteBuf body = json(WorkerBodies.vllmPrefillLeg(scope.request().body()));
         if (body == null) {
             return false;
         }
-        prefill.acquired();
         prefillLeg = new VllmPrefillLeg(this);
-        prefillCall = new UpstreamCall(ex.pd.pool(), prefill, prefillLeg);
-        prefillCall.start(loop, workerRequest(body, prefill, false));
+        prefillLeg.start(workerRequest(body, prefill, false));
         return true;
+    }
+
+    @Override
+    DecodeHalf decodeHalf() {
+        return decodeHalf;
     }
 
     /**
@@ -55,7 +56,7 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
      * vLLM's abort timeout (480 s).
      */
     void prefillAnswered(ObjectNode kvTransferParams) {
-        if (givenUp() || ex.client.ended()) {
+        if (givenUp() || scope.client().ended()) {
             if (kvTransferParams != null) {
                 releaseBlocks(kvTransferParams);
             }
@@ -63,35 +64,33 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         }
         ByteBuf body = decodeLeg(kvTransferParams);
         if (body == null) {
-            failed(AttemptFailure.malformed(dev.sluice.gateway.api.ApiError.internal("cannot build the decode leg"),
-                    null));
+            failed(AttemptFailure.malformed(ApiError.internal("cannot build the decode leg"), null));
             return;
         }
-        ex.pd.metrics().vllmHandoff(kvTransferParams == null ? "recomputed" : "transferred");
+        scope.services().metrics().vllmHandoff(kvTransferParams == null ? "recomputed" : "transferred");
         decodeSent = true;
-        decode.acquired();
         decodeHalf = new DecodeHalf(this);
-        decodeCall = new UpstreamCall(ex.pd.pool(), decode, decodeHalf);
-        decodeCall.start(loop, workerRequest(body, decode, ex.request.stream()));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
     }
 
     /** The release leg: fire and forget, bounded by the abort timeout; its answer is read and dropped. */
     private void releaseBlocks(ObjectNode kvTransferParams) {
         String json;
         try {
-            json = JSON.writeValueAsString(WorkerBodies.vllmReleaseLeg(ex.request.body(), kvTransferParams));
+            json = JSON.writeValueAsString(WorkerBodies.vllmReleaseLeg(scope.request().body(), kvTransferParams));
         } catch (JsonProcessingException e) {
             return;
         }
-        ex.pd.metrics().vllmHandoff("released");
-        UpstreamFetch.postJson(ex.pd.pool(), loop, decode, ex.request.route().path(), json, rid,
-                ex.pd.timeouts().abort()).addListener(f -> {
+        AttemptServices services = scope.services();
+        services.metrics().vllmHandoff("released");
+        UpstreamFetch.postJson(services.pool(), scope.loop(), decode, scope.request().route().path(), json, rid,
+                services.abortTimeout()).addListener(f -> {
                     UpstreamFetch.Result r = (UpstreamFetch.Result) f.getNow();
                     if (r.ok()) {
                         log.info("vLLM prefill blocks released rid={} prefill={} decode={} why=\"the request ended "
                                 + "between the legs\"", rid, prefill.name(), decode.name());
                     } else {
-                        ex.pd.metrics().abortCause("stranded_prefill");
+                        services.metrics().abortCause(AbortCause.STRANDED_PREFILL.label());
                         log.info("stranded prefill rid={} worker={} why=\"the request ended between the vLLM legs and "
                                 + "the release leg to {} failed ({}); the prefill holds its KV blocks until "
                                 + "VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name(), decode.name(),
@@ -106,8 +105,8 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
      */
     @Override
     void failed(AttemptFailure f) {
-        if (f.culprit() == decode && f.kind() == dev.sluice.gateway.health.FailureKind.CONNECT) {
-            ex.pd.metrics().abortCause("stranded_prefill");
+        if (f.culprit() == decode && f.kind() == FailureKind.CONNECT) {
+            scope.services().metrics().abortCause(AbortCause.STRANDED_PREFILL.label());
             log.info("stranded prefill rid={} worker={} why=\"the decode leg could not reach {}; the prefill holds its "
                     + "KV blocks until VLLM_NIXL_ABORT_REQUEST_TIMEOUT\"", rid, prefill.name(), decode.name());
         }
@@ -117,10 +116,10 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
     /** The client's bytes with the prefill's kv_transfer_params spliced in, or (tree path) its body rebuilt. */
     private ByteBuf decodeLeg(ObjectNode kvTransferParams) {
         if (kvTransferParams == null) {
-            return json(WorkerBodies.vllmDecodeLeg(ex.request.body(), null));
+            return json(WorkerBodies.vllmDecodeLeg(scope.request().body(), null));
         }
         try {
-            ByteBuf spliced = WorkerBodies.spliced(ex.ctx.alloc(), ex.request,
+            ByteBuf spliced = WorkerBodies.spliced(scope.alloc(), scope.request(),
                     "\"kv_transfer_params\":" + JSON.writeValueAsString(kvTransferParams));
             if (spliced != null) {
                 return spliced;
@@ -128,13 +127,13 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         } catch (JsonProcessingException e) {
             return null;
         }
-        return json(WorkerBodies.vllmDecodeLeg(ex.request.body(), kvTransferParams));
+        return json(WorkerBodies.vllmDecodeLeg(scope.request().body(), kvTransferParams));
     }
 
     private ByteBuf json(ObjectNode node) {
         try {
             byte[] bytes = JSON.writeValueAsBytes(node);
-            return ex.ctx.alloc().buffer(bytes.length).writeBytes(bytes);
+            return scope.alloc().buffer(bytes.length).writeBytes(bytes);
         } catch (JsonProcessingException e) {
             return null;
         }

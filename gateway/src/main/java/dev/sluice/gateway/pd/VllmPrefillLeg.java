@@ -5,8 +5,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.upstream.UpstreamCall;
-import dev.sluice.gateway.upstream.UpstreamFailure;
 import java.io.IOException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -28,17 +26,12 @@ final class VllmPrefillLeg extends BufferedPrefillHalf {
     }
 
     @Override
-    UpstreamCall call() {
-        return vllm.prefillCall;
-    }
-
-    @Override
     void finished(byte[] bytes) {
         String message = WorkerErrorBody.message(bytes);
         Worker w = at.prefill;
         if (status / 100 != 2) {
             countFailure("status", message);
-            at.failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "prefill", w.name(), message), w, status,
+            failed(AttemptFailure.fromStatus(ApiError.fromWorker(status, "prefill", w.name(), message), w, status,
                     message));
             return;
         }
@@ -71,29 +64,20 @@ final class VllmPrefillLeg extends BufferedPrefillHalf {
                 }
                 params = null;
             }
-            if (ex.wantsPromptTokens()) {
-                ex.reportPromptTokens(PromptTokens.of(doc, "prompt_tokens"));
+            if (scope.events().wantsPromptTokens()) {
+                scope.events().promptTokens(PromptTokens.of(doc, "prompt_tokens"));
             }
         } catch (IOException e) {
             countFailure("malformed", "");
-            at.failed(AttemptFailure.malformed(ApiError.malformed("prefill", w.name(), e.getMessage()), w));
+            failed(AttemptFailure.malformed(ApiError.malformed("prefill", w.name(), e.getMessage()), w));
             return;
         }
-        ex.pd.health().success(w);
-        ex.prefillFinished(at);
-        if (!ex.request.stream()) {
-            ex.firstToken(); // as in SGLang mode: a whole answer's first-token moment is the prefill's end
-        }
+        scope.events().prefillSucceeded(at);
         vllm.prefillAnswered((ObjectNode) params);
-        ex.halfEnded();
     }
 
     @Override
-    public void onFailure(UpstreamFailure failure) {
-        if (done()) {
-            return;
-        }
-        at.failed(connectionFailed(failure));
-        ex.halfEnded();
+    void failed(AttemptFailure f) {
+        at.failed(f);
     }
 }

@@ -4,12 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.config.ConfigException;
+import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.ClosedWatchServiceException;
@@ -26,6 +28,8 @@ import java.util.HexFormat;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import sun.misc.Signal;
@@ -35,7 +39,7 @@ import sun.misc.Signal;
  * {@code ExecReload}), and on {@code POST /admin/reload}. One reload at a time. The file is read
  * and validated whole first; a file that does not validate, or asks for a change that cannot be
  * made live in a consistent way, is refused with its errors (logged, returned, counted) and the
- * running configuration stays whole. Otherwise {@link GatewayServer#apply} puts the reloadable
+ * running configuration stays whole. Otherwise {@link LiveReconfiguration#apply} puts the reloadable
  * settings in force at once (see docs/operations.md: admission limits, API keys and default
  * priority, timeouts and retries, health settings, the worker lists) and names the rest as needing
  * a restart.
@@ -47,9 +51,10 @@ public final class ConfigReload implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ConfigReload.class);
     private static final long DEBOUNCE_MS = 200;
 
-    private final GatewayServer server;
+    private final LiveReconfiguration target;
+    private final MeterRegistry registry;
     private final Path file;
-    private final dev.sluice.gateway.config.ConfigOverrides overrides;
+    private final ConfigOverrides overrides;
     private final Map<String, Counter> reloads = new HashMap<>();
     private String runningHash;
     private Meter info;
@@ -58,20 +63,21 @@ public final class ConfigReload implements AutoCloseable {
     private WatchService watchService;
     private Thread watcher;
 
-    /** {@code file} is the one the running configuration was read from. */
-    public ConfigReload(GatewayServer server, Path file) {
-        this(server, file, dev.sluice.gateway.config.ConfigOverrides.none());
-    }
-
-    /** ... with the start-up's environment and {@code --set} overrides, applied again to every reload. */
-    public ConfigReload(GatewayServer server, Path file, dev.sluice.gateway.config.ConfigOverrides overrides) {
-        this.server = server;
+    /**
+     * {@code file} is the one the running configuration was read from; {@code overrides}, the
+     * start-up's environment and {@code --set} overrides, are applied again to every reload;
+     * {@code stateView} is told where {@code /admin/state} reads the reload's state.
+     */
+    ConfigReload(LiveReconfiguration target, MeterRegistry registry, Consumer<Supplier<JsonNode>> stateView, Path file,
+                 ConfigOverrides overrides) {
+        this.target = target;
+        this.registry = registry;
         this.file = file.toAbsolutePath();
         this.overrides = overrides;
         for (String r : ReloadResult.RESULTS) {
             reloads.put(r, Counter.builder("sluice.config.reloads").tag("result", r)
                     .description("configuration reloads, by result (applied, unchanged, invalid)")
-                    .register(server.metrics().registry()));
+                    .register(registry));
         }
         String text;
         try {
@@ -80,7 +86,7 @@ public final class ConfigReload implements AutoCloseable {
             text = "";
         }
         publishHash(hash(text));
-        server.stateView(this::state);
+        stateView.accept(this::state);
     }
 
     /** Reads, validates and applies the file; never throws. Safe from any thread but an event loop (it reads a file). */
@@ -116,9 +122,9 @@ public final class ConfigReload implements AutoCloseable {
         } catch (ConfigException e) {
             return new ReloadResult("invalid", trigger, hash, e.getMessage(), List.of(), List.of());
         }
-        GatewayServer.Applied applied;
+        AppliedChanges applied;
         try {
-            applied = server.apply(next);
+            applied = target.apply(next);
         } catch (IllegalArgumentException | ConfigException e) {
             return new ReloadResult("invalid", trigger, hash, e.getMessage(), List.of(), List.of());
         }
@@ -204,11 +210,11 @@ public final class ConfigReload implements AutoCloseable {
     private synchronized void publishHash(String hash) {
         runningHash = hash;
         if (info != null) {
-            server.metrics().registry().remove(info);
+            registry.remove(info);
         }
         info = Gauge.builder("sluice.config.info", () -> 1).tag("hash", hash)
                 .description("the running configuration file's hash (SHA-256, first 12 hex digits); value 1")
-                .register(server.metrics().registry());
+                .register(registry);
     }
 
     static String hash(String text) {

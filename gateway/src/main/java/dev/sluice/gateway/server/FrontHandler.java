@@ -38,14 +38,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
     private static final int REJECTED_LINES_PER_SECOND = 50;
     private static final LogThrottle REJECTED_LINES = new LogThrottle(REJECTED_LINES_PER_SECOND);
 
-    private final GatewayServer gateway;
+    private final FrontServices front;
     private final ArrayDeque<FullHttpRequest> waiting = new ArrayDeque<>();
     private PdExchange exchange;
     private boolean busy;
     private ChannelHandlerContext ctx;
 
-    FrontHandler(GatewayServer gateway) {
-        this.gateway = gateway;
+    FrontHandler(FrontServices front) {
+        this.front = front;
     }
 
     @Override
@@ -75,34 +75,52 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
 
     private void handle(FullHttpRequest req) {
         busy = true;
+        LiveSettings live = front.live().get(); // one snapshot per request: a reload never shows half
         try {
-            dispatch(req);
+            dispatch(req, live);
+        } catch (RuntimeException e) {
+            internalError(req, live, e);
         } finally {
             req.release();
         }
     }
 
-    private void dispatch(FullHttpRequest req) {
+    /**
+     * The gateway's own code threw while taking the request (a bug): the client gets a 500 (or, if
+     * an exchange already answers it, that exchange ends it), the error is counted and logged once
+     * with its stack trace, and no worker is blamed.
+     */
+    private void internalError(FullHttpRequest req, LiveSettings live, RuntimeException e) {
+        front.pd().metrics().internalError("client_handler");
+        log.error("internal error taking a request method={} path={}", req.method(), loggablePath(req.uri()), e);
+        if (exchange == null && busy) {
+            reject(ApiError.internal("the gateway failed while taking this request; the error is logged and "
+                    + "counted in sluice_internal_errors_total"), req, false, live);
+        }
+    }
+
+    private void dispatch(FullHttpRequest req, LiveSettings live) {
         long received = System.nanoTime();
         boolean keepAlive = HttpUtil.isKeepAlive(req);
         if (req.decoderResult().isFailure()) {
-            reject(ApiError.invalidRequest("bad_http", "malformed HTTP request: " + req.decoderResult().cause()), req, false);
+            reject(ApiError.invalidRequest("bad_http", "malformed HTTP request: " + req.decoderResult().cause()), req, false,
+                    live);
             return;
         }
         String path = Routes.pathOf(req.uri());
         String allowed = Routes.allowedMethod(path);
         if (allowed == null) {
-            reject(ApiError.notFound(path), req, keepAlive);
+            reject(ApiError.notFound(path), req, keepAlive, live);
             return;
         }
         if (!allowed.equals(req.method().name())) {
-            reject(ApiError.methodNotAllowed(req.method().name(), path, allowed), req, keepAlive);
+            reject(ApiError.methodNotAllowed(req.method().name(), path, allowed), req, keepAlive, live);
             return;
         }
         GenerationRoute route = GenerationRoute.forPath(path);
-        if (route == GenerationRoute.GENERATE && gateway.config().disaggregation() == DisaggregationMode.VLLM) {
+        if (route == GenerationRoute.GENERATE && live.config().disaggregation() == DisaggregationMode.VLLM) {
             reject(ApiError.notFound(path + " (SGLang's native API; in disaggregation: vllm the gateway serves "
-                    + "/v1/chat/completions and /v1/completions)"), req, keepAlive);
+                    + "/v1/chat/completions and /v1/completions)"), req, keepAlive, live);
             return;
         }
         if (route != null) {
@@ -110,61 +128,63 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             GenerationRequest parsed;
             try {
                 // who is asking first: an unauthenticated request costs no body parse
-                cls = gateway.classifier().classify(req.headers(), received);
-                parsed = gateway.requestJson().parse(route, req.content());
+                cls = live.classifier().classify(req.headers(), received);
+                parsed = front.requestJson().parse(route, req.content());
             } catch (ApiException e) {
-                reject(e.error(), req, keepAlive);
+                reject(e.error(), req, keepAlive, live);
                 return;
             }
-            var unsupported = ModeLimits.check(gateway.config().disaggregation(), parsed);
+            var unsupported = ModeLimits.check(live.config().disaggregation(), parsed);
             if (unsupported.isPresent()) {
-                reject(unsupported.get(), req, keepAlive);
+                reject(unsupported.get(), req, keepAlive, live);
                 return;
             }
-            PdExchange ex = new PdExchange(gateway.pdContext(), ctx, parsed, keepAlive, received, this::requestDone);
+            PdExchange ex = new PdExchange(front.pd(), live.exchange(), ctx, parsed, keepAlive, received,
+                    this::requestDone);
             exchange = ex;
             PromptText prompt = PromptText.of(parsed);
-            CompletableFuture<Long> counted = gateway.counter().count(prompt);
+            CompletableFuture<Long> counted = front.counter().count(prompt);
             if (counted.isDone()) {
                 ex.admit(prompt, counted.join(), cls.priority(), cls.tenant(), cls.deadlineNanos());
             } else {
                 // exact counting ran on the tokenizer pool: come back to this connection's event loop
                 counted.whenComplete((tokens, error) -> ctx.executor().execute(() -> ex.admit(prompt,
-                        error == null ? tokens : gateway.estimator().estimate(prompt), cls.priority(), cls.tenant(),
+                        error == null ? tokens : front.estimator().estimate(prompt), cls.priority(), cls.tenant(),
                         cls.deadlineNanos())));
             }
         } else if (Routes.INFO.containsKey(path)) {
             try {
-                gateway.classifier().classify(req.headers(), received); // these reach a worker too
+                live.classifier().classify(req.headers(), received); // these reach a worker too
             } catch (ApiException e) {
-                reject(e.error(), req, keepAlive);
+                reject(e.error(), req, keepAlive, live);
                 return;
             }
             // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
-            InfoProxy.forward(ctx, path, keepAlive, gateway.workers(), gateway.pool(),
-                    gateway.config().timeouts().firstToken(), gateway.metrics(), gateway.config().requestLogging(),
+            InfoProxy.forward(ctx, path, keepAlive, front.pd().workers(), front.pd().pool(),
+                    live.config().timeouts().firstToken(), front.pd().metrics(), live.config().requestLogging(),
                     this::requestDone);
         } else {
-            Outcome outcome = local(path, keepAlive);
-            gateway.metrics().requestEnded(Routes.metricLabel(path), outcome,
+            Outcome outcome = local(path, keepAlive, live);
+            front.pd().metrics().requestEnded(Routes.metricLabel(path), outcome,
                     Duration.ofNanos(System.nanoTime() - received));
             requestDone();
         }
     }
 
-    private Outcome local(String path, boolean keepAlive) {
+    private Outcome local(String path, boolean keepAlive, LiveSettings live) {
+        boolean internalEndpoints = live.config().listen().internalEndpoints();
         switch (path) {
             case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
             case "/readiness" -> {
-                boolean ready = gateway.workers().ready() && !gateway.draining();
+                boolean ready = front.pd().workers().ready() && !front.draining().getAsBoolean();
                 Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                        ReadinessReport.json(gateway.workers(), ready, internalEndpoints()), keepAlive);
+                        ReadinessReport.json(front.pd().workers(), ready, internalEndpoints), keepAlive);
             }
             // worker addresses and tenant names are for the operator's network, not every client's
             case "/metrics" -> {
-                if (internalEndpoints()) {
+                if (internalEndpoints) {
                     Responses.text(ctx, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
-                            gateway.metrics().scrape(), keepAlive);
+                            front.pd().metrics().scrape(), keepAlive);
                 } else {
                     ApiError hidden = ApiError.notFound(path + " (served on the admin listener; "
                             + "listen.internal_endpoints: true serves it here too)");
@@ -186,13 +206,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         return path.length() <= 200 ? path : path.substring(0, 200) + "...";
     }
 
-    private boolean internalEndpoints() {
-        return gateway.config().listen().internalEndpoints();
-    }
-
-    private void reject(ApiError error, FullHttpRequest req, boolean keepAlive) {
+    private void reject(ApiError error, FullHttpRequest req, boolean keepAlive, LiveSettings live) {
         // a flood costs counters, not lines; logging.requests: none writes none at all
-        long suppressed = gateway.config().requestLogging().logs(false)
+        long suppressed = live.config().requestLogging().logs(false)
                 ? REJECTED_LINES.tryAcquire(System.nanoTime()) : -1;
         if (suppressed > 0) {
             log.info("request log: {} lines of refused requests suppressed (at most {} a second; "
@@ -202,8 +218,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(),
                     loggablePath(req.uri()), error.status().code(), error.code(), error.message());
         }
-        gateway.metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
-        gateway.recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),
+        front.pd().metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
+        front.pd().recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),
                 error.status().code(), error.outcome().label(), error.code() + ": " + error.message()));
         Responses.error(ctx, error, keepAlive);
         requestDone();

@@ -41,6 +41,11 @@ import org.slf4j.LoggerFactory;
  * quietly. {@link ClientConnections} sweeps the deadlines.
  */
 final class RequestGuard extends ChannelDuplexHandler {
+    /** Every {@code reason} of {@code sluice_http_rejections_total} (exported at 0 from start-up). */
+    static final java.util.List<String> REFUSAL_REASONS = java.util.List.of("request_line_too_long",
+            "headers_too_large", "too_many_headers", "bad_framing", "header_timeout", "body_timeout",
+            "too_many_connections", "body_too_large");
+
     private static final Logger log = LoggerFactory.getLogger(RequestGuard.class);
     private static final LogThrottle LINES = new LogThrottle(20);
 

@@ -130,7 +130,13 @@ public final class UpstreamCall {
         responseStarted = true;
         if (msg instanceof HttpResponse head) {
             keepAlive = HttpUtil.isKeepAlive(head);
-            listener.onResponseHead(head);
+            try {
+                listener.onResponseHead(head);
+            } catch (RuntimeException | AssertionError e) {
+                ReferenceCountUtil.release(msg);
+                listenerFailed(e);
+                return;
+            }
             if (state != State.ACTIVE) {
                 ReferenceCountUtil.release(msg);
                 return;
@@ -143,8 +149,27 @@ public final class UpstreamCall {
                 channel.attr(UpstreamHandler.CALL).set(null);
                 UpstreamPool.release(channel, keepAlive);
             }
-            listener.onContent(content);
+            try {
+                listener.onContent(content); // the listener owns the content from here, and releases it
+            } catch (RuntimeException | AssertionError e) {
+                listenerFailed(e);
+            }
         }
+    }
+
+    /**
+     * The listener (the gateway's own code) threw: left to the pipeline, the exception would close the
+     * connection as a reset and count against a healthy worker. The connection is closed if this call
+     * still holds it (its state is unknown) and the listener hears it as its own error.
+     */
+    private void listenerFailed(Throwable e) {
+        if (state == State.ACTIVE) {
+            state = State.DONE;
+            channel.attr(UpstreamHandler.CALL).set(null);
+            channel.close();
+        }
+        state = State.DONE;
+        listener.onListenerError(e);
     }
 
     void onClosed() {

@@ -22,6 +22,7 @@ import java.io.ByteArrayOutputStream;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.LoggerFactory;
 
 /**
  * A small whole-response exchange with a worker (health probe, telemetry poll, abort, info GET):
@@ -133,6 +134,13 @@ public final class UpstreamFetch {
         @Override
         public void onFailure(UpstreamFailure failure) {
             promise.trySuccess(new Result(0, "", new byte[0], failure.label() + ": " + failure.detail()));
+        }
+
+        @Override
+        public void onListenerError(Throwable error) {
+            LoggerFactory.getLogger(UpstreamFetch.class).error("internal error reading a worker's answer worker={}",
+                    call.worker().name(), error);
+            promise.trySuccess(new Result(0, "", new byte[0], "gateway error: " + error));
         }
     }
 }

@@ -13,4 +13,10 @@ public interface UpstreamListener {
 
     /** The call failed before its response completed; nothing more follows. */
     void onFailure(UpstreamFailure failure);
+
+    /**
+     * This listener threw while handling the response: a bug of the gateway's, not a failure of the
+     * worker's. The call has closed its connection (its state is unknown); nothing more follows.
+     */
+    void onListenerError(Throwable error);
 }

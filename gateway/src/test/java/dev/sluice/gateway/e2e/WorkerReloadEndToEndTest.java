@@ -56,7 +56,7 @@ class WorkerReloadEndToEndTest {
         DecodeServer second = bed.cluster.decodes().get(1);
         Path file = dir.resolve("gateway.yaml");
         Files.writeString(file, bed.yaml);
-        reload = new ConfigReload(bed.gateway, file);
+        reload = bed.gateway.reloader(file);
 
         // a long stream on each decode (round robin), then the second decode leaves the configuration
         List<CompletableFuture<HttpResponse<String>>> longOnes = new ArrayList<>();

@@ -122,10 +122,10 @@ class FailureScanTest {
         AttemptFailure queueFull = AttemptFailure.fromScan(new FailureScan.Found(503, "The request queue is full.",
                 true), w, "decode");
         assertThat(queueFull.kind()).isNull();
-        assertThat(queueFull.retryReason()).isEqualTo("worker_busy");
+        assertThat(queueFull.retryReason()).isEqualTo(RetryReason.WORKER_BUSY);
         AttemptFailure unknown = AttemptFailure.fromScan(new FailureScan.Found(0, "Aborted by AbortReq.", true), w,
                 "decode");
         assertThat(unknown.culprit()).isNull();
-        assertThat(unknown.retryReason()).isEqualTo("worker_aborted");
+        assertThat(unknown.retryReason()).isEqualTo(RetryReason.WORKER_ABORTED);
     }
 }

@@ -8,7 +8,6 @@ import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.server.GatewayServerAccess;
-import dev.sluice.gateway.upstream.UpstreamCall;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -63,9 +62,6 @@ import org.openjdk.jmh.annotations.Warmup;
  *       per chunk at the least. The difference is the gateway's own per-chunk work.</li>
  *   <li>{@code sseFramerFeed}: {@link SseFramer#feed} and {@link SseFramer#encode} of the same
  *       events (the logprob-merging path, SGLang mode with logprobs only).</li>
- *   <li>{@code tokenCountScans}: the two {@link PromptTokens#find} byte scans DecodeHalf runs on
- *       every chunk (slices of a pooled direct buffer, as the decoder hands them over), beside a
- *       baseline that copies the chunk into a reused array first and scans that.</li>
  *   <li>{@code metricsPerChunk}: the two meters every chunk updates ({@code GatewayMetrics.interTokenGap},
  *       {@code clientBuffered}).</li>
  * </ul>
@@ -93,7 +89,6 @@ public class SseFramingBenchmark {
     /** The events of one read as the decoder hands them over: slices of one pooled direct buffer. */
     private final ByteBuf[] chunks = new ByteBuf[EVENTS];
     private ByteBuf chunkBacking;
-    private final byte[] scratch = new byte[8192];
 
     @Setup
     public void setup() throws Exception {
@@ -171,44 +166,6 @@ public class SseFramingBenchmark {
         return found;
     }
 
-    @Benchmark
-    @OperationsPerInvocation(EVENTS)
-    public long tokenCountScans() {
-        long n = 0;
-        for (ByteBuf chunk : chunks) {
-            n += PromptTokens.find(chunk, PromptTokens.PROMPT) + PromptTokens.find(chunk, PromptTokens.COMPLETION);
-        }
-        return n;
-    }
-
-    /**
-     * Baseline, not gateway code: the same two searches after one bulk copy of the chunk into a
-     * reused array (what a scan costs without a bounds-checked {@code getByte} call per byte).
-     */
-    @Benchmark
-    @OperationsPerInvocation(EVENTS)
-    public long tokenCountScansBaseline() {
-        long n = 0;
-        for (ByteBuf chunk : chunks) {
-            int len = chunk.readableBytes();
-            chunk.getBytes(chunk.readerIndex(), scratch, 0, len);
-            n += indexOf(scratch, len, PromptTokens.PROMPT) + indexOf(scratch, len, PromptTokens.COMPLETION);
-        }
-        return n;
-    }
-
-    private static int indexOf(byte[] a, int len, byte[] key) {
-        outer:
-        for (int i = 0; i <= len - key.length; i++) {
-            for (int k = 0; k < key.length; k++) {
-                if (a[i + k] != key[k]) {
-                    continue outer;
-                }
-            }
-            return i;
-        }
-        return -1;
-    }
 
     /** What PdExchange.chunkRelayed and ClientSink.write record per chunk: the inter-token gap timer and the buffered high water. */
     @Benchmark
@@ -245,13 +202,13 @@ public class SseFramingBenchmark {
             GenerationRequest request = GenerationRequest.parse(GenerationRoute.CHAT_COMPLETIONS,
                     Unpooled.wrappedBuffer(body));
             if (throughGateway) {
-                PdContext pd = GatewayServerAccess.pdContext(gateway);
+                PdServices pd = GatewayServerAccess.pdServices(gateway);
                 Worker worker = pd.workers().decode().get(0);
-                PdExchange ex = new PdExchange(pd, front, request, true, System.nanoTime(), () -> { });
-                UnifiedAttempt at = new UnifiedAttempt(ex, worker, ex.rid);
-                at.decodeHalf = new DecodeHalf(at);
-                at.decodeCall = new UpstreamCall(pd.pool(), worker, at.decodeHalf);
-                half = at.decodeHalf;
+                PdExchange ex = new PdExchange(pd, GatewayServerAccess.exchangeSettings(gateway), front, request, true,
+                        System.nanoTime(), () -> { });
+                UnifiedAttempt at = new UnifiedAttempt(ex.scope(), worker, ex.rid());
+                ex.adopt(at);
+                half = new DecodeHalf(at); // driven directly: no call to a worker, the bytes come from the test
             } else {
                 half = null;
                 HttpResponse head = new DefaultHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK);

@@ -24,11 +24,11 @@ class FrontHandlerTest {
 
     @AfterEach
     void close() {
-        gateway.metrics().close();
+        gateway.close();
     }
 
     private FullHttpResponse roundTrip(HttpMethod method, String uri, String body) {
-        EmbeddedChannel ch = new EmbeddedChannel(new FrontHandler(gateway));
+        EmbeddedChannel ch = new EmbeddedChannel(new FrontHandler(gateway.frontServices()));
         ch.writeInbound(new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, method, uri,
                 Unpooled.copiedBuffer(body, StandardCharsets.UTF_8)));
         FullHttpResponse res = ch.readOutbound();

@@ -1,0 +1,26 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.HealthConfig;
+import dev.sluice.gateway.config.RequestLogging;
+import dev.sluice.gateway.config.RetryConfig;
+import dev.sluice.gateway.config.TimeoutsConfig;
+
+/**
+ * The settings a request runs with, taken from the configuration when it arrives: a reload gives
+ * new requests new settings and leaves running ones as they started.
+ *
+ * @param directDecodeMaxTokens prompts up to this size skip the prefill hop (0: never)
+ * @param routingUsesPrefix     a routing policy reads the prompt's prefix (only then is it rendered)
+ */
+public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, RetryConfig retries,
+                               RequestLogging requestLogging, Drivers drivers, long directDecodeMaxTokens,
+                               boolean routingUsesPrefix, long maxResponseBodyBytes) {
+
+    /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
+    public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
+        return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
+                config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
+                routingUsesPrefix, config.http().maxResponseBodyBytes());
+    }
+}

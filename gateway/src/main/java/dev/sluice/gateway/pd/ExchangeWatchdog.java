@@ -1,0 +1,125 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.api.ApiError;
+import dev.sluice.gateway.health.FailureKind;
+import dev.sluice.gateway.routing.Worker;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.ScheduledFuture;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One request's deadline timer and what a passed deadline means: a stall before the first token is
+ * the stall watchdog's (it counts against the worker that stalled and may be retried elsewhere);
+ * a client deadline answers the client. One timer at a time, re-armed for the next deadline of the
+ * {@link ExchangeTimeline}. On the request's event loop.
+ */
+final class ExchangeWatchdog {
+    /** What the watchdog reads of its request and what it may do to it (the exchange). */
+    interface Guarded {
+        ExchangeTimeline timeline();
+
+        EventLoop loop();
+
+        boolean ended();
+
+        boolean clientEnded();
+
+        /** The decode is held because the client stopped reading. */
+        boolean clientBackpressured();
+
+        /** The attempt that speaks for the request now, or null. */
+        Attempt attempt();
+
+        /** An immediate real-generation check of {@code w} (a stall may be its). */
+        void suspect(Worker w);
+
+        void failed(Attempt a, AttemptFailure f);
+
+        void countAgainstWorker(AttemptFailure f);
+
+        void fail(ApiError error, AbortCause cause);
+
+        void internalError(Attempt a, Throwable error);
+    }
+
+    private final Guarded ex;
+    private final Duration idleStream;
+    private ScheduledFuture<?> timer;
+
+    ExchangeWatchdog(Guarded ex, Duration idleStream) {
+        this.ex = ex;
+        this.idleStream = idleStream;
+    }
+
+    /** (Re)arms the timer for the timeline's next deadline. */
+    void arm() {
+        cancel();
+        long delay = Math.max(1, ex.timeline().nextDeadline(ex.clientEnded()) - System.nanoTime());
+        timer = ex.loop().schedule(this::check, delay, TimeUnit.NANOSECONDS);
+    }
+
+    void cancel() {
+        if (timer != null) {
+            timer.cancel(false);
+            timer = null;
+        }
+    }
+
+    private void check() {
+        if (ex.ended()) {
+            return;
+        }
+        ExchangeTimeline.Expiry expiry = ex.timeline().expired(System.nanoTime(), ex.clientEnded());
+        if (expiry != null) {
+            try {
+                expired(expiry);
+            } catch (RuntimeException e) {
+                ex.internalError(ex.attempt(), e);
+            }
+        }
+        if (!ex.ended()) {
+            arm();
+        }
+    }
+
+    /**
+     * A deadline passed. When a prefill is late, its decode may be the one stuck (it never took the
+     * KV), so both get an immediate active check; the one that fails it is ejected.
+     */
+    private void expired(ExchangeTimeline.Expiry e) {
+        Attempt a = ex.attempt();
+        if (a == null || a.givenUp()) {
+            ex.fail(e.error(), null);
+            return;
+        }
+        switch (e.kind()) {
+            case PREFILL_STALL -> {
+                ex.suspect(a.prefill);
+                ex.suspect(a.decode);
+                // a unified worker is both: then there is no doubt whose stall it is
+                ex.failed(a, AttemptFailure.stall(e.error(), a.prefill == a.decode ? a.decode : null));
+            }
+            case DECODE_STALL -> {
+                ex.suspect(a.decode); // confirms it even when it is the last decode
+                ex.failed(a, AttemptFailure.stall(e.error(), a.decode));
+            }
+            case IDLE_STREAM -> {
+                if (ex.clientBackpressured()) {
+                    // the decode was held by backpressure: the client read nothing for idle_stream; its
+                    // own doing, never a worker stall (it would eject healthy workers behind slow readers)
+                    ex.fail(ApiError.timeout("the client read nothing of the stream for timeouts.idle_stream="
+                            + idleStream.toMillis() + " ms"), AbortCause.SLOW_CLIENT);
+                    return;
+                }
+                ex.countAgainstWorker(AttemptFailure.deadline(e.error(), a.decode, FailureKind.STALL));
+                ex.fail(e.error(), e.abortCause());
+            }
+            default -> {
+                Worker late = ex.timeline().prefillSeenDone() ? a.decode : a.prefill;
+                ex.countAgainstWorker(AttemptFailure.deadline(e.error(), late, FailureKind.TIMEOUT));
+                ex.fail(e.error(), e.abortCause());
+            }
+        }
+    }
+}

@@ -1,0 +1,20 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.admin.RecentErrors;
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.health.HealthTable;
+import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.upstream.UpstreamPool;
+import java.util.Set;
+
+/**
+ * The parts of the running gateway an exchange works with, built once at start-up: the workers
+ * and the connections to them, admission and the token estimator, health, metrics, and the set of
+ * live exchanges (drain and ejections reach requests through it).
+ */
+public record PdServices(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
+                         AdmissionController admission, PromptTokenCounter counter, HealthTable health,
+                         RecentErrors recentErrors, Set<PdExchange> live) {
+}

@@ -1,0 +1,64 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.admin.RecentErrors;
+import dev.sluice.gateway.api.Outcome;
+import dev.sluice.gateway.config.RequestLogging;
+import dev.sluice.gateway.logging.LogThrottle;
+import java.time.Duration;
+import java.time.Instant;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What is written down when a request ends: its metrics, the recent-errors entry for a failure,
+ * and its one log line. Everything it needs is passed in as values, so a reload between the
+ * request's start and its end cannot change (or break) what is recorded.
+ */
+final class RequestEndRecord {
+    private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
+    /** Lines per second for requests that ended rejected or invalid (all of them counted in metrics). */
+    static final int CLIENT_CAUSED_LINES_PER_SECOND = 50;
+    private static final LogThrottle CLIENT_CAUSED_LINES = new LogThrottle(CLIENT_CAUSED_LINES_PER_SECOND);
+
+    /** The request's facts at its end ({@code "-"} for what it never had). */
+    record Facts(String rid, String route, String prefill, String decode, int attempts, boolean stream, int batch,
+                 String tokens, String priority, String tenant, String queuedMs, int status, Outcome outcome,
+                 long ttftMs, long durationMs, String detail) {
+    }
+
+    private RequestEndRecord() {
+    }
+
+    static void write(Facts f, PdServices services, RequestLogging logging, long completionTokens, String tenant) {
+        if (completionTokens > 0) {
+            services.metrics().completionTokens(completionTokens);
+            if (tenant != null) {
+                services.admission().completionTokens(tenant, completionTokens); // its tenant's token rate
+            }
+        }
+        if (f.outcome() != Outcome.OK) {
+            services.recentErrors().add(new RecentErrors.Entry(Instant.now(), f.rid(), f.route(), f.status(),
+                    f.outcome().label(), f.detail()));
+        }
+        services.metrics().requestEnded(f.route(), f.outcome(), Duration.ofMillis(f.durationMs()));
+        if (!logging.logs(f.outcome() == Outcome.OK)) {
+            return; // logging.requests: counted in the metrics above, no line
+        }
+        if (f.outcome() == Outcome.REJECTED || f.outcome() == Outcome.BAD_REQUEST) {
+            // a client can cause these at will: a flood costs counters, not a log line each
+            long suppressed = CLIENT_CAUSED_LINES.tryAcquire(System.nanoTime());
+            if (suppressed < 0) {
+                return;
+            }
+            if (suppressed > 0) {
+                log.info("request log: {} lines of rejected or invalid requests suppressed (at most {} a second; "
+                        + "sluice_requests_total counts every one)", suppressed, CLIENT_CAUSED_LINES_PER_SECOND);
+            }
+        }
+        log.info("request rid={} route={} prefill={} decode={} attempts={} stream={} batch={} tokens={} priority={} "
+                        + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", f.rid(), f.route(),
+                f.prefill(), f.decode(), f.attempts(), f.stream(), f.batch(), f.tokens(), f.priority(), f.tenant(),
+                f.queuedMs(), f.status(), f.outcome().label(), f.ttftMs() < 0 ? "-" : f.ttftMs(), f.durationMs(),
+                f.detail().isEmpty() ? "" : " detail=\"" + f.detail() + "\"");
+    }
+}

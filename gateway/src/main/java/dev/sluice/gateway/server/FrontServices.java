@@ -1,0 +1,19 @@
+package dev.sluice.gateway.server;
+
+import dev.sluice.gateway.admission.LearnedRatioCounter;
+import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.api.RequestJson;
+import dev.sluice.gateway.pd.PdServices;
+import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
+
+/**
+ * What a client connection's handler ({@link FrontHandler}) uses of the running gateway, and
+ * nothing else: the live settings, the request parser, the exchange's services, the prompt
+ * counters, and whether the gateway is draining.
+ *
+ * @param estimator the byte-ratio estimate used when exact counting fails
+ */
+record FrontServices(Supplier<LiveSettings> live, RequestJson requestJson, PdServices pd, PromptTokenCounter counter,
+                     LearnedRatioCounter estimator, BooleanSupplier draining) {
+}
