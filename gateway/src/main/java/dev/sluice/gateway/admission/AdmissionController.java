@@ -576,7 +576,7 @@ public final class AdmissionController {
 
     private static boolean anyAvailable(List<Worker> list) {
         for (Worker w : list) {
-            if (w.isAvailable()) {
+            if (w.acceptsNewRequests()) { // a suspect worker with its probe permit free takes the probe
                 return true;
             }
         }

@@ -40,6 +40,7 @@ public final class HealthTable {
     private final Map<Worker, WorkerHealth> table = new HashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile Consumer<Worker> suspicionHandler = w -> { };
+    private volatile boolean stallPanic = true;
 
     public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock) {
         this.workers = workers;
@@ -80,6 +81,11 @@ public final class HealthTable {
         for (Worker w : known) {
             update(w, h -> h.reconfigure(next));
         }
+    }
+
+    /** {@code health.stall_panic.enabled}: whether a stall on a role's last worker makes it suspect. */
+    public void stallPanic(boolean enabled) {
+        this.stallPanic = enabled;
     }
 
     public void addListener(Listener l) {
@@ -134,6 +140,31 @@ public final class HealthTable {
         });
     }
 
+    /**
+     * The stall watchdog caught a request making no progress on {@code w} (alone, or with the other
+     * half of its pair when nobody can tell whose stall it is). With {@code health.stall_panic} on,
+     * a worker its role cannot spare (the last one) becomes suspect: one probe request at a time, the
+     * rest refused at once, until a probe succeeds. A role with another worker routes around it.
+     */
+    public void stalled(Worker w, String detail) {
+        if (!stallPanic) {
+            return;
+        }
+        update(w, h -> {
+            if (h.stallSuspect() || !hasAlternative(h.worker)) {
+                boolean first = !h.stallSuspect();
+                h.suspectStall("stalled a request while no other " + h.worker.role().label() + " worker could take "
+                        + "its traffic (" + detail + ")");
+                if (first) {
+                    log.warn("worker suspect role={} worker={} why=\"a request stalled on it and its role has no "
+                                    + "other worker; health.stall_panic: one probe request at a time, new requests get "
+                                    + "503 until a probe succeeds\" detail=\"{}\"", h.worker.role().label(),
+                            h.worker.name(), detail);
+                }
+            }
+        });
+    }
+
     /** The worker's latest KV token usage (NaN when unknown or stale). */
     public void telemetry(Worker w, double kvUsage) {
         update(w, h -> h.telemetry(kvUsage));
@@ -175,6 +206,16 @@ public final class HealthTable {
         if (after != null) {
             changes.add(new Change(h, before, after));
         }
+    }
+
+    /** Another worker of {@code w}'s role can take traffic now. */
+    private boolean hasAlternative(Worker w) {
+        for (Worker o : workers.role(w.role())) {
+            if (o != w && o.isAvailable()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -32,6 +32,8 @@ final class WorkerHealth {
     private int trialSuccesses;
     private String degradedReason;
     private boolean draining;
+    /** Why the worker is suspect of a silent stall (panic mode), or null. */
+    private String stallSuspicion;
     private long healthySince;
     private WorkerStatus published = WorkerStatus.STARTING;
 
@@ -78,6 +80,7 @@ final class WorkerHealth {
     /** A request the worker served ended well (or with an answer that is the client's fault). */
     void success(long now) {
         window.add(now, false);
+        stallSuspicion = null; // a probe (or any request) went through: the stall is over
         if (halfOpen) {
             trialSuccesses++;
             if (trialSuccesses >= config.passive().halfOpenRequests()) {
@@ -127,6 +130,21 @@ final class WorkerHealth {
         worker.grantTrials(config.passive().halfOpenRequests());
     }
 
+    /**
+     * A request stalled on this worker and its role has no other: suspect (panic mode) until a probe
+     * succeeds. Already suspect: the probe that stalled is over, the next one may go.
+     */
+    void suspectStall(String reason) {
+        if (stallSuspicion != null && worker.state() == WorkerState.SUSPECT) {
+            worker.grantTrials(1);
+        }
+        stallSuspicion = reason;
+    }
+
+    boolean stallSuspect() {
+        return stallSuspicion != null;
+    }
+
     void telemetry(double kvUsage) {
         if (worker.role() == WorkerRole.PREFILL || Double.isNaN(kvUsage)) {
             degradedReason = null; // unknown is not full: never keep a worker out on missing numbers
@@ -152,6 +170,10 @@ final class WorkerHealth {
 
     /** Time passes: an ejection that ran its course becomes a half-open trial. */
     void tick(long now) {
+        if (stallSuspicion != null && worker.state() == WorkerState.SUSPECT && worker.trialPermits() == 0
+                && worker.inflight() == 0) {
+            worker.grantTrials(1); // the probe ended without a verdict (its client left, say): probe again
+        }
         if (passiveEjectedUntil != 0 && now - passiveEjectedUntil >= 0) {
             passiveEjectedUntil = 0;
             halfOpen = true;
@@ -180,6 +202,9 @@ final class WorkerHealth {
         } else if (passiveEjectedUntil != 0) {
             state = WorkerState.EJECTED;
             reason = "passive: " + passiveReason;
+        } else if (stallSuspicion != null) {
+            state = WorkerState.SUSPECT;
+            reason = stallSuspicion + "; one probe request at a time, others are refused (503) until one succeeds";
         } else if (halfOpen) {
             state = WorkerState.HALF_OPEN;
             reason = "on trial after an ejection: " + trialSuccesses + " of " + config.passive().halfOpenRequests()
@@ -205,6 +230,9 @@ final class WorkerHealth {
         published = new WorkerStatus(state, reason, sameState ? published.since() : Instant.now());
         if (!sameState && state == WorkerState.HALF_OPEN) {
             worker.grantTrials(config.passive().halfOpenRequests()); // before the state: never half-open without permits
+        }
+        if (!sameState && state == WorkerState.SUSPECT) {
+            worker.grantTrials(1); // one probe at a time
         }
         worker.status(published);
         return sameState ? null : published;

@@ -44,7 +44,7 @@ final class WorkerMetrics {
                     .description("1 when the worker counts as capacity (healthy, degraded or half-open), 0 when ejected or draining").tags(tags).register(registry);
             for (WorkerState state : WorkerState.values()) {
                 Gauge.builder("sluice.worker.state", w, x -> x.state() == state ? 1 : 0)
-                        .description("1 for the state the worker is in (healthy, degraded, ejected, half_open, draining)")
+                        .description("1 for the state the worker is in (healthy, degraded, ejected, half_open, suspect, draining)")
                         .tags(tags).tag("state", state.label()).register(registry);
             }
             Gauge.builder("sluice.worker.misconfigured", w, x -> x.identity().misconfigured() ? 1 : 0)

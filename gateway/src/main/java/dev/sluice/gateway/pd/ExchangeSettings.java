@@ -15,12 +15,13 @@ import dev.sluice.gateway.config.TimeoutsConfig;
  */
 public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, RetryConfig retries,
                                RequestLogging requestLogging, Drivers drivers, long directDecodeMaxTokens,
-                               boolean routingUsesPrefix, long maxResponseBodyBytes) {
+                               boolean routingUsesPrefix, long maxResponseBodyBytes,
+                               java.time.Duration stallPanicProbeTimeout) {
 
     /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
         return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
                 config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
-                routingUsesPrefix, config.http().maxResponseBodyBytes());
+                routingUsesPrefix, config.http().maxResponseBodyBytes(), java.time.Duration.ofSeconds(3));
     }
 }

@@ -37,6 +37,7 @@ final class ExchangeTimeline {
     private long firstTokenNanos;
     private long lastChunkNanos;
     private long prefillStallNanos;
+    private long decodeStallNanos;
 
     ExchangeTimeline(long receivedNanos, TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, boolean stream) {
         this.receivedNanos = receivedNanos;
@@ -55,12 +56,21 @@ final class ExchangeTimeline {
      * answer from a unified worker, which shows nothing until it is complete).
      */
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
+        attemptStarted(now, expectedPrefillNanos, watchPrefill, Long.MAX_VALUE);
+    }
+
+    /**
+     * ... with both stall deadlines at most {@code stallCapNanos} (a probe of a worker suspect of a
+     * stall: judged fast, so that traffic resumes soon after the worker heals).
+     */
+    void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill, long stallCapNanos) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
         firstTokenNanos = 0;
         lastChunkNanos = 0;
-        prefillStallNanos = !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(),
-                (long) (watchdog.prefillFactor() * expectedPrefillNanos));
+        prefillStallNanos = Math.min(stallCapNanos, !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(),
+                (long) (watchdog.prefillFactor() * expectedPrefillNanos)));
+        decodeStallNanos = Math.min(stallCapNanos, watchdog.firstTokenAfterPrefill().toNanos());
     }
 
     /** The attempt was given up (a retry follows): no attempt deadlines until the next one starts. */
@@ -126,7 +136,7 @@ final class ExchangeTimeline {
             if (prefillDoneNanos == 0) {
                 next = Math.min(next, dispatchedNanos + prefillStallNanos);
             } else if (stream) {
-                next = Math.min(next, prefillDoneNanos + watchdog.firstTokenAfterPrefill().toNanos());
+                next = Math.min(next, prefillDoneNanos + decodeStallNanos);
             }
         } else if (firstTokenNanos != 0 && stream && !clientEnded) {
             next = Math.min(next, lastChunkNanos + timeouts.idleStream().toNanos());
@@ -147,14 +157,15 @@ final class ExchangeTimeline {
             }
             if (prefillDoneNanos == 0 && now - dispatchedNanos >= prefillStallNanos) {
                 return new Expiry(Kind.PREFILL_STALL, ApiError.timeout("prefill stalled: not finished "
-                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog)"), AbortCause.STALL);
+                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog, or "
+                        + "health.stall_panic.probe_timeout for a probe)"), AbortCause.STALL);
             }
-            if (prefillDoneNanos != 0 && stream
-                    && now - prefillDoneNanos >= watchdog.firstTokenAfterPrefill().toNanos()) {
+            if (prefillDoneNanos != 0 && stream && now - prefillDoneNanos >= decodeStallNanos) {
                 return new Expiry(Kind.DECODE_STALL, ApiError.timeout("decode stalled: no first token "
-                        + watchdog.firstTokenAfterPrefill().toMillis()
-                        + " ms after the prefill finished (health.watchdog.first_token_after_prefill)"),
-                        AbortCause.STALL);
+                        + decodeStallNanos / 1_000_000 + " ms after the prefill finished ("
+                        + (decodeStallNanos < watchdog.firstTokenAfterPrefill().toNanos()
+                        ? "a probe of a suspect worker, health.stall_panic.probe_timeout"
+                        : "health.watchdog.first_token_after_prefill") + ")"), AbortCause.STALL);
             }
         }
         if (firstTokenNanos != 0 && stream && !clientEnded && now - lastChunkNanos >= timeouts.idleStream().toNanos()) {

@@ -31,8 +31,11 @@ final class ExchangeWatchdog {
         /** The attempt that speaks for the request now, or null. */
         Attempt attempt();
 
-        /** An immediate real-generation check of {@code w} (a stall may be its). */
-        void suspect(Worker w);
+        /**
+         * A stall was seen on {@code w} (alone, or with the other half of its pair): an immediate
+         * real-generation check, and the panic mode if its role has no other worker.
+         */
+        void stalled(Worker w, String detail);
 
         void failed(Attempt a, AttemptFailure f);
 
@@ -95,13 +98,15 @@ final class ExchangeWatchdog {
         }
         switch (e.kind()) {
             case PREFILL_STALL -> {
-                ex.suspect(a.prefill);
-                ex.suspect(a.decode);
+                ex.stalled(a.prefill, e.error().message());
+                if (a.decode != a.prefill) {
+                    ex.stalled(a.decode, e.error().message());
+                }
                 // a unified worker is both: then there is no doubt whose stall it is
                 ex.failed(a, AttemptFailure.stall(e.error(), a.prefill == a.decode ? a.decode : null));
             }
             case DECODE_STALL -> {
-                ex.suspect(a.decode); // confirms it even when it is the last decode
+                ex.stalled(a.decode, e.error().message()); // confirms it even when it is the last decode
                 ex.failed(a, AttemptFailure.stall(e.error(), a.decode));
             }
             case IDLE_STREAM -> {

@@ -11,6 +11,7 @@ import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.logging.LogThrottle;
 import dev.sluice.gateway.routing.PrefixKey;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerState;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -151,8 +152,11 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         Attempt a = settings.drivers().newAttempt(scope, p, d, attemptRid);
         attempt = a;
         attempts.add(a);
+        // a probe of a worker suspect of a stall is judged fast, so that service resumes soon after it heals
+        boolean probe = p.state() == WorkerState.SUSPECT || d.state() == WorkerState.SUSPECT;
         timeline.attemptStarted(System.nanoTime(), services.admission().expectedPrefillNanos(ticket),
-                settings.drivers().disaggregated() || request.stream());
+                settings.drivers().disaggregated() || request.stream(),
+                probe ? settings.stallPanicProbeTimeout().toNanos() : Long.MAX_VALUE);
         watchdog.arm();
         if (!a.send()) {
             a.giveUp();
@@ -192,6 +196,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         }
         long now = System.nanoTime();
         boolean requestsFirst = timeline.firstToken(now);
+        if (a.decode.state() == WorkerState.SUSPECT) {
+            services.health().success(a.decode); // a probe's first token is proof enough: no wait for its end
+        }
         if (!timeline.prefillSeenDone()) {
             prefillFinished(); // a unified worker's (or direct decode's) prefill ends at its first token
         }
@@ -401,8 +408,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     }
 
     @Override
-    public void suspect(Worker w) {
+    public void stalled(Worker w, String detail) {
         services.health().suspect(w);
+        services.health().stalled(w, detail);
     }
 
     /**

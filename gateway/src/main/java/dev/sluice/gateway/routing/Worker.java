@@ -6,7 +6,8 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One prefill or decode server as the gateway sees it: its address, its state (published by the
- * health table: healthy, degraded, ejected, half-open, draining), and how many requests it holds.
+ * health table: healthy, degraded, ejected, half-open, suspect, draining), and how many requests it
+ * holds.
  */
 public final class Worker {
     private final WorkerRole role;
@@ -96,10 +97,28 @@ public final class Worker {
         return status.state().available();
     }
 
-    /** May be given a new request now: healthy, or half-open with a trial permit left (not consumed). */
+    /**
+     * Admission may take a new request for it: it counts as capacity, or it is suspect of a stall
+     * and its one probe permit is free (the request becomes the probe).
+     */
+    public boolean acceptsNewRequests() {
+        return isAvailable() || (status.state() == WorkerState.SUSPECT && trialPermits.get() > 0);
+    }
+
+    /** May be given a new request now: healthy, or half-open or suspect with a trial permit left (not consumed). */
     public boolean routable() {
         WorkerState s = status.state();
-        return s == WorkerState.HEALTHY || (s == WorkerState.HALF_OPEN && trialPermits.get() > 0);
+        return s == WorkerState.HEALTHY || (onTrial(s) && trialPermits.get() > 0);
+    }
+
+    /** Half-open and suspect workers take requests only on trial, one permit each. */
+    private static boolean onTrial(WorkerState s) {
+        return s == WorkerState.HALF_OPEN || s == WorkerState.SUSPECT;
+    }
+
+    /** Trial permits left (a half-open or suspect worker's). */
+    public int trialPermits() {
+        return trialPermits.get();
     }
 
     /**
@@ -111,7 +130,7 @@ public final class Worker {
         if (s == WorkerState.HEALTHY) {
             return true;
         }
-        if (s != WorkerState.HALF_OPEN) {
+        if (!onTrial(s)) {
             return false;
         }
         int n;
@@ -143,7 +162,7 @@ public final class Worker {
 
     /** Gives back a trial permit taken by {@link #takeForNewRequest} for a request that was not sent after all. */
     public void returnTrial() {
-        if (status.state() == WorkerState.HALF_OPEN) {
+        if (onTrial(status.state())) {
             trialPermits.incrementAndGet();
         }
     }

@@ -16,6 +16,13 @@ public enum WorkerState {
     EJECTED,
     /** Back from an ejection on trial: takes a limited number of requests; their outcome decides. */
     HALF_OPEN,
+    /**
+     * Stalled a request while its health checks pass, and its role has no other worker to go to:
+     * the gateway's panic mode. It takes one probe request at a time; every other new request is
+     * refused at once (503 with Retry-After) instead of waiting out the stall watchdog on it. A probe
+     * that succeeds makes it healthy again.
+     */
+    SUSPECT,
     /** Leaving (removed from the config): no new work, in-flight requests finish. */
     DRAINING;
 
@@ -26,7 +33,8 @@ public enum WorkerState {
 
     /**
      * Counts as capacity for readiness and for "is there any worker at all" (a degraded worker
-     * will take work again soon, so requests queue for it instead of being refused).
+     * will take work again soon, so requests queue for it instead of being refused; a suspect one
+     * is not capacity: requests are refused rather than queued behind a stall).
      */
     public boolean available() {
         return this == HEALTHY || this == DEGRADED || this == HALF_OPEN;
