@@ -33,12 +33,24 @@ import java.util.Map;
  * <p>Under {@code kvFailFraction} (on this prefill, or on the decode, which then asks with
  * {@code sim_fail_transfer=true}) the handoff of a chosen room fails on both sides: the decode gets
  * a 500 (its KV transfer error) and the prefill fails the request with a KV transfer error.
+ *
+ * <p>A decode under {@code kvStall} asks with {@code sim_stall_transfer=true}: once the KV is
+ * computed its transfer starts and never ends (see {@link #stall}).
  */
 final class BootstrapServer {
     private static final int TOMBSTONES = 100_000;
     /** Query parameter of a decode whose transfer of this room is to fail ({@code kvFailFraction}). */
     static final String FAIL_PARAM = "sim_fail_transfer";
     private static final AttributeKey<Boolean> FAIL_TRANSFER = AttributeKey.valueOf("simFailTransfer");
+    /** Query parameter of a decode whose transfer of this room starts and never ends ({@code kvStall}). */
+    static final String STALL_PARAM = "sim_stall_transfer";
+    private static final AttributeKey<Boolean> STALL_TRANSFER = AttributeKey.valueOf("simStallTransfer");
+    /**
+     * SGLang's bootstrap host for requests that transfer nothing (health checks, warmups): it selects the
+     * fake transfer backend on both halves (sgl-project/sglang@000eaffacf048e51b64d4d72985ef8f0b7054b39
+     * python/sglang/srt/disaggregation/utils.py FAKE_BOOTSTRAP_HOST, get_kv_class).
+     */
+    static final String FAKE_BOOTSTRAP_HOST = "2.2.2.2";
 
     private final PrefillServer prefill;
     private final Map<RoomKey, Room> rooms = new HashMap<>();
@@ -80,6 +92,8 @@ final class BootstrapServer {
         final ArrayDeque<Channel> waiters = new ArrayDeque<>();
         /** A decode asked for this room and its connection closed unanswered; no other one waits. */
         boolean peerGone;
+        /** The long poll of a decode whose transfer started and stalls ({@code kvStall}); never answered 200. */
+        Channel stalledTransfer;
     }
 
     BootstrapServer(PrefillServer prefill) {
@@ -162,6 +176,10 @@ final class BootstrapServer {
         for (Channel waiter : room.waiters) {
             answer(waiter, 410, reason, item);
         }
+        if (room.stalledTransfer != null && room.stalledTransfer.isActive()) {
+            // the prefill's failure reaches the decode over the control path, not the stuck data path
+            answer(room.stalledTransfer, 410, reason, item);
+        }
     }
 
     private Channel nextActiveWaiter(Room room) {
@@ -176,6 +194,10 @@ final class BootstrapServer {
     }
 
     private void deliver(SimItem item, Room room, Channel waiter) {
+        if (waiter.hasAttr(STALL_TRANSFER)) {
+            stall(item, room, waiter);
+            return;
+        }
         rooms.remove(RoomKey.of(item));
         boolean fail = prefill.faults.kvFails(item.room) || waiter.hasAttr(FAIL_TRANSFER);
         String gone = fail ? "KV transfer of room " + item.room + " failed (simulated: kvFailFraction)"
@@ -192,6 +214,32 @@ final class BootstrapServer {
         }
     }
 
+    /**
+     * {@code kvStall}: the transfer of the item's KV starts and never ends. The item stays computed and
+     * unanswered in the prefill's inflight queue (no bootstrap timeout: the handshake is done) until the
+     * decode gives up the room (its long poll closes: an abort, its client leaving, its {@code kvWait})
+     * and the transfer fails here, or until the item ends on this prefill ({@link #dropped}).
+     */
+    private void stall(SimItem item, Room room, Channel waiter) {
+        room.stalledTransfer = waiter;
+        for (Channel other : room.waiters) {
+            answer(other, 409, "KV of room " + item.room + " is being transferred to another decode", item);
+        }
+        room.waiters.clear();
+        RoomKey key = RoomKey.of(item);
+        waiter.closeFuture().addListener(f -> transferAbandoned(key, waiter));
+    }
+
+    /** The decode of a stalled transfer closed its long poll: the transfer fails on the prefill too. */
+    private void transferAbandoned(RoomKey key, Channel ch) {
+        Room room = rooms.get(key);
+        if (room == null || room.stalledTransfer != ch || room.item == null) {
+            return;
+        }
+        prefill.transferFailed(room.item, "the decode gave up the stalled transfer of room " + key.room()
+                + " (aborted, its client left, or its waiting timeout passed)");
+    }
+
     private void answer(Channel ch, int status, String error, SimItem item) {
         ObjectNode o = JsonNodeFactory.instance.objectNode();
         if (item != null) {
@@ -205,10 +253,13 @@ final class BootstrapServer {
         Responses.json(ch, status, o, false);
     }
 
-    private void fetch(Channel ch, long roomId, int sample, boolean failTransfer) {
+    private void fetch(Channel ch, long roomId, int sample, boolean failTransfer, boolean stallTransfer) {
         RoomKey key = new RoomKey(roomId, sample);
         if (failTransfer) {
             ch.attr(FAIL_TRANSFER).set(Boolean.TRUE);
+        }
+        if (stallTransfer) {
+            ch.attr(STALL_TRANSFER).set(Boolean.TRUE);
         }
         String tomb = tombstones.get(key);
         if (tomb != null) {
@@ -217,6 +268,12 @@ final class BootstrapServer {
             return;
         }
         Room room = rooms.computeIfAbsent(key, r -> new Room());
+        if (room.stalledTransfer != null) {
+            ObjectNode o = JsonNodeFactory.instance.objectNode().put("room", roomId)
+                    .put("error", "KV of room " + roomId + " is being transferred to another decode");
+            Responses.json(ch, 409, o, false);
+            return;
+        }
         room.waiters.addLast(ch);
         room.peerGone = false; // a decode (again) waits for this room
         departedPeers.remove(key);
@@ -254,9 +311,10 @@ final class BootstrapServer {
             if (path.startsWith("/kv/")) {
                 try {
                     List<String> fail = uri.parameters().getOrDefault(FAIL_PARAM, List.of());
+                    List<String> stall = uri.parameters().getOrDefault(STALL_PARAM, List.of());
                     List<String> sample = uri.parameters().getOrDefault(SAMPLE_PARAM, List.of("0"));
                     fetch(ctx.channel(), Long.parseLong(path.substring(4)), Integer.parseInt(sample.get(0)),
-                            fail.contains("true"));
+                            fail.contains("true"), stall.contains("true"));
                     return;
                 } catch (NumberFormatException e) {
                     // falls through to 404

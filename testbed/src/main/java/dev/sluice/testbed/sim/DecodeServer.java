@@ -14,7 +14,9 @@ import org.slf4j.LoggerFactory;
  * its room from the prefill named in its body (waiting up to {@code kvWait}, else a KV transfer
  * error), then joins the running batch and emits tokens. Streams get their 200 headers at once.
  * A room chosen by {@code kvFailFraction} asks its prefill to fail the handoff, and then fails
- * like any KV transfer error (after the prefill computed the KV, as a real transfer would).
+ * like any KV transfer error (after the prefill computed the KV, as a real transfer would). Under
+ * {@code kvStall} the fetch asks its prefill to start a transfer that never ends. A request naming
+ * SGLang's fake bootstrap host (its health check's) gets its "KV" at once, from no prefill.
  */
 public final class DecodeServer extends SimWorker {
     private static final Logger log = LoggerFactory.getLogger(DecodeServer.class);
@@ -43,13 +45,25 @@ public final class DecodeServer extends SimWorker {
     }
 
     private void fetchKv(SimItem item) {
+        if (BootstrapServer.FAKE_BOOTSTRAP_HOST.equals(item.bootstrapHost)) {
+            // SGLang's fake transfer backend (health checks, warmups): the receiver reports Success at
+            // once, without the prefill or the transfer engine, so kvStall cannot touch it
+            // (sgl-project/sglang@0094505da74125a31ceb354f37ae7a1b6a97d3f5
+            // python/sglang/srt/disaggregation/fake/conn.py FakeKVReceiver.poll)
+            loop.execute(() -> kvArrived(item));
+            return;
+        }
         if (item.bootstrapHost == null || item.bootstrapHost.isBlank()) {
             loop.execute(() -> kvFailed(item, "the request names no bootstrap_host"));
             return;
         }
         String uri = "/kv/" + item.room + "?rid=" + URLEncoder.encode(item.rid, StandardCharsets.UTF_8)
                 + (item.sample == 0 ? "" : "&" + BootstrapServer.SAMPLE_PARAM + "=" + item.sample);
-        if (faults.kvFails(item.room)) {
+        if (faults.kvStall()) {
+            // the handshake completes, the transfer itself never does (FaultKnobs.kvStall)
+            uri += "&" + BootstrapServer.STALL_PARAM + "=true";
+            log.info("decode {} kv transfer stalled rid={} room={}", ordinal, item.rid, item.room);
+        } else if (faults.kvFails(item.room)) {
             uri += "&" + BootstrapServer.FAIL_PARAM + "=true"; // the handoff fails on both sides
         }
         KvFetch.start(this, item, item.bootstrapHost, item.bootstrapPort, uri, KvFetch.Peer.BOOTSTRAP,

@@ -22,6 +22,7 @@ public final class FaultKnobs {
     private volatile double kvFailFraction;
     private volatile double tokenUsage = -1;
     private volatile boolean eosAtFirstToken;
+    private volatile boolean kvStall;
 
     /**
      * When > 0, every generation request (and {@code /health_generate}) is answered at once with
@@ -194,6 +195,52 @@ public final class FaultKnobs {
         return this;
     }
 
+    /**
+     * A silent KV stall on a decode: its KV transfer engine (or NIC) is stuck, so the KV of a request
+     * with a real bootstrap room never arrives, while the server looks healthy. SGLang's
+     * {@code /health} and {@code /health_generate} cannot see it: in PD mode their one-token request
+     * names {@code bootstrap_host = FAKE_BOOTSTRAP_HOST} ("2.2.2.2") and {@code bootstrap_room = 0}
+     * (sgl-project/sglang@0025436eab0556737d615b36a4dd3e1e26e82f3d
+     * python/sglang/srt/entrypoints/http_server.py health_generate;
+     * sgl-project/sglang@000eaffacf048e51b64d4d72985ef8f0b7054b39 python/sglang/srt/disaggregation/utils.py
+     * FAKE_BOOTSTRAP_HOST), and that host selects the fake transfer backend, which completes at once
+     * without touching the transfer engine (same utils.py get_kv_class; the prefill's
+     * PrefillBootstrapQueue.add, sgl-project/sglang@000c2b942308ea5502978be73542016c230dba02
+     * python/sglang/srt/disaggregation/prefill.py). So the checks keep answering 200 at their first poll.
+     *
+     * <p>Under the knob an SGLang decode accepts the request, sends its headers (a stream), completes
+     * the handshake with the prefill (its long poll reaches the bootstrap server), and then nothing
+     * arrives: no token; the item waits in the decode's transfer queue
+     * ({@code num_decode_transfer_queue_reqs}, counted queued here) with its connection open. The
+     * prefill computes the KV, starts the transfer and keeps the request in its inflight queue
+     * ({@code num_prefill_inflight_queue_reqs}) without answering: its sender polls
+     * {@code Transferring} and nothing but Success or Failed moves it on (prefill.py
+     * process_disagg_prefill_inflight_queue at 000c2b94; MooncakeKVSender.poll applies only the
+     * bootstrap timeout, sgl-project/sglang@0005973a84f7a02787e270b6be5970d3022d07fe
+     * python/sglang/srt/disaggregation/mooncake/conn.py). What ends it: an abort or the client leaving
+     * on the decode (the prefill's transfer then fails with a KV transfer error, 500: the decode's abort
+     * notification marks an active room Failed, same conn.py MooncakeKVManager bootstrap_thread), an
+     * abort on the prefill (its decode fails at once), or the
+     * decode's {@code kvWait} passing: SGLang's decode gives up a room after
+     * {@code SGLANG_DISAGGREGATION_WAITING_TIMEOUT} (default 300 s, the simulator's default
+     * {@code kvWait}) in {@code KVPoll.WaitingForInput} (MooncakeKVReceiver.poll,
+     * {@code _check_waiting_timeout}, same conn.py), a KV transfer error on both halves.
+     *
+     * <p>A request naming the fake bootstrap host itself is never stalled. It takes precedence over
+     * {@link #kvFailFraction()} (a transfer that never ends cannot fail). On a vLLM decode the NIXL read
+     * of the KV never completes the same way (the decode waits, {@code kvWait} bounds it, the prefill
+     * frees the unread blocks after {@code vllmAbortTimeout}; whether vLLM itself bounds a stuck read on
+     * the decode was not checked). No effect on a prefill or a unified server.
+     */
+    public boolean kvStall() {
+        return kvStall;
+    }
+
+    public FaultKnobs setKvStall(boolean stall) {
+        this.kvStall = stall;
+        return this;
+    }
+
     public FaultKnobs reset() {
         failStatus = 0;
         stallAfterTokens = -1;
@@ -206,6 +253,7 @@ public final class FaultKnobs {
         kvFailFraction = 0;
         tokenUsage = -1;
         eosAtFirstToken = false;
+        kvStall = false;
         return this;
     }
 
@@ -227,6 +275,7 @@ public final class FaultKnobs {
         kvFailFraction = next.kvFailFraction;
         tokenUsage = next.tokenUsage;
         eosAtFirstToken = next.eosAtFirstToken;
+        kvStall = next.kvStall;
     }
 
     private void set(JsonNode json) {
@@ -263,6 +312,9 @@ public final class FaultKnobs {
         if (json.has("eosAtFirstToken")) {
             setEosAtFirstToken(json.get("eosAtFirstToken").asBoolean());
         }
+        if (json.has("kvStall")) {
+            setKvStall(json.get("kvStall").asBoolean());
+        }
     }
 
     private FaultKnobs copy() {
@@ -284,6 +336,7 @@ public final class FaultKnobs {
         o.put("kvFailFraction", kvFailFraction);
         o.put("tokenUsage", tokenUsage);
         o.put("eosAtFirstToken", eosAtFirstToken);
+        o.put("kvStall", kvStall);
         return o;
     }
 

@@ -97,6 +97,13 @@ public final class PrefillServer extends SimWorker {
         kvHeldTokens += item.promptTokens;
         metrics.observeTtft(item.exchange.secondsSinceReceived());
         outputProduced();
+        if (BootstrapServer.FAKE_BOOTSTRAP_HOST.equals(item.bootstrapHost)) {
+            // SGLang's fake transfer backend: FakeKVSender reports Success once sent, no decode involved
+            // (sgl-project/sglang@0094505da74125a31ceb354f37ae7a1b6a97d3f5
+            // python/sglang/srt/disaggregation/fake/conn.py FakeKVSender.poll)
+            kvTransferred(item);
+            return;
+        }
         switch (bootstrap.kvReady(item)) {
             case DELIVERED -> {
             }

@@ -140,7 +140,9 @@ final class SimHttpHandler extends ChannelDuplexHandler {
      * own token, or any other request's: {@code last_receive_tstamp > tic}) answers 200, empty body;
      * after {@code HEALTH_CHECK_TIMEOUT} ({@code healthCheckTimeout}) without output, 503. So never
      * under about a second. The simulated check's own token comes after one token's time unless
-     * generation is stalled ({@code stallAll}, a decode's {@code stallAfterTokens}). Simulator knobs:
+     * generation is stalled ({@code stallAll}, a decode's {@code stallAfterTokens}); {@code kvStall} does
+     * not stall it, since SGLang's check takes the fake bootstrap path and never waits for a KV transfer
+     * (a silent stall: see {@link FaultKnobs#kvStall()}). Simulator knobs:
      * {@code healthStatus} overrides {@code /health} at once; {@code failStatus} fails the check at once.
      * The pending check ends with its connection.
      */

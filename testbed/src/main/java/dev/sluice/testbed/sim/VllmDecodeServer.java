@@ -63,6 +63,12 @@ public final class VllmDecodeServer extends VllmServer {
             item.timer = loop.schedule(() -> kvFailed(item, kv, "no KV from " + kv.remoteHost() + ":"
                     + kv.remotePort() + " within " + cfg.kvWait().toMillis() + " ms"),
                     cfg.kvWait().toNanos(), TimeUnit.NANOSECONDS);
+            if (faults.kvStall()) {
+                // the NIXL read is posted and never completes (FaultKnobs.kvStall): only kvWait, an
+                // abort or the client leaving end the item; the prefill frees the unread blocks itself
+                log.info("decode {} kv read stalled rid={}", ordinal, item.rid);
+                continue;
+            }
             fetch(item, kv);
         }
     }
