@@ -108,6 +108,8 @@ class ApiKeysEndToEndTest {
                 try (Wire wire = new Wire(port)) {
                     assertThat(wire.exchange(post(body(150), "Bearer " + KEY_A, "")).status()).isEqualTo(200);
                 }
+                // not a synchronisation: the client does what Retry-After tells it, and the test checks that
+                // waiting that long is enough (the bucket refills with time, there is no event to wait for)
                 Thread.sleep(retryAfter * 1000 + 200);
                 try (Wire wire = new Wire(port)) {
                     assertThat(wire.exchange(post(body(5), "Bearer " + KEY_B, "")).status())
@@ -143,7 +145,7 @@ class ApiKeysEndToEndTest {
             } catch (IOException notYet) {
                 // starting
             }
-            Thread.sleep(50);
+            Thread.sleep(50); // the pace of this poll with a deadline
         }
         throw new AssertionError("gateway never ready");
     }

@@ -11,6 +11,7 @@ import dev.sluice.gateway.routing.WorkerTelemetry.Field;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.SimConfig;
 import dev.sluice.testbed.sim.SimMode;
+import dev.sluice.testbed.sim.SimWorker;
 import java.net.http.HttpResponse;
 import java.time.Duration;
 import org.junit.jupiter.api.AfterEach;
@@ -47,14 +48,22 @@ class RealServerConformanceEndToEndTest {
         bed = PdTestbed.startAsIs(SimMode.SGLANG, 1, 1, SimConfig.defaults(), TIMEOUTS, "health: {interval: 2s}\n");
         double readyAfter = (System.nanoTime() - started) / 1e9;
         assertThat(readyAfter).as("ready within 20 s").isLessThan(20);
-        long firstHealth = bed.prefill().journal().stream().filter(r -> r.path().equals("/health")).count();
+        long firstHealth = healthChecks(bed.prefill());
         assertThat(firstHealth).isPositive();
-        for (int i = 0; i < 3; i++) { // three more checks at least, each taking >= 1 s, all passing
-            Thread.sleep(2_000);
+        for (int i = 1; i <= 3; i++) { // three more checks at least, each taking >= 1 s, all passing
+            // the checker sends a worker's next /health only once the previous one answered: when check
+            // firstHealth + i + 1 has arrived, check firstHealth + i is over
+            long arrived = firstHealth + i + 1;
+            assertThat(eventually(Duration.ofSeconds(15), () -> healthChecks(bed.prefill()) >= arrived
+                    && healthChecks(bed.decode()) >= arrived)).as("health check %d", i).isTrue();
             assertThat(bed.get("/readiness").statusCode()).isEqualTo(200);
         }
         assertThat(bed.gateway.workers().all()).allMatch(w -> w.state() == WorkerState.HEALTHY);
         assertThat(bed.post("/generate", generate("hello", false, 4)).statusCode()).isEqualTo(200);
+    }
+
+    private static long healthChecks(SimWorker worker) {
+        return worker.journal().stream().filter(r -> r.path().equals("/health")).count();
     }
 
     /** Row 7: a DP=2 decode whose ranks each report 60% KV usage is at 60%, not 120%: it takes traffic. */

@@ -54,7 +54,7 @@ final class PrometheusServer implements AutoCloseable {
             if (server.ready()) {
                 return server;
             }
-            Thread.sleep(50);
+            Thread.sleep(50); // the pace of this wait with a deadline (a poll that also fails fast on exit)
         }
         server.close();
         fail("prometheus not ready within 30 s:\n" + server.logText());

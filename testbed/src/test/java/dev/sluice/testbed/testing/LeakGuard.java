@@ -66,6 +66,8 @@ public final class LeakGuard implements LauncherSessionListener, AfterAllCallbac
         // Leaks are reported when a collected, unreleased buffer is noticed by a later allocation.
         for (int round = 0; round < 3; round++) {
             System.gc();
+            // best effort, not a synchronisation: gives the collector time to enqueue unreachable buffers,
+            // which the allocations below then report; no event says that has happened
             Thread.sleep(50);
             List<ByteBuf> bufs = new ArrayList<>();
             for (int i = 0; i < 64; i++) {

@@ -15,7 +15,7 @@ public final class Poll {
             if (condition.getAsBoolean()) {
                 return true;
             }
-            Thread.sleep(5);
+            Thread.sleep(5); // the poll's own pace
         }
         return condition.getAsBoolean();
     }
