@@ -8,7 +8,7 @@ import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * What a client connection's handler ({@link FrontHandler}) uses of the running gateway, and
+ * What a client connection's handler uses of the running gateway, and
  * nothing else: the live settings, the request parser, the exchange's services, the prompt
  * counters, and whether the gateway is draining.
  *

@@ -11,7 +11,8 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * Puts a reloaded configuration's live settings in force (see {@link ConfigReload}): checked
+ * Puts a reloaded configuration's live settings in force (whoever reloads it: the file watch,
+ * SIGHUP, the admin API): checked
  * first, so that a refused change leaves everything as it was. Requests already admitted keep the
  * settings they started with; new ones get the new ones. Works before the gateway starts too.
  * One reload at a time.

@@ -40,7 +40,7 @@ import org.slf4j.LoggerFactory;
  * {@code idle_timeout} until the next request's first byte, after which the connection is closed
  * quietly. {@link ClientConnections} sweeps the deadlines.
  */
-final class RequestGuard extends ChannelDuplexHandler {
+final class RequestGuard extends ChannelDuplexHandler implements ClientConnections.Deadline {
     /** Every {@code reason} of {@code sluice_http_rejections_total} (exported at 0 from start-up). */
     static final java.util.List<String> REFUSAL_REASONS = java.util.List.of("request_line_too_long",
             "headers_too_large", "too_many_headers", "bad_framing", "header_timeout", "body_timeout",
@@ -177,12 +177,14 @@ final class RequestGuard extends ChannelDuplexHandler {
         }
     }
 
-    boolean expiredAt(long now) {
+    @Override
+    public boolean expiredAt(long now) {
         return deadline != 0 && phase != Phase.CLOSING && now - deadline >= 0;
     }
 
     /** Called by the sweep when the deadline has passed. */
-    void expire() {
+    @Override
+    public void expire() {
         switch (phase) {
             case HEAD -> refuse(ApiError.httpRefused(HttpResponseStatus.REQUEST_TIMEOUT, "header_timeout",
                     "request headers not received within " + limits.headerTimeout().toMillis()
