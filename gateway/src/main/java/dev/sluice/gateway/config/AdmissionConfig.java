@@ -50,6 +50,178 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, false, TenantLimits.DEFAULTS, tokenizer);
     }
 
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return builder().maxQueuedRequests(maxQueuedRequests).maxPendingTokens(maxPendingTokens).queueTimeout(queueTimeout)
+                .maxRequestTokens(maxRequestTokens).prefillMaxInflightRequests(prefillMaxInflightRequests)
+                .prefillMaxInflightTokens(prefillMaxInflightTokens).decodeMaxInflightStreams(decodeMaxInflightStreams)
+                .initialPrefillTokensPerSecond(initialPrefillTokensPerSecond).retryAfterMin(retryAfterMin)
+                .retryAfterMax(retryAfterMax).drainGrace(drainGrace).priorities(priorities)
+                .defaultPriority(defaultPriority).apiKeys(apiKeys).requireApiKey(requireApiKey)
+                .tenantLimits(tenantLimits).tokenizer(tokenizer);
+    }
+
+    /**
+     * Seventeen values, several of them adjacent longs, ints and durations: each named and checked
+     * with the lower bounds of {@code admission:}'s reader; what involves two keys (the request
+     * limit under the budget, the Retry-After clamp, the default class, keys' classes, a required
+     * key) is checked in {@link #build}. Without API keys, keys are not required and tenants get
+     * {@link TenantLimits#DEFAULTS} unless set.
+     */
+    public static final class Builder {
+        private static final String A = "admission.";
+        private Integer maxQueuedRequests;
+        private Long maxPendingTokens;
+        private Duration queueTimeout;
+        private Long maxRequestTokens;
+        private Integer prefillMaxInflightRequests;
+        private Long prefillMaxInflightTokens;
+        private Integer decodeMaxInflightStreams;
+        private Double initialPrefillTokensPerSecond;
+        private Duration retryAfterMin;
+        private Duration retryAfterMax;
+        private Duration drainGrace;
+        private List<String> priorities;
+        private String defaultPriority;
+        private Map<String, ApiKey> apiKeys = Map.of();
+        private boolean requireApiKey;
+        private TenantLimits tenantLimits = TenantLimits.DEFAULTS;
+        private TokenizerConfig tokenizer;
+
+        private Builder() {
+        }
+
+        public Builder maxQueuedRequests(int v) {
+            maxQueuedRequests = KeyCheck.atLeast(A + "max_queued_requests", v, 0);
+            return this;
+        }
+
+        public Builder maxPendingTokens(long v) {
+            maxPendingTokens = KeyCheck.atLeast(A + "max_pending_tokens", v, 1L);
+            return this;
+        }
+
+        public Builder queueTimeout(Duration v) {
+            queueTimeout = KeyCheck.atLeast(A + "queue_timeout", v, Duration.ofMillis(1));
+            return this;
+        }
+
+        public Builder maxRequestTokens(long v) {
+            maxRequestTokens = KeyCheck.atLeast(A + "max_request_tokens", v, 1L);
+            return this;
+        }
+
+        public Builder prefillMaxInflightRequests(int v) {
+            prefillMaxInflightRequests = KeyCheck.atLeast(A + "prefill.max_inflight_requests", v, 1);
+            return this;
+        }
+
+        public Builder prefillMaxInflightTokens(long v) {
+            prefillMaxInflightTokens = KeyCheck.atLeast(A + "prefill.max_inflight_tokens", v, 1L);
+            return this;
+        }
+
+        public Builder decodeMaxInflightStreams(int v) {
+            decodeMaxInflightStreams = KeyCheck.atLeast(A + "decode.max_inflight_streams", v, 1);
+            return this;
+        }
+
+        public Builder initialPrefillTokensPerSecond(double v) {
+            initialPrefillTokensPerSecond = KeyCheck.atLeast(A + "initial_prefill_tokens_per_second", v, 1.0);
+            return this;
+        }
+
+        public Builder retryAfterMin(Duration v) {
+            retryAfterMin = KeyCheck.atLeast(A + "retry_after.min", v, Duration.ofSeconds(1));
+            return this;
+        }
+
+        public Builder retryAfterMax(Duration v) {
+            retryAfterMax = KeyCheck.atLeast(A + "retry_after.max", v, Duration.ofSeconds(1));
+            return this;
+        }
+
+        public Builder drainGrace(Duration v) {
+            drainGrace = KeyCheck.atLeast(A + "drain_grace", v, Duration.ZERO);
+            return this;
+        }
+
+        /** Class names, highest first: at least one, each once. */
+        public Builder priorities(List<String> v) {
+            KeyCheck.present(A + "priorities", v);
+            if (v.isEmpty()) {
+                throw KeyCheck.rejected(A + "priorities", "[]", "at least one priority class, highest first");
+            }
+            if (new java.util.HashSet<>(v).size() != v.size()) {
+                throw KeyCheck.rejected(A + "priorities", String.valueOf(v), "distinct class names");
+            }
+            priorities = List.copyOf(v);
+            return this;
+        }
+
+        public Builder defaultPriority(String v) {
+            defaultPriority = KeyCheck.present(A + "default_priority", v);
+            return this;
+        }
+
+        public Builder apiKeys(Map<String, ApiKey> v) {
+            apiKeys = Map.copyOf(KeyCheck.present(A + "api_keys", v));
+            return this;
+        }
+
+        public Builder requireApiKey(boolean v) {
+            requireApiKey = v;
+            return this;
+        }
+
+        public Builder tenantLimits(TenantLimits v) {
+            tenantLimits = KeyCheck.present(A + "tenant_limits", v);
+            return this;
+        }
+
+        public Builder tokenizer(TokenizerConfig v) {
+            tokenizer = KeyCheck.present(A + "tokenizer", v);
+            return this;
+        }
+
+        public AdmissionConfig build() {
+            long pending = KeyCheck.set(A + "max_pending_tokens", maxPendingTokens);
+            long request = KeyCheck.set(A + "max_request_tokens", maxRequestTokens);
+            if (request > pending) {
+                throw KeyCheck.rejected(A + "max_request_tokens", String.valueOf(request),
+                        "<= admission.max_pending_tokens (" + pending + ")");
+            }
+            Duration min = KeyCheck.set(A + "retry_after.min", retryAfterMin);
+            Duration max = KeyCheck.atLeast(A + "retry_after.max", KeyCheck.set(A + "retry_after.max", retryAfterMax),
+                    A + "retry_after.min", min);
+            List<String> classes = KeyCheck.set(A + "priorities", priorities);
+            String def = KeyCheck.set(A + "default_priority", defaultPriority);
+            if (!classes.contains(def)) {
+                throw KeyCheck.rejected(A + "default_priority", def, "one of " + classes);
+            }
+            for (ApiKey k : apiKeys.values()) {
+                if (k.priority() != null && !classes.contains(k.priority())) {
+                    throw KeyCheck.rejected(A + "api_keys." + k.name() + ".priority", k.priority(), "one of " + classes);
+                }
+            }
+            if (requireApiKey && apiKeys.isEmpty()) {
+                throw KeyCheck.rejected(A + "require_api_key", "true",
+                        "admission.api_keys with at least one key (else no request could pass)");
+            }
+            return new AdmissionConfig(KeyCheck.set(A + "max_queued_requests", maxQueuedRequests), pending,
+                    KeyCheck.set(A + "queue_timeout", queueTimeout), request,
+                    KeyCheck.set(A + "prefill.max_inflight_requests", prefillMaxInflightRequests),
+                    KeyCheck.set(A + "prefill.max_inflight_tokens", prefillMaxInflightTokens),
+                    KeyCheck.set(A + "decode.max_inflight_streams", decodeMaxInflightStreams),
+                    KeyCheck.set(A + "initial_prefill_tokens_per_second", initialPrefillTokensPerSecond), min, max,
+                    KeyCheck.set(A + "drain_grace", drainGrace), classes, def, apiKeys, requireApiKey, tenantLimits,
+                    KeyCheck.set(A + "tokenizer", tokenizer));
+        }
+    }
+
     /**
      * One client API key, by the name it goes by in logs, metrics and /admin/state: the SHA-256 of
      * the key (64 lower-case hex digits; the key itself is never configured), its tenant, and the
@@ -94,6 +266,53 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      */
     public record TokenizerConfig(Optional<java.nio.file.Path> tokenizerJson, double initialBytesPerToken,
                                   int chatTokensPerMessage, int threads) {
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Builder toBuilder() {
+            return builder().tokenizerJson(tokenizerJson).initialBytesPerToken(initialBytesPerToken)
+                    .chatTokensPerMessage(chatTokensPerMessage).threads(threads);
+        }
+
+        /** Two adjacent ints (overhead per message, pool threads) named and checked as {@code admission.tokenizer:}. */
+        public static final class Builder {
+            private static final String T = "admission.tokenizer.";
+            private Optional<java.nio.file.Path> tokenizerJson = Optional.empty();
+            private Double initialBytesPerToken;
+            private Integer chatTokensPerMessage;
+            private Integer threads;
+
+            private Builder() {
+            }
+
+            /** Empty (the default): estimate from bytes. */
+            public Builder tokenizerJson(Optional<java.nio.file.Path> v) {
+                tokenizerJson = KeyCheck.present(T + "path", v);
+                return this;
+            }
+
+            public Builder initialBytesPerToken(double v) {
+                initialBytesPerToken = KeyCheck.atLeast(T + "initial_bytes_per_token", v, 0.5);
+                return this;
+            }
+
+            public Builder chatTokensPerMessage(int v) {
+                chatTokensPerMessage = KeyCheck.atLeast(T + "chat_tokens_per_message", v, 0);
+                return this;
+            }
+
+            public Builder threads(int v) {
+                threads = KeyCheck.atLeast(T + "threads", v, 1);
+                return this;
+            }
+
+            public TokenizerConfig build() {
+                return new TokenizerConfig(tokenizerJson, KeyCheck.set(T + "initial_bytes_per_token", initialBytesPerToken),
+                        KeyCheck.set(T + "chat_tokens_per_message", chatTokensPerMessage), KeyCheck.set(T + "threads", threads));
+            }
+        }
     }
 
     public int priorityIndex(String name) {

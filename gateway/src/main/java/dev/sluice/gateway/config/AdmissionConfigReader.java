@@ -69,17 +69,32 @@ final class AdmissionConfigReader {
             defaultNode.reject(defaultPriority, "one of " + priorities);
             defaultPriority = priorities.size() > 1 ? priorities.get(1) : priorities.get(0);
         }
-        return new AdmissionConfig(maxQueued, maxPending, queueTimeout, maxRequest, prefillRequests, prefillTokens,
-                decodeStreams, initialRate, retryMin, retryMax, drainGrace, priorities, defaultPriority,
-                apiKeys(n.child("api_keys", "Client API keys, by name: Authorization: Bearer <key> gives the key's "
-                        + "tenant and class (a header may lower the class a key grants, never raise it). Each key is "
-                        + "configured as its SHA-256, never in clear: printf %s \"$KEY\" | sha256sum, or "
-                        + "sluice-gateway hash-key."), priorities),
-                requireApiKey(n, n.child("api_keys").isMissing()),
-                tenantLimits(n.child("tenant_limits", "Per-tenant limits: shares of the queue and of the "
-                        + "pending-token budget (work-conserving), and a token rate.")),
-                tokenizer(n.child("tokenizer", "Token counting for admission: exact with a tokenizer.json, "
-                        + "else estimated from bytes.")));
+        Map<String, ApiKey> apiKeys = apiKeys(n.child("api_keys", "Client API keys, by name: Authorization: Bearer "
+                + "<key> gives the key's tenant and class (a header may lower the class a key grants, never raise it). "
+                + "Each key is configured as its SHA-256, never in clear: printf %s \"$KEY\" | sha256sum, or "
+                + "sluice-gateway hash-key."), priorities);
+        boolean requireApiKey = requireApiKey(n, apiKeys);
+        return AdmissionConfig.builder()
+                .maxQueuedRequests(maxQueued)
+                .maxPendingTokens(maxPending)
+                .queueTimeout(queueTimeout)
+                .maxRequestTokens(maxRequest)
+                .prefillMaxInflightRequests(prefillRequests)
+                .prefillMaxInflightTokens(prefillTokens)
+                .decodeMaxInflightStreams(decodeStreams)
+                .initialPrefillTokensPerSecond(initialRate)
+                .retryAfterMin(retryMin)
+                .retryAfterMax(retryMax)
+                .drainGrace(drainGrace)
+                .priorities(priorities)
+                .defaultPriority(defaultPriority)
+                .apiKeys(apiKeys)
+                .requireApiKey(requireApiKey)
+                .tenantLimits(tenantLimits(n.child("tenant_limits", "Per-tenant limits: shares of the queue and of "
+                        + "the pending-token budget (work-conserving), and a token rate.")))
+                .tokenizer(tokenizer(n.child("tokenizer", "Token counting for admission: exact with a "
+                        + "tokenizer.json, else estimated from bytes.")))
+                .build();
     }
 
     private static List<String> priorities(ConfigNode n) {
@@ -147,13 +162,21 @@ final class AdmissionConfigReader {
         return out;
     }
 
-    private static boolean requireApiKey(ConfigNode n, boolean noKeys) {
+    /**
+     * Whether a key is required; with no usable key, a problem is recorded (here, or at the key that
+     * failed its checks), so the file is refused, and false goes on to the builder only so that the
+     * reading can go on and report the rest.
+     */
+    private static boolean requireApiKey(ConfigNode n, Map<String, ApiKey> keys) {
         ConfigNode req = n.child("require_api_key", "true: a request without a valid key is refused (401 "
                 + "invalid_api_key). false: a request without one is anonymous; a key that is present but unknown is "
                 + "refused whenever keys are configured.");
         boolean required = req.bool(false);
-        if (required && noKeys) {
-            req.reject("true", "admission.api_keys with at least one key (else no request could pass)");
+        if (required && keys.isEmpty()) {
+            if (!n.reading().hasProblemAt(n.path() + ".api_keys")) {
+                req.reject("true", "admission.api_keys with at least one key (else no request could pass)");
+            }
+            return false;
         }
         return required;
     }
@@ -185,11 +208,15 @@ final class AdmissionConfigReader {
 
     private static TokenizerConfig tokenizer(ConfigNode n) {
         n.allowOnly("path", "initial_bytes_per_token", "chat_tokens_per_message", "threads");
-        return new TokenizerConfig(n.child("path", "A HuggingFace tokenizer.json for exact counting; absent: tokens "
-                        + "are estimated from bytes with a learned ratio.").optionalText().map(Path::of),
-                n.child("initial_bytes_per_token", "The estimator's starting ratio; it follows usage.prompt_tokens.")
-                        .doubleAtLeast(4.0, 0.5),
-                n.child("chat_tokens_per_message", "Chat template overhead per message.").intIn(4, 0, 1000),
-                n.child("threads", "Tokenizer pool for exact counting (never the event loops).").intIn(2, 1, 64));
+        return TokenizerConfig.builder()
+                .tokenizerJson(n.child("path", "A HuggingFace tokenizer.json for exact counting; absent: tokens "
+                        + "are estimated from bytes with a learned ratio.").optionalText().map(Path::of))
+                .initialBytesPerToken(n.child("initial_bytes_per_token", "The estimator's starting ratio; it follows "
+                        + "usage.prompt_tokens.").doubleAtLeast(4.0, 0.5))
+                .chatTokensPerMessage(n.child("chat_tokens_per_message", "Chat template overhead per message.")
+                        .intIn(4, 0, 1000))
+                .threads(n.child("threads",
+                        "Tokenizer pool for exact counting (never the event loops).").intIn(2, 1, 64))
+                .build();
     }
 }

@@ -1,11 +1,7 @@
 package dev.sluice.gateway.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.BooleanNode;
-import com.fasterxml.jackson.databind.node.DoubleNode;
-import com.fasterxml.jackson.databind.node.IntNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
-import com.fasterxml.jackson.databind.node.LongNode;
 import com.fasterxml.jackson.databind.node.MissingNode;
 import com.fasterxml.jackson.databind.node.TextNode;
 import dev.sluice.gateway.config.ConfigKey.Type;
@@ -27,7 +23,9 @@ import java.util.function.Function;
  * returns the default, so that reading goes on and one run reports every mistake in the file.
  * Each getter also records what it knows of its key (type, bounds, default, the description given
  * to {@link #child(String, String)}) in the reading's {@link ConfigModel}, and the value in force
- * in the effective configuration.
+ * in the effective configuration. Those of numbers, booleans, byte sizes and durations forward to
+ * {@link ConfigScalars}; this class keeps the tree (children, lists, mappings, allowed keys), text
+ * and enum values, and the reporting of problems.
  */
 final class ConfigNode {
     private final JsonNode node;
@@ -61,7 +59,7 @@ final class ConfigNode {
         return node.isMissingNode() || node.isNull();
     }
 
-    private ConfigKey key() {
+    ConfigKey key() {
         return reading.model().key(schemaPath);
     }
 
@@ -287,143 +285,62 @@ final class ConfigNode {
         return out;
     }
 
+    /** An integer in [min, max]; absent or bad: {@code def}. */
     int intIn(int def, int min, int max) {
-        return (int) integer((long) def, min, max).longValue();
+        return ConfigScalars.intIn(this, def, min, max);
     }
 
     /** An integer that may be absent (no default: absent means "the worker's own"). */
     Optional<Integer> optionalInt(int min, int max) {
-        return Optional.ofNullable(integer(null, min, max)).map(Long::intValue);
+        return ConfigScalars.optionalInt(this, min, max);
     }
 
     long longIn(long def, long min, long max) {
-        return integer(def, min, max);
-    }
-
-    /** An integer in [min, max]; {@code def} null: optional, absent (or bad) gives null. */
-    private Long integer(Long def, long min, long max) {
-        boolean small = min >= Integer.MIN_VALUE && max <= Integer.MAX_VALUE;
-        key().type(Type.INTEGER).range(min, max >= Long.MAX_VALUE / 4 ? null : max, words(min, max))
-                .defaultValue(def == null ? null : small ? IntNode.valueOf(def.intValue()) : LongNode.valueOf(def));
-        Long v = def;
-        if (!isMissing()) {
-            String expected = "an integer in [" + min + ", " + max + "]";
-            if (!node.isIntegralNumber() || !node.canConvertToLong()) {
-                reject(describe(node), expected);
-            } else if (node.asLong() < min || node.asLong() > max) {
-                reject(String.valueOf(node.asLong()), expected);
-            } else {
-                v = node.asLong();
-            }
-        }
-        if (v != null) {
-            reading.effective(segments, small ? IntNode.valueOf(v.intValue()) : LongNode.valueOf(v));
-        }
-        return v;
+        return ConfigScalars.longIn(this, def, min, max);
     }
 
     boolean bool(boolean def) {
-        key().type(Type.BOOLEAN).defaultValue(BooleanNode.valueOf(def));
-        boolean v = def;
-        if (!isMissing()) {
-            if (node.isBoolean()) {
-                v = node.booleanValue();
-            } else {
-                reject(describe(node), "true or false");
-            }
-        }
-        reading.effective(segments, BooleanNode.valueOf(v));
-        return v;
+        return ConfigScalars.bool(this, def);
     }
 
     double doubleAtLeast(double def, double min) {
-        return doubleIn(def, min, Double.NaN, "a number >= " + min);
+        return ConfigScalars.doubleAtLeast(this, def, min);
     }
 
     /** A number in [min, max] ({@code max} NaN: no upper bound); {@code expected} is the message's wording. */
     double doubleIn(double def, double min, double max, String expected) {
-        key().type(Type.NUMBER).range(min, Double.isNaN(max) ? null : max,
-                Double.isNaN(max) ? ">= " + num(min) : num(min) + " to " + num(max)).defaultValue(DoubleNode.valueOf(def));
-        double v = def;
-        if (!isMissing()) {
-            if (!node.isNumber() || node.asDouble() < min || node.asDouble() > max) {
-                reject(describe(node), expected);
-            } else {
-                v = node.asDouble();
-            }
-        }
-        reading.effective(segments, DoubleNode.valueOf(v));
-        return v;
+        return ConfigScalars.doubleIn(this, def, min, max, expected);
     }
 
     long bytesAtLeast(long def, long min) {
-        key().type(Type.BYTE_SIZE).range(min, null, ">= " + ByteSizes.format(min))
-                .defaultValue(TextNode.valueOf(ByteSizes.format(def)));
-        long v = parsed(def, t -> node.isIntegralNumber() ? node.asLong() : ByteSizes.parse(t),
-                "a byte size such as 32MiB, 512KiB, 1048576");
-        if (v < min) {
-            reject(node.asText(), "a byte size >= " + min);
-            v = def;
-        }
-        reading.effective(segments, TextNode.valueOf(ByteSizes.format(v)));
-        return v;
+        return ConfigScalars.bytesAtLeast(this, def, min);
     }
 
     Duration durationAtLeast(Duration def, Duration min) {
-        key().type(Type.DURATION).range(null, null, ">= " + Durations.format(min))
-                .defaultValue(TextNode.valueOf(Durations.format(def)));
-        return checkedDuration(def, min, Durations.format(min));
+        return ConfigScalars.durationAtLeast(this, def, min);
     }
 
     /** A duration no shorter than another key's value ({@code minKey}, read before as {@code min}). */
     Duration durationAtLeast(Duration def, Duration min, String minKey) {
-        key().type(Type.DURATION).range(null, null, ">= " + minKey)
-                .defaultValue(TextNode.valueOf(Durations.format(def)));
-        return checkedDuration(def, min, minKey + " (" + Durations.format(min) + ")");
+        return ConfigScalars.durationAtLeast(this, def, min, minKey);
     }
 
-    private Duration checkedDuration(Duration def, Duration min, String minWords) {
-        if (isMissing() && def.compareTo(min) < 0) {
-            // a default below a bound set by another key (max_ejection under a longer base_ejection) follows it
-            reading.effective(segments, TextNode.valueOf(Durations.format(min)));
-            return min;
-        }
-        Duration v = parsed(def, Durations::parse, "a duration such as 500ms, 30s, 2m");
-        if (v.compareTo(min) < 0) {
-            reject(node.asText(), "a duration >= " + minWords);
-            v = def.compareTo(min) < 0 ? min : def;
-        }
-        reading.effective(segments, TextNode.valueOf(Durations.format(v)));
-        return v;
+    /** The parsed node, for {@link ConfigScalars}. */
+    JsonNode json() {
+        return node;
     }
 
-    private <T> T parsed(T def, Function<String, T> parser, String expected) {
-        if (isMissing()) {
-            return def;
-        }
-        if (!node.isValueNode()) {
-            reject(describe(node), expected);
-            return def;
-        }
-        try {
-            return parser.apply(node.asText());
-        } catch (IllegalArgumentException e) {
-            reject(node.asText(), expected);
-            return def;
-        }
+    /** Records {@code value} as this key's value in force (the effective configuration). */
+    void inForce(JsonNode value) {
+        reading.effective(segments, value);
     }
-
     /** Records that this key's value is wrong: {@code "path: actual (expected: expected)"}. */
     void reject(String actual, String expected) {
         reading.problem(path, path + ": " + actual + " (expected: " + expected + ")");
     }
 
-    private static String describe(JsonNode n) {
+    static String describe(JsonNode n) {
         return n.isContainerNode() ? n.getNodeType().name().toLowerCase(Locale.ROOT) : n.asText();
-    }
-
-    private static String words(long min, long max) {
-        return max >= Long.MAX_VALUE / 4 ? ">= " + min : min + " to " + max;
     }
 
     static String num(double d) {

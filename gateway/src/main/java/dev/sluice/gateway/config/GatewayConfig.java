@@ -41,6 +41,134 @@ public record GatewayConfig(
         Objects.requireNonNull(requestLogging, "requestLogging");
     }
 
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return builder().listen(listen).disaggregation(disaggregation).workers(workers).timeouts(timeouts).http(http)
+                .upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
+                .retries(retries).routing(routing).requestLogging(requestLogging);
+    }
+
+    /**
+     * Thirteen sections, each required; {@link #build} checks what depends on the disaggregation
+     * mode (which worker lists it takes, whether a request may skip the prefill).
+     */
+    public static final class Builder {
+        private ListenConfig listen;
+        private DisaggregationMode disaggregation;
+        private WorkersConfig workers;
+        private TimeoutsConfig timeouts;
+        private HttpConfig http;
+        private UpstreamConfig upstream;
+        private HealthConfig health;
+        private AdmissionConfig admission;
+        private TelemetryConfig telemetry;
+        private AdminConfig admin;
+        private RetryConfig retries;
+        private RoutingConfig routing;
+        private RequestLogging requestLogging;
+
+        private Builder() {
+        }
+
+        public Builder listen(ListenConfig v) {
+            listen = KeyCheck.present("listen", v);
+            return this;
+        }
+
+        public Builder disaggregation(DisaggregationMode v) {
+            disaggregation = KeyCheck.present("disaggregation", v);
+            return this;
+        }
+
+        public Builder workers(WorkersConfig v) {
+            workers = KeyCheck.present("workers", v);
+            return this;
+        }
+
+        public Builder timeouts(TimeoutsConfig v) {
+            timeouts = KeyCheck.present("timeouts", v);
+            return this;
+        }
+
+        public Builder http(HttpConfig v) {
+            http = KeyCheck.present("http", v);
+            return this;
+        }
+
+        public Builder upstream(UpstreamConfig v) {
+            upstream = KeyCheck.present("upstream", v);
+            return this;
+        }
+
+        public Builder health(HealthConfig v) {
+            health = KeyCheck.present("health", v);
+            return this;
+        }
+
+        public Builder admission(AdmissionConfig v) {
+            admission = KeyCheck.present("admission", v);
+            return this;
+        }
+
+        /** The admission set so far, for {@link ConfigSection#ADMISSION_TOKENIZER} to set its tokenizer in. */
+        AdmissionConfig admission() {
+            return KeyCheck.set("admission", admission);
+        }
+
+        public Builder telemetry(TelemetryConfig v) {
+            telemetry = KeyCheck.present("telemetry", v);
+            return this;
+        }
+
+        public Builder admin(AdminConfig v) {
+            admin = KeyCheck.present("admin", v);
+            return this;
+        }
+
+        public Builder retries(RetryConfig v) {
+            retries = KeyCheck.present("retries", v);
+            return this;
+        }
+
+        public Builder routing(RoutingConfig v) {
+            routing = KeyCheck.present("routing", v);
+            return this;
+        }
+
+        /** YAML {@code logging.requests}. */
+        public Builder requestLogging(RequestLogging v) {
+            requestLogging = KeyCheck.present("logging.requests", v);
+            return this;
+        }
+
+        public GatewayConfig build() {
+            DisaggregationMode mode = KeyCheck.set("disaggregation", disaggregation);
+            WorkersConfig w = KeyCheck.set("workers", workers);
+            RoutingConfig r = KeyCheck.set("routing", routing);
+            // the worker lists a mode does not use would be silently ignored: a mix-up, not a choice
+            if (mode == DisaggregationMode.NONE && !(w.prefill().isEmpty() && w.decode().isEmpty())) {
+                throw KeyCheck.rejected("workers", "prefill or decode workers", "only workers.unified in "
+                        + "disaggregation: none");
+            }
+            if (mode != DisaggregationMode.NONE && !w.unified().isEmpty()) {
+                throw KeyCheck.rejected("workers.unified", w.unified().size() + " workers",
+                        "empty unless disaggregation: none");
+            }
+            if (r.directDecodeMaxTokens() > 0 && mode != DisaggregationMode.VLLM) {
+                throw KeyCheck.rejected("routing.direct_decode_max_tokens", String.valueOf(r.directDecodeMaxTokens()),
+                        "0 unless disaggregation: vllm");
+            }
+            return new GatewayConfig(KeyCheck.set("listen", listen), mode, w, KeyCheck.set("timeouts", timeouts),
+                    KeyCheck.set("http", http), KeyCheck.set("upstream", upstream), KeyCheck.set("health", health),
+                    KeyCheck.set("admission", admission), KeyCheck.set("telemetry", telemetry),
+                    KeyCheck.set("admin", admin), KeyCheck.set("retries", retries), r,
+                    KeyCheck.set("logging.requests", requestLogging));
+        }
+    }
+
     /** Where the gateway accepts client traffic. */
     public record ListenConfig(String host, int port, boolean internalEndpoints, java.util.Optional<TlsServerConfig> tls) {
         public ListenConfig(String host, int port) {
@@ -91,6 +219,30 @@ public record GatewayConfig(
         public WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
             this(url, host, port, bootstrapPort, Optional.empty());
         }
+
+        /**
+         * The worker at {@code url} ({@code http://host:port} or {@code https://...}, no path): its host
+         * and port come from the URL (80 or 443 when it names none), so they cannot disagree with it.
+         *
+         * @param bootstrapPort a prefill's bootstrap port, or null: the worker's default
+         */
+        public static WorkerEndpoint of(String url, Integer bootstrapPort, Optional<Secret> authorization) {
+            java.net.URI uri;
+            try {
+                uri = new java.net.URI(Objects.requireNonNull(url, "url"));
+            } catch (java.net.URISyntaxException e) {
+                throw KeyCheck.rejected("workers[].url", url, "an http:// or https:// URL");
+            }
+            boolean https = "https".equals(uri.getScheme());
+            if (!(https || "http".equals(uri.getScheme())) || uri.getHost() == null) {
+                throw KeyCheck.rejected("workers[].url", url, "an http:// or https:// URL with a host");
+            }
+            if (bootstrapPort != null) {
+                KeyCheck.in("workers[].bootstrap_port", bootstrapPort, 1, 65535);
+            }
+            int port = uri.getPort() != -1 ? uri.getPort() : https ? 443 : 80;
+            return new WorkerEndpoint(url, uri.getHost(), port, bootstrapPort, authorization);
+        }
     }
 
     /** Request body limits and the client-facing HTTP server. */
@@ -98,6 +250,59 @@ public record GatewayConfig(
                              JsonLimits json, ClientLimits client) {
         public HttpConfig(long maxRequestBodyBytes, long maxResponseBodyBytes, int eventLoopThreads) {
             this(maxRequestBodyBytes, maxResponseBodyBytes, eventLoopThreads, JsonLimits.DEFAULTS, ClientLimits.DEFAULTS);
+        }
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Builder toBuilder() {
+            return builder().maxRequestBodyBytes(maxRequestBodyBytes).maxResponseBodyBytes(maxResponseBodyBytes)
+                    .eventLoopThreads(eventLoopThreads).json(json).client(client);
+        }
+
+        /** The two body limits are adjacent longs: named here. JSON and client limits default to their DEFAULTS. */
+        public static final class Builder {
+            private Long maxRequestBodyBytes;
+            private Long maxResponseBodyBytes;
+            private Integer eventLoopThreads;
+            private JsonLimits json = JsonLimits.DEFAULTS;
+            private ClientLimits client = ClientLimits.DEFAULTS;
+
+            private Builder() {
+            }
+
+            public Builder maxRequestBodyBytes(long v) {
+                maxRequestBodyBytes = KeyCheck.atLeast("http.max_request_body", v, 1024L);
+                return this;
+            }
+
+            public Builder maxResponseBodyBytes(long v) {
+                maxResponseBodyBytes = KeyCheck.atLeast("http.max_response_body", v, 1024L);
+                return this;
+            }
+
+            /** 0: one per CPU core. */
+            public Builder eventLoopThreads(int v) {
+                eventLoopThreads = KeyCheck.atLeast("http.event_loop_threads", v, 0);
+                return this;
+            }
+
+            public Builder json(JsonLimits v) {
+                json = KeyCheck.present("http.json", v);
+                return this;
+            }
+
+            public Builder client(ClientLimits v) {
+                client = KeyCheck.present("http", v);
+                return this;
+            }
+
+            public HttpConfig build() {
+                return new HttpConfig(KeyCheck.set("http.max_request_body", maxRequestBodyBytes),
+                        KeyCheck.set("http.max_response_body", maxResponseBodyBytes),
+                        KeyCheck.set("http.event_loop_threads", eventLoopThreads), json, client);
+            }
         }
     }
 

@@ -56,8 +56,9 @@ final class GatewayConfigReader {
                 + "recent errors) and GET /metrics. Keep it on loopback."));
         RequestLogging requestLogging = logging(root.child("logging", "What the gateway writes to its log (stdout; "
                 + "journald under systemd). The level is SLUICE_LOG_LEVEL (default INFO)."));
-        return new GatewayConfig(listen, mode, workers, timeouts, http, upstream, health, admission, telemetry, admin,
-                retries, routing, requestLogging);
+        return GatewayConfig.builder().listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
+                .http(http).upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
+                .retries(retries).routing(routing).requestLogging(requestLogging).build();
     }
 
     private static RequestLogging logging(ConfigNode n) {
@@ -120,67 +121,77 @@ final class GatewayConfigReader {
     private static TimeoutsConfig timeouts(ConfigNode n) {
         n.allowOnly("connect", "first_token", "idle_stream", "request", "abort");
         Duration min = Duration.ofMillis(1);
-        return new TimeoutsConfig(
-                n.child("connect", "TCP connect to a worker, or waiting for a pooled connection.")
-                        .durationAtLeast(Duration.ofSeconds(2), min),
-                n.child("first_token", "Dispatch to first token (the first decode chunk; for a non-streamed request, "
+        return TimeoutsConfig.builder()
+                .connect(n.child("connect", "TCP connect to a worker, or waiting for a pooled connection.")
+                        .durationAtLeast(Duration.ofSeconds(2), min))
+                .firstToken(n.child("first_token",
+                        "Dispatch to first token (the first decode chunk; for a non-streamed request, "
                         + "the prefill half finishing). Exceeded: 504, both halves aborted. The outer bound only: "
                         + "health.watchdog catches a stalled worker much sooner.")
-                        .durationAtLeast(Duration.ofSeconds(120), min),
-                n.child("idle_stream", "Longest gap between two chunks of a started stream. Exceeded: a final error "
-                        + "event in the stream, both halves aborted.").durationAtLeast(Duration.ofSeconds(60), min),
-                n.child("request", "Longest total life of any request, streamed or not (catches a stuck non-streamed "
-                        + "decode).").durationAtLeast(Duration.ofMinutes(10), min),
-                n.child("abort", "How long a POST /abort_request to a worker may take.")
-                        .durationAtLeast(Duration.ofSeconds(2), min));
+                        .durationAtLeast(Duration.ofSeconds(120), min))
+                .idleStream(n.child("idle_stream",
+                        "Longest gap between two chunks of a started stream. Exceeded: a final error "
+                        + "event in the stream, both halves aborted.").durationAtLeast(Duration.ofSeconds(60), min))
+                .request(n.child("request",
+                        "Longest total life of any request, streamed or not (catches a stuck non-streamed "
+                        + "decode).").durationAtLeast(Duration.ofMinutes(10), min))
+                .abort(n.child("abort", "How long a POST /abort_request to a worker may take.")
+                        .durationAtLeast(Duration.ofSeconds(2), min))
+                .build();
     }
 
     private static HttpConfig http(ConfigNode n) {
         n.allowOnly("max_request_body", "max_response_body", "event_loop_threads", "json", "max_initial_line",
                 "max_header_size", "max_headers", "header_timeout", "body_timeout", "idle_timeout", "max_connections");
-        return new HttpConfig(
-                n.child("max_request_body", "Larger request bodies get 413 body_too_large.")
-                        .bytesAtLeast(32L << 20, 1024),
-                n.child("max_response_body", "Cap on a non-streamed worker response the gateway holds (streams are "
-                        + "relayed chunk by chunk, never held).").bytesAtLeast(64L << 20, 1024),
-                n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.").intIn(0, 0, 1024),
-                json(n.child("json", "Limits on a client's JSON body, checked while it is parsed: past one, 400 "
-                        + "json_limit and no worker is contacted.")),
-                client(n));
+        return HttpConfig.builder()
+                .maxRequestBodyBytes(n.child("max_request_body", "Larger request bodies get 413 body_too_large.")
+                        .bytesAtLeast(32L << 20, 1024))
+                .maxResponseBodyBytes(n.child("max_response_body",
+                        "Cap on a non-streamed worker response the gateway holds (streams are "
+                        + "relayed chunk by chunk, never held).").bytesAtLeast(64L << 20, 1024))
+                .eventLoopThreads(n.child("event_loop_threads", "Event loop threads; 0 = one per CPU core.")
+                        .intIn(0, 0, 1024))
+                .json(json(n.child("json", "Limits on a client's JSON body, checked while it is parsed: past one, 400 "
+                        + "json_limit and no worker is contacted.")))
+                .client(client(n))
+                .build();
     }
 
     /** Client connection limits: defaults in the range HAProxy, nginx and Envoy ship (see ClientLimits). */
     private static ClientLimits client(ConfigNode n) {
         ClientLimits d = ClientLimits.DEFAULTS;
         Duration min = Duration.ofMillis(10);
-        return new ClientLimits(
-                n.child("max_initial_line", "Longest request line (method, target, version); longer: 414, closed.")
-                        .intIn(d.maxInitialLine(), 256, 1 << 20),
-                n.child("max_header_size", "All header lines of a request together, in bytes; more: 431, closed.")
-                        .intIn(d.maxHeaderSize(), 1024, 1 << 20),
-                n.child("max_headers", "Header fields in one request; more: 431, closed.").intIn(d.maxHeaders(), 8, 10_000),
-                n.child("header_timeout", "From a request's first byte to the end of its headers (slowloris); "
-                        + "slower: 408, closed.").durationAtLeast(d.headerTimeout(), min),
-                n.child("body_timeout", "From the end of a request's headers to the end of its body; slower: 408, "
-                        + "closed.").durationAtLeast(d.bodyTimeout(), min),
-                n.child("idle_timeout", "A keep-alive client connection with no request in progress is closed after "
-                        + "this (a streaming response is never idle).").durationAtLeast(d.idleTimeout(), min),
-                n.child("max_connections", "Open client connections; past it a new connection gets 503 "
-                        + "too_many_connections and is closed.").intIn(d.maxConnections(), 1, 10_000_000));
+        return ClientLimits.builder()
+                .maxInitialLine(n.child("max_initial_line", "Longest request line (method, target, version); longer: "
+                        + "414, closed.").intIn(d.maxInitialLine(), 256, 1 << 20))
+                .maxHeaderSize(n.child("max_header_size", "All header lines of a request together, in bytes; more: "
+                        + "431, closed.").intIn(d.maxHeaderSize(), 1024, 1 << 20))
+                .maxHeaders(n.child("max_headers", "Header fields in one request; more: 431, closed.")
+                        .intIn(d.maxHeaders(), 8, 10_000))
+                .headerTimeout(n.child("header_timeout", "From a request's first byte to the end of its headers "
+                        + "(slowloris); slower: 408, closed.").durationAtLeast(d.headerTimeout(), min))
+                .bodyTimeout(n.child("body_timeout", "From the end of a request's headers to the end of its body; "
+                        + "slower: 408, closed.").durationAtLeast(d.bodyTimeout(), min))
+                .idleTimeout(n.child("idle_timeout", "A keep-alive client connection with no request in progress is "
+                        + "closed after this (a streaming response is never idle).").durationAtLeast(d.idleTimeout(), min))
+                .maxConnections(n.child("max_connections", "Open client connections; past it a new connection gets 503 "
+                        + "too_many_connections and is closed.").intIn(d.maxConnections(), 1, 10_000_000))
+                .build();
     }
 
     private static JsonLimits json(ConfigNode n) {
         n.allowOnly("max_depth", "max_string_length", "max_number_length", "max_name_length");
         JsonLimits d = JsonLimits.DEFAULTS;
-        return new JsonLimits(
-                n.child("max_depth", "Deepest nesting of arrays and objects (tool schemas nest; 64 is far past any "
-                        + "real request and far below a stack overflow).").intIn(d.maxDepth(), 4, 1000),
-                n.child("max_string_length", "Longest string value, in characters (a base64 image in a data URL is "
-                        + "the largest real one).").intIn(d.maxStringLength(), 1024, Integer.MAX_VALUE),
-                n.child("max_number_length", "Longest number literal, in characters (no real parameter needs more; "
-                        + "a long one costs a BigDecimal parse).").intIn(d.maxNumberLength(), 16, 10_000),
-                n.child("max_name_length", "Longest object key, in characters.")
-                        .intIn(d.maxNameLength(), 16, 100_000));
+        return JsonLimits.builder()
+                .maxDepth(n.child("max_depth", "Deepest nesting of arrays and objects (tool schemas nest; 64 is far "
+                        + "past any real request and far below a stack overflow).").intIn(d.maxDepth(), 4, 1000))
+                .maxStringLength(n.child("max_string_length", "Longest string value, in characters (a base64 image in "
+                        + "a data URL is the largest real one).").intIn(d.maxStringLength(), 1024, Integer.MAX_VALUE))
+                .maxNumberLength(n.child("max_number_length", "Longest number literal, in characters (no real "
+                        + "parameter needs more; a long one costs a BigDecimal parse).").intIn(d.maxNumberLength(), 16, 10_000))
+                .maxNameLength(n.child("max_name_length", "Longest object key, in characters.")
+                        .intIn(d.maxNameLength(), 16, 100_000))
+                .build();
     }
 
     private static UpstreamConfig upstream(ConfigNode n) {
@@ -201,7 +212,7 @@ final class GatewayConfigReader {
             n.child("direct_decode_max_tokens").reject(String.valueOf(r.directDecodeMaxTokens()),
                     "0 unless disaggregation: vllm (an SGLang decode server cannot prefill on its own; in none mode "
                             + "every request is direct)");
-            return new RoutingConfig(r.prefill(), r.decode(), 0);
+            return r.toBuilder().directDecodeMaxTokens(0).build();
         }
         return r;
     }

@@ -33,6 +33,88 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
     /** SGLang's {@code HEALTH_CHECK_TIMEOUT}: its {@code /health} answers 503 itself after this long. */
     public static final Duration SGLANG_HEALTH_CHECK_TIMEOUT = Duration.ofSeconds(20);
 
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return builder().interval(interval).timeout(timeout).unhealthyThreshold(unhealthyThreshold)
+                .healthyThreshold(healthyThreshold).generateInterval(generateInterval).generateTimeout(generateTimeout)
+                .decodeMaxKvUsage(decodeMaxKvUsage).passive(passive).watchdog(watchdog);
+    }
+
+    /** Checks each value with the lower bounds of {@code health:}'s reader. */
+    public static final class Builder {
+        private Duration interval;
+        private Duration timeout;
+        private Integer unhealthyThreshold;
+        private Integer healthyThreshold;
+        private Duration generateInterval;
+        private Duration generateTimeout;
+        private Double decodeMaxKvUsage;
+        private Passive passive;
+        private Watchdog watchdog;
+
+        private Builder() {
+        }
+
+        public Builder interval(Duration v) {
+            interval = KeyCheck.atLeast("health.interval", v, Duration.ofMillis(50));
+            return this;
+        }
+
+        public Builder timeout(Duration v) {
+            timeout = KeyCheck.atLeast("health.timeout", v, Duration.ofMillis(10));
+            return this;
+        }
+
+        public Builder unhealthyThreshold(int v) {
+            unhealthyThreshold = KeyCheck.atLeast("health.unhealthy_threshold", v, 1);
+            return this;
+        }
+
+        public Builder healthyThreshold(int v) {
+            healthyThreshold = KeyCheck.atLeast("health.healthy_threshold", v, 1);
+            return this;
+        }
+
+        /** Zero: the {@code /health_generate} checks are off. */
+        public Builder generateInterval(Duration v) {
+            generateInterval = KeyCheck.atLeast("health.generate_interval", v, Duration.ZERO);
+            return this;
+        }
+
+        public Builder generateTimeout(Duration v) {
+            generateTimeout = KeyCheck.atLeast("health.generate_timeout", v, Duration.ofMillis(10));
+            return this;
+        }
+
+        public Builder decodeMaxKvUsage(double v) {
+            decodeMaxKvUsage = KeyCheck.in("health.decode_max_kv_usage", v, 0.01, 1);
+            return this;
+        }
+
+        public Builder passive(Passive v) {
+            passive = KeyCheck.present("health.passive", v);
+            return this;
+        }
+
+        public Builder watchdog(Watchdog v) {
+            watchdog = KeyCheck.present("health.watchdog", v);
+            return this;
+        }
+
+        public HealthConfig build() {
+            return new HealthConfig(KeyCheck.set("health.interval", interval), KeyCheck.set("health.timeout", timeout),
+                    KeyCheck.set("health.unhealthy_threshold", unhealthyThreshold),
+                    KeyCheck.set("health.healthy_threshold", healthyThreshold),
+                    KeyCheck.set("health.generate_interval", generateInterval),
+                    KeyCheck.set("health.generate_timeout", generateTimeout),
+                    KeyCheck.set("health.decode_max_kv_usage", decodeMaxKvUsage), KeyCheck.set("health.passive", passive),
+                    KeyCheck.set("health.watchdog", watchdog));
+        }
+    }
+
     /**
      * Outlier detection from live traffic (connect errors, 5xx, timeouts, KV transfer failures,
      * stalls), per worker over a sliding window.
@@ -48,6 +130,84 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
      */
     public record Passive(Duration window, int consecutiveFailures, double failureRatio, int minRequests,
                           Duration baseEjection, Duration maxEjection, int halfOpenRequests, int maxEjectedPercent) {
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Builder toBuilder() {
+            return builder().window(window).consecutiveFailures(consecutiveFailures).failureRatio(failureRatio)
+                    .minRequests(minRequests).baseEjection(baseEjection).maxEjection(maxEjection)
+                    .halfOpenRequests(halfOpenRequests).maxEjectedPercent(maxEjectedPercent);
+        }
+
+        /** Checks each value as {@code health.passive:} does; the longest ejection against the first in build(). */
+        public static final class Builder {
+            private static final String P = "health.passive.";
+            private Duration window;
+            private Integer consecutiveFailures;
+            private Double failureRatio;
+            private Integer minRequests;
+            private Duration baseEjection;
+            private Duration maxEjection;
+            private Integer halfOpenRequests;
+            private Integer maxEjectedPercent;
+
+            private Builder() {
+            }
+
+            public Builder window(Duration v) {
+                window = KeyCheck.atLeast(P + "window", v, Duration.ofMillis(100));
+                return this;
+            }
+
+            public Builder consecutiveFailures(int v) {
+                consecutiveFailures = KeyCheck.atLeast(P + "consecutive_failures", v, 1);
+                return this;
+            }
+
+            public Builder failureRatio(double v) {
+                failureRatio = KeyCheck.in(P + "failure_ratio", v, 0.01, 1);
+                return this;
+            }
+
+            public Builder minRequests(int v) {
+                minRequests = KeyCheck.atLeast(P + "min_requests", v, 1);
+                return this;
+            }
+
+            public Builder baseEjection(Duration v) {
+                baseEjection = KeyCheck.atLeast(P + "base_ejection", v, Duration.ofMillis(10));
+                return this;
+            }
+
+            public Builder maxEjection(Duration v) {
+                maxEjection = KeyCheck.atLeast(P + "max_ejection", v, Duration.ofMillis(10));
+                return this;
+            }
+
+            public Builder halfOpenRequests(int v) {
+                halfOpenRequests = KeyCheck.atLeast(P + "half_open_requests", v, 1);
+                return this;
+            }
+
+            /** 0: passive signals never eject (failed active checks still do). */
+            public Builder maxEjectedPercent(int v) {
+                maxEjectedPercent = KeyCheck.in(P + "max_ejected_percent", v, 0, 100);
+                return this;
+            }
+
+            public Passive build() {
+                Duration base = KeyCheck.set(P + "base_ejection", baseEjection);
+                Duration max = KeyCheck.atLeast(P + "max_ejection", KeyCheck.set(P + "max_ejection", maxEjection),
+                        P + "base_ejection", base);
+                return new Passive(KeyCheck.set(P + "window", window),
+                        KeyCheck.set(P + "consecutive_failures", consecutiveFailures),
+                        KeyCheck.set(P + "failure_ratio", failureRatio), KeyCheck.set(P + "min_requests", minRequests),
+                        base, max, KeyCheck.set(P + "half_open_requests", halfOpenRequests),
+                        KeyCheck.set(P + "max_ejected_percent", maxEjectedPercent));
+            }
+        }
     }
 
     /**
@@ -59,5 +219,46 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
      * @param firstTokenAfterPrefill longest wait for the decode's first token once the prefill finished
      */
     public record Watchdog(double prefillFactor, Duration prefillFloor, Duration firstTokenAfterPrefill) {
+
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        public Builder toBuilder() {
+            return builder().prefillFactor(prefillFactor).prefillFloor(prefillFloor)
+                    .firstTokenAfterPrefill(firstTokenAfterPrefill);
+        }
+
+        /** Checks each value as {@code health.watchdog:} does (the two durations are easily swapped). */
+        public static final class Builder {
+            private Double prefillFactor;
+            private Duration prefillFloor;
+            private Duration firstTokenAfterPrefill;
+
+            private Builder() {
+            }
+
+            public Builder prefillFactor(double v) {
+                prefillFactor = KeyCheck.atLeast("health.watchdog.prefill_factor", v, 1.0);
+                return this;
+            }
+
+            public Builder prefillFloor(Duration v) {
+                prefillFloor = KeyCheck.atLeast("health.watchdog.prefill_floor", v, Duration.ofMillis(10));
+                return this;
+            }
+
+            public Builder firstTokenAfterPrefill(Duration v) {
+                firstTokenAfterPrefill = KeyCheck.atLeast("health.watchdog.first_token_after_prefill", v,
+                        Duration.ofMillis(10));
+                return this;
+            }
+
+            public Watchdog build() {
+                return new Watchdog(KeyCheck.set("health.watchdog.prefill_factor", prefillFactor),
+                        KeyCheck.set("health.watchdog.prefill_floor", prefillFloor),
+                        KeyCheck.set("health.watchdog.first_token_after_prefill", firstTokenAfterPrefill));
+            }
+        }
     }
 }

@@ -10,34 +10,43 @@ final class HealthConfigReader {
     static HealthConfig health(ConfigNode n) {
         n.allowOnly("interval", "timeout", "unhealthy_threshold", "healthy_threshold", "generate_interval",
                 "generate_timeout", "decode_max_kv_usage", "passive", "watchdog");
-        return new HealthConfig(
-                n.child("interval", "GET /health on every worker this often.")
-                        .durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)),
-                n.child("timeout", "A /health slower than this fails. SGLang's /health runs a one-token generation "
+        return HealthConfig.builder()
+                .interval(n.child("interval", "GET /health on every worker this often.")
+                        .durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)))
+                .timeout(n.child("timeout",
+                        "A /health slower than this fails. SGLang's /health runs a one-token generation "
                         + "and polls for it once a second (SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION, on by default): "
                         + "it never answers in under ~1 s, and gives its own 503 after 20 s (HEALTH_CHECK_TIMEOUT); "
                         + "the default waits for that verdict.")
-                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)),
-                n.child("unhealthy_threshold", "Consecutive failed checks (of one kind) that eject a worker.")
-                        .intIn(2, 1, 100),
-                n.child("healthy_threshold", "Consecutive passing checks (of that kind) that bring an ejected worker "
-                        + "back; a new worker enters rotation at its first passing /health.").intIn(2, 1, 100),
-                n.child("generate_interval", "GET /health_generate (a real one-token generation: catches a stuck "
+                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)))
+                .unhealthyThreshold(n.child("unhealthy_threshold",
+                        "Consecutive failed checks (of one kind) that eject a worker.")
+                        .intIn(2, 1, 100))
+                .healthyThreshold(n.child("healthy_threshold",
+                        "Consecutive passing checks (of that kind) that bring an ejected worker "
+                        + "back; a new worker enters rotation at its first passing /health.").intIn(2, 1, 100))
+                .generateInterval(n.child("generate_interval",
+                        "GET /health_generate (a real one-token generation: catches a stuck "
                         + "scheduler that /health misses) this often; 0s = off. A request that sees a worker stall "
                         + "triggers one at once; if that fails too, the worker is ejected at once.")
-                        .durationAtLeast(Duration.ofSeconds(10), Duration.ZERO),
-                n.child("generate_timeout", "A /health_generate slower than this fails (SGLang answers it "
+                        .durationAtLeast(Duration.ofSeconds(10), Duration.ZERO))
+                .generateTimeout(n.child("generate_timeout",
+                        "A /health_generate slower than this fails (SGLang answers it "
                         + "itself within HEALTH_CHECK_TIMEOUT, 20 s: 503 when nothing came out of its scheduler).")
-                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)),
-                n.child("decode_max_kv_usage", "A decode reporting KV token usage (sglang:token_usage) above this "
+                        .durationAtLeast(HealthConfig.DEFAULT_CHECK_TIMEOUT, Duration.ofMillis(10)))
+                .decodeMaxKvUsage(n.child("decode_max_kv_usage",
+                        "A decode reporting KV token usage (sglang:token_usage) above this "
                         + "is degraded: no new streams until it drops. Stale or missing telemetry never degrades a "
-                        + "worker.").doubleIn(0.98, 0.01, 1.0, "a fraction in (0, 1]"),
-                passive(n.child("passive", "Outlier detection from live traffic: connect errors, 5xx, timeouts, KV "
-                        + "transfer failures, stalls (a client's 4xx never counts).")),
-                watchdog(n.child("watchdog", "The stall watchdog: a request that stops making progress is aborted on "
+                        + "worker.").doubleIn(0.98, 0.01, 1.0, "a fraction in (0, 1]"))
+                .passive(passive(n.child("passive",
+                        "Outlier detection from live traffic: connect errors, 5xx, timeouts, KV "
+                        + "transfer failures, stalls (a client's 4xx never counts).")))
+                .watchdog(watchdog(n.child("watchdog",
+                        "The stall watchdog: a request that stops making progress is aborted on "
                         + "both halves (sluice_aborts_total{cause=\"stall\"}), counted against its worker, and retried "
                         + "elsewhere when nothing reached the client yet. A started stream that goes silent: "
-                        + "timeouts.idle_stream.")));
+                        + "timeouts.idle_stream.")))
+                .build();
     }
 
     private static HealthConfig.Passive passive(ConfigNode n) {
@@ -52,26 +61,37 @@ final class HealthConfigReader {
                 .intIn(10, 1, 100_000);
         Duration base = n.child("base_ejection", "The n-th ejection of a worker lasts n x base_ejection, at most "
                 + "max_ejection.").durationAtLeast(Duration.ofSeconds(10), Duration.ofMillis(10));
-        return new HealthConfig.Passive(window, consecutive, ratio, minRequests, base,
-                n.child("max_ejection", "Longest ejection; then a half-open trial.")
-                        .durationAtLeast(Duration.ofMinutes(5), base, "health.passive.base_ejection"),
-                n.child("half_open_requests", "Trial requests after an ejection; all succeed: healthy, one fails: "
-                        + "ejected again (longer).").intIn(2, 1, 1000),
-                n.child("max_ejected_percent", "At most this share of a role is ejected on passive signals, and never "
+        return HealthConfig.Passive.builder()
+                .window(window)
+                .consecutiveFailures(consecutive)
+                .failureRatio(ratio)
+                .minRequests(minRequests)
+                .baseEjection(base)
+                .maxEjection(n.child("max_ejection", "Longest ejection; then a half-open trial.")
+                        .durationAtLeast(Duration.ofMinutes(5), base, "health.passive.base_ejection"))
+                .halfOpenRequests(n.child("half_open_requests",
+                        "Trial requests after an ejection; all succeed: healthy, one fails: "
+                        + "ejected again (longer).").intIn(2, 1, 1000))
+                .maxEjectedPercent(n.child("max_ejected_percent",
+                        "At most this share of a role is ejected on passive signals, and never "
                         + "its last available worker (failed active checks eject regardless: a dead worker is dead).")
-                        .intIn(100, 0, 100));
+                        .intIn(100, 0, 100))
+                .build();
     }
 
     private static HealthConfig.Watchdog watchdog(ConfigNode n) {
         n.allowOnly("prefill_factor", "prefill_floor", "first_token_after_prefill");
-        return new HealthConfig.Watchdog(
-                n.child("prefill_factor", "A prefill is stalled past this many times its expected time (prompt "
-                        + "tokens ahead of it and its own, over the measured prefill rate)...").doubleAtLeast(3.0, 1.0),
-                n.child("prefill_floor", "...and never sooner than this after dispatch.")
-                        .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)),
-                n.child("first_token_after_prefill", "Streamed: longest wait for the decode's first token once the "
+        return HealthConfig.Watchdog.builder()
+                .prefillFactor(n.child("prefill_factor",
+                        "A prefill is stalled past this many times its expected time (prompt "
+                        + "tokens ahead of it and its own, over the measured prefill rate)...").doubleAtLeast(3.0, 1.0))
+                .prefillFloor(n.child("prefill_floor", "...and never sooner than this after dispatch.")
+                        .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)))
+                .firstTokenAfterPrefill(n.child("first_token_after_prefill",
+                        "Streamed: longest wait for the decode's first token once the "
                         + "prefill finished (the KV is there: it should be quick).")
-                        .durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)));
+                        .durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)))
+                .build();
     }
 
     static RetryConfig retries(ConfigNode n) {
@@ -83,6 +103,6 @@ final class HealthConfigReader {
                 .durationAtLeast(Duration.ofSeconds(1), base, "retries.backoff_base");
         double jitter = n.child("jitter", "The wait is drawn from [(1 - jitter) x backoff, backoff].")
                 .doubleIn(0.5, 0.0, 1.0, "a fraction in [0, 1]");
-        return new RetryConfig(max, base, backoffMax, jitter);
+        return RetryConfig.builder().maxRetries(max).backoffBase(base).backoffMax(backoffMax).jitter(jitter).build();
     }
 }

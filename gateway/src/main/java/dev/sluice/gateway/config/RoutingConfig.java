@@ -34,15 +34,55 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
     public RoutingConfig {
         Objects.requireNonNull(prefill, "prefill");
         Objects.requireNonNull(decode, "decode");
-        if (directDecodeMaxTokens < 0) {
-            throw new IllegalArgumentException("directDecodeMaxTokens: " + directDecodeMaxTokens + " (expected: >= 0)");
-        }
     }
 
     /** Everything at its default (what an absent {@code routing:} section means). */
     public static RoutingConfig defaults() {
-        return new RoutingConfig(new RolePolicy(Policy.CACHE_AWARE, CacheAware.defaults(DEFAULT_PREFILL_BALANCE_ABS)),
-                new RolePolicy(Policy.LEAST_LOAD, CacheAware.defaults(DEFAULT_DECODE_BALANCE_ABS)), 0);
+        return builder()
+                .prefill(new RolePolicy(Policy.CACHE_AWARE,
+                        CacheAware.defaults("routing.prefill.cache_aware", DEFAULT_PREFILL_BALANCE_ABS)))
+                .decode(new RolePolicy(Policy.LEAST_LOAD,
+                        CacheAware.defaults("routing.decode.cache_aware", DEFAULT_DECODE_BALANCE_ABS)))
+                .directDecodeMaxTokens(0).build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return builder().prefill(prefill).decode(decode).directDecodeMaxTokens(directDecodeMaxTokens);
+    }
+
+    /** Checks each value as {@code routing:} does (whether the mode allows direct decodes: {@link GatewayConfig.Builder}). */
+    public static final class Builder {
+        private RolePolicy prefill;
+        private RolePolicy decode;
+        private Long directDecodeMaxTokens;
+
+        private Builder() {
+        }
+
+        public Builder prefill(RolePolicy v) {
+            prefill = KeyCheck.present("routing.prefill", v);
+            return this;
+        }
+
+        public Builder decode(RolePolicy v) {
+            decode = KeyCheck.present("routing.decode", v);
+            return this;
+        }
+
+        /** 0: every request goes through a prefill worker. */
+        public Builder directDecodeMaxTokens(long v) {
+            directDecodeMaxTokens = KeyCheck.atLeast("routing.direct_decode_max_tokens", v, 0L);
+            return this;
+        }
+
+        public RoutingConfig build() {
+            return new RoutingConfig(KeyCheck.set("routing.prefill", prefill), KeyCheck.set("routing.decode", decode),
+                    KeyCheck.set("routing.direct_decode_max_tokens", directDecodeMaxTokens));
+        }
     }
 
     /** The routing policies there are, by their YAML name (also the {@code policy} metric label). */
@@ -97,35 +137,98 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
         public static final Duration DEFAULT_SHARE_HALF_LIFE = Duration.ofSeconds(60);
         public static final long DEFAULT_SHARE_MAX_RECOMPUTE = 4096;
 
-        public CacheAware {
-            if (!(matchThreshold >= 0 && matchThreshold <= 1)) {
-                throw new IllegalArgumentException("matchThreshold: " + matchThreshold + " (expected: in [0, 1])");
-            }
-            if (balanceAbsThreshold < 0) {
-                throw new IllegalArgumentException("balanceAbsThreshold: " + balanceAbsThreshold + " (expected: >= 0)");
-            }
-            if (!(balanceRelThreshold >= 1)) {
-                throw new IllegalArgumentException("balanceRelThreshold: " + balanceRelThreshold + " (expected: >= 1)");
-            }
-            if (maxTreeSize < 1 || maxTreeSize > Integer.MAX_VALUE) {
-                throw new IllegalArgumentException("maxTreeSize: " + maxTreeSize + " (expected: in [1, 2^31-1])");
-            }
-            if (!(shareThreshold == 0 || shareThreshold >= 1)) {
-                throw new IllegalArgumentException("shareThreshold: " + shareThreshold + " (expected: 0 or >= 1)");
-            }
-            Objects.requireNonNull(shareHalfLife, "shareHalfLife");
-            if (shareHalfLife.isNegative() || shareHalfLife.isZero()) {
-                throw new IllegalArgumentException("shareHalfLife: " + shareHalfLife + " (expected: > 0)");
-            }
-            if (shareMaxRecompute < 0) {
-                throw new IllegalArgumentException("shareMaxRecompute: " + shareMaxRecompute + " (expected: >= 0)");
-            }
+        /** Builds settings that stand at {@code key} ({@code "routing.prefill.cache_aware"}), the prefix of every message. */
+        public static Builder builder(String key) {
+            return new Builder(key);
+        }
+
+        /** A builder from these settings, for the mapping at {@code key}. */
+        public Builder toBuilder(String key) {
+            return builder(key).matchThreshold(matchThreshold).balanceAbsThreshold(balanceAbsThreshold)
+                    .balanceRelThreshold(balanceRelThreshold).maxTreeSize(maxTreeSize).shareThreshold(shareThreshold)
+                    .shareHalfLife(shareHalfLife).shareMaxRecompute(shareMaxRecompute);
+        }
+
+        /** The defaults, with a role's absolute balance threshold; {@code key} as {@link #builder}. */
+        public static CacheAware defaults(String key, long balanceAbsThreshold) {
+            return builder(key).matchThreshold(DEFAULT_MATCH_THRESHOLD).balanceAbsThreshold(balanceAbsThreshold)
+                    .balanceRelThreshold(DEFAULT_BALANCE_REL).maxTreeSize(DEFAULT_MAX_TREE_SIZE)
+                    .shareThreshold(DEFAULT_SHARE_THRESHOLD).shareHalfLife(DEFAULT_SHARE_HALF_LIFE)
+                    .shareMaxRecompute(DEFAULT_SHARE_MAX_RECOMPUTE).build();
         }
 
         /** The defaults, with a role's absolute balance threshold. */
         public static CacheAware defaults(long balanceAbsThreshold) {
-            return new CacheAware(DEFAULT_MATCH_THRESHOLD, balanceAbsThreshold, DEFAULT_BALANCE_REL, DEFAULT_MAX_TREE_SIZE,
-                    DEFAULT_SHARE_THRESHOLD, DEFAULT_SHARE_HALF_LIFE, DEFAULT_SHARE_MAX_RECOMPUTE);
+            return defaults("routing.*.cache_aware", balanceAbsThreshold);
+        }
+
+        /** Checks each value with the bounds of {@code routing.<role>.cache_aware:}, named under its key. */
+        public static final class Builder {
+            private final String key;
+            private Double matchThreshold;
+            private Long balanceAbsThreshold;
+            private Double balanceRelThreshold;
+            private Long maxTreeSize;
+            private Double shareThreshold;
+            private Duration shareHalfLife;
+            private Long shareMaxRecompute;
+
+            private Builder(String key) {
+                this.key = Objects.requireNonNull(key, "key") + ".";
+            }
+
+            public Builder matchThreshold(double v) {
+                matchThreshold = KeyCheck.in(key + "match_threshold", v, 0, 1);
+                return this;
+            }
+
+            public Builder balanceAbsThreshold(long v) {
+                balanceAbsThreshold = KeyCheck.atLeast(key + "balance_abs_threshold", v, 0L);
+                return this;
+            }
+
+            public Builder balanceRelThreshold(double v) {
+                balanceRelThreshold = KeyCheck.atLeast(key + "balance_rel_threshold", v, 1.0);
+                return this;
+            }
+
+            /** The prefix tree indexes characters with an int. */
+            public Builder maxTreeSize(long v) {
+                if (v < 1 || v > Integer.MAX_VALUE) {
+                    throw KeyCheck.rejected(key + "max_tree_size", String.valueOf(v), "in [1, 2^31-1]");
+                }
+                maxTreeSize = v;
+                return this;
+            }
+
+            /** 0: the share guard is off. */
+            public Builder shareThreshold(double v) {
+                if (!(v == 0 || v >= 1)) {
+                    throw KeyCheck.rejected(key + "balance_share_threshold", ConfigNode.num(v), "0 or >= 1");
+                }
+                shareThreshold = v;
+                return this;
+            }
+
+            public Builder shareHalfLife(Duration v) {
+                shareHalfLife = KeyCheck.atLeast(key + "balance_share_half_life", v, Duration.ofMillis(1));
+                return this;
+            }
+
+            public Builder shareMaxRecompute(long v) {
+                shareMaxRecompute = KeyCheck.atLeast(key + "balance_share_max_recompute", v, 0L);
+                return this;
+            }
+
+            public CacheAware build() {
+                return new CacheAware(KeyCheck.set(key + "match_threshold", matchThreshold),
+                        KeyCheck.set(key + "balance_abs_threshold", balanceAbsThreshold),
+                        KeyCheck.set(key + "balance_rel_threshold", balanceRelThreshold),
+                        KeyCheck.set(key + "max_tree_size", maxTreeSize),
+                        KeyCheck.set(key + "balance_share_threshold", shareThreshold),
+                        KeyCheck.set(key + "balance_share_half_life", shareHalfLife),
+                        KeyCheck.set(key + "balance_share_max_recompute", shareMaxRecompute));
+            }
         }
     }
 }

@@ -46,13 +46,14 @@ public final class RoutingConfigReader {
     static RoutingConfig read(ConfigNode n) {
         n.allowOnly("prefill", "decode", "direct_decode_max_tokens");
         RoutingConfig defaults = RoutingConfig.defaults();
-        return new RoutingConfig(
-                role(n.child("prefill", "The prefill workers' policy (and the unified workers', in disaggregation: "
-                        + "none)."), defaults.prefill(), "prefill: pending prompt tokens"),
-                role(n.child("decode", "The decode workers' policy."), defaults.decode(), "decode: streams"),
-                n.child("direct_decode_max_tokens", "vllm mode only: a prompt of at most this many tokens skips the "
-                        + "prefill hop and goes to a decode alone (a vLLM decode prefills a request without "
-                        + "kv_transfer_params itself); 0 = off.").longIn(0, 0, Long.MAX_VALUE / 4));
+        return RoutingConfig.builder()
+                .prefill(role(n.child("prefill", "The prefill workers' policy (and the unified workers', in "
+                        + "disaggregation: none)."), defaults.prefill(), "prefill: pending prompt tokens"))
+                .decode(role(n.child("decode", "The decode workers' policy."), defaults.decode(), "decode: streams"))
+                .directDecodeMaxTokens(n.child("direct_decode_max_tokens", "vllm mode only: a prompt of at most this "
+                        + "many tokens skips the prefill hop and goes to a decode alone (a vLLM decode prefills a "
+                        + "request without kv_transfer_params itself); 0 = off.").longIn(0, 0, Long.MAX_VALUE / 4))
+                .build();
     }
 
     private static RolePolicy role(ConfigNode n, RolePolicy def, String loadUnit) {
@@ -68,26 +69,32 @@ public final class RoutingConfigReader {
     private static CacheAware cacheAware(ConfigNode n, CacheAware def, String loadUnit) {
         n.allowOnly("match_threshold", "balance_abs_threshold", "balance_rel_threshold", "max_tree_size",
                 "balance_share_threshold", "balance_share_half_life", "balance_share_max_recompute");
-        return new CacheAware(
-                n.child("match_threshold", "Share of the prompt that must match a worker's prefix tree to follow it.")
-                        .doubleIn(def.matchThreshold(), 0.0, 1.0, "a number in [0.0, 1.0]"),
-                n.child("balance_abs_threshold", "Load wins over a prefix hit when the best-matching worker carries "
+        return CacheAware.builder(n.path())
+                .matchThreshold(n.child("match_threshold", "Share of the prompt that must match a worker's prefix "
+                        + "tree to follow it.").doubleIn(def.matchThreshold(), 0.0, 1.0, "a number in [0.0, 1.0]"))
+                .balanceAbsThreshold(n.child("balance_abs_threshold",
+                        "Load wins over a prefix hit when the best-matching worker carries "
                         + "this much more load than the least loaded one (" + loadUnit + ")...")
-                        .longIn(def.balanceAbsThreshold(), 0, Long.MAX_VALUE / 4),
-                n.child("balance_rel_threshold", "...and more than this times its load.")
-                        .doubleAtLeast(def.balanceRelThreshold(), 1.0),
-                n.child("max_tree_size", "Prompt characters remembered per worker before its least recently used "
+                        .longIn(def.balanceAbsThreshold(), 0, Long.MAX_VALUE / 4))
+                .balanceRelThreshold(n.child("balance_rel_threshold", "...and more than this times its load.")
+                        .doubleAtLeast(def.balanceRelThreshold(), 1.0))
+                .maxTreeSize(n.child("max_tree_size",
+                        "Prompt characters remembered per worker before its least recently used "
                         + "prefixes are forgotten (4194304: about 1M tokens).")
-                        .longIn(def.maxTreeSize(), 1, Integer.MAX_VALUE),
-                shareThreshold(n.child("balance_share_threshold", "The share guard: a best match sent more than this "
+                        .longIn(def.maxTreeSize(), 1, Integer.MAX_VALUE))
+                .shareThreshold(shareThreshold(n.child("balance_share_threshold",
+                        "The share guard: a best match sent more than this "
                         + "times the candidates' mean prompt tokens lately gives the request to a worker below the "
-                        + "mean; 0 = off, else >= 1."), def.shareThreshold()),
-                n.child("balance_share_half_life", "\"Lately\" for the share guard: prompt tokens routed to each "
+                        + "mean; 0 = off, else >= 1."), def.shareThreshold()))
+                .shareHalfLife(n.child("balance_share_half_life",
+                        "\"Lately\" for the share guard: prompt tokens routed to each "
                         + "worker, decayed with this half-life.")
-                        .durationAtLeast(def.shareHalfLife(), Duration.ofMillis(1)),
-                n.child("balance_share_max_recompute", "...but only when the other worker would recompute at most "
+                        .durationAtLeast(def.shareHalfLife(), Duration.ofMillis(1)))
+                .shareMaxRecompute(n.child("balance_share_max_recompute",
+                        "...but only when the other worker would recompute at most "
                         + "this many more prompt tokens (a long conversation stays where its history is).")
-                        .longIn(def.shareMaxRecompute(), 0, Long.MAX_VALUE / 4));
+                        .longIn(def.shareMaxRecompute(), 0, Long.MAX_VALUE / 4))
+                .build();
     }
 
     private static double shareThreshold(ConfigNode n, double def) {

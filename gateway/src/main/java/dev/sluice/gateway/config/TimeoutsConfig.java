@@ -15,4 +15,56 @@ import java.time.Duration;
  */
 public record TimeoutsConfig(Duration connect, Duration firstToken, Duration idleStream, Duration request,
                              Duration abort) {
+    private static final Duration MIN = Duration.ofMillis(1);
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    public Builder toBuilder() {
+        return builder().connect(connect).firstToken(firstToken).idleStream(idleStream).request(request).abort(abort);
+    }
+
+    /** Five durations in a row: named, each at least 1ms, as the reader requires. */
+    public static final class Builder {
+        private Duration connect;
+        private Duration firstToken;
+        private Duration idleStream;
+        private Duration request;
+        private Duration abort;
+
+        private Builder() {
+        }
+
+        public Builder connect(Duration v) {
+            connect = KeyCheck.atLeast("timeouts.connect", v, MIN);
+            return this;
+        }
+
+        public Builder firstToken(Duration v) {
+            firstToken = KeyCheck.atLeast("timeouts.first_token", v, MIN);
+            return this;
+        }
+
+        public Builder idleStream(Duration v) {
+            idleStream = KeyCheck.atLeast("timeouts.idle_stream", v, MIN);
+            return this;
+        }
+
+        public Builder request(Duration v) {
+            request = KeyCheck.atLeast("timeouts.request", v, MIN);
+            return this;
+        }
+
+        public Builder abort(Duration v) {
+            abort = KeyCheck.atLeast("timeouts.abort", v, MIN);
+            return this;
+        }
+
+        public TimeoutsConfig build() {
+            return new TimeoutsConfig(KeyCheck.set("timeouts.connect", connect),
+                    KeyCheck.set("timeouts.first_token", firstToken), KeyCheck.set("timeouts.idle_stream", idleStream),
+                    KeyCheck.set("timeouts.request", request), KeyCheck.set("timeouts.abort", abort));
+        }
+    }
 }

@@ -129,9 +129,7 @@ final class WorkersConfigReader {
                     + "--disaggregation-bootstrap-port (sglang mode). Absent: null is sent, meaning the server's "
                     + "default.").optionalInt(1, 65535) : Optional.empty();
             if (url != null) {
-                URI uri = URI.create(url);
-                int port = uri.getPort() != -1 ? uri.getPort() : "https".equals(uri.getScheme()) ? 443 : 80;
-                out.add(new WorkerEndpoint(url, uri.getHost(), port, bootstrap.orElse(null), auth));
+                out.add(WorkerEndpoint.of(url, bootstrap.orElse(null), auth));
             }
         }
         return out;
