@@ -41,7 +41,7 @@ final class GatewayConfigReader {
         UpstreamConfig upstream = upstream(root.child("upstream",
                 "Connection pools towards the workers, one per event loop and worker."));
         HealthConfig health = HealthConfigReader.health(root.child("health", "How the gateway decides each worker's "
-                + "state (healthy, degraded, ejected, half_open, draining): active checks, passive signals from live "
+                + "state (healthy, degraded, ejected, half_open, suspect, draining): active checks, passive signals from live "
                 + "traffic, the stall watchdog. Shown in /admin/state and sluice_worker_state; docs/reliability.md."));
         RetryConfig retries = HealthConfigReader.retries(root.child("retries", "Retries on another prefill/decode pair "
                 + "(fresh bootstrap_room and rid), only while nothing has reached the client and after a failure that "

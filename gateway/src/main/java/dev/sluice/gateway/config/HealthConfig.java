@@ -14,10 +14,11 @@ import java.time.Duration;
  * @param generateInterval   {@code GET /health_generate} period (a real one-token generation); zero: off
  * @param generateTimeout    one {@code /health_generate} slower than this fails
  * @param decodeMaxKvUsage   a decode whose reported KV token usage is above this takes no new streams
+ * @param stallPanic         what a stall on a role's last worker does (the panic mode)
  */
 public record HealthConfig(Duration interval, Duration timeout, int unhealthyThreshold, int healthyThreshold,
                            Duration generateInterval, Duration generateTimeout, double decodeMaxKvUsage,
-                           Passive passive, Watchdog watchdog) {
+                           Passive passive, Watchdog watchdog, StallPanic stallPanic) {
 
     /**
      * Default timeout of both checks: past SGLang's own {@code HEALTH_CHECK_TIMEOUT} (20 s,
@@ -40,7 +41,7 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
     public Builder toBuilder() {
         return builder().interval(interval).timeout(timeout).unhealthyThreshold(unhealthyThreshold)
                 .healthyThreshold(healthyThreshold).generateInterval(generateInterval).generateTimeout(generateTimeout)
-                .decodeMaxKvUsage(decodeMaxKvUsage).passive(passive).watchdog(watchdog);
+                .decodeMaxKvUsage(decodeMaxKvUsage).passive(passive).watchdog(watchdog).stallPanic(stallPanic);
     }
 
     /** Checks each value with the lower bounds of {@code health:}'s reader. */
@@ -54,6 +55,7 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
         private Double decodeMaxKvUsage;
         private Passive passive;
         private Watchdog watchdog;
+        private StallPanic stallPanic = StallPanic.DEFAULT;
 
         private Builder() {
         }
@@ -104,6 +106,11 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
             return this;
         }
 
+        public Builder stallPanic(StallPanic v) {
+            stallPanic = KeyCheck.present("health.stall_panic", v);
+            return this;
+        }
+
         public HealthConfig build() {
             return new HealthConfig(KeyCheck.set("health.interval", interval), KeyCheck.set("health.timeout", timeout),
                     KeyCheck.set("health.unhealthy_threshold", unhealthyThreshold),
@@ -111,7 +118,23 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
                     KeyCheck.set("health.generate_interval", generateInterval),
                     KeyCheck.set("health.generate_timeout", generateTimeout),
                     KeyCheck.set("health.decode_max_kv_usage", decodeMaxKvUsage), KeyCheck.set("health.passive", passive),
-                    KeyCheck.set("health.watchdog", watchdog));
+                    KeyCheck.set("health.watchdog", watchdog), stallPanic);
+        }
+    }
+
+    /**
+     * The panic mode: a stall the watchdog catches on a role's last worker (no other to route to)
+     * makes it suspect: one probe request at a time, every other new request refused at once.
+     *
+     * @param enabled      off: the last worker stays in rotation and every request waits out the watchdog
+     * @param probeTimeout a probe's stall deadlines are at most this (judged fast, so service resumes soon)
+     */
+    public record StallPanic(boolean enabled, Duration probeTimeout) {
+        public static final StallPanic DEFAULT = new StallPanic(true, Duration.ofSeconds(3));
+
+        public StallPanic {
+            KeyCheck.atLeast("health.stall_panic.probe_timeout", KeyCheck.present("health.stall_panic.probe_timeout",
+                    probeTimeout), Duration.ofMillis(10));
         }
     }
 

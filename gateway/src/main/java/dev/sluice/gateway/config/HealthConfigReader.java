@@ -9,7 +9,7 @@ final class HealthConfigReader {
 
     static HealthConfig health(ConfigNode n) {
         n.allowOnly("interval", "timeout", "unhealthy_threshold", "healthy_threshold", "generate_interval",
-                "generate_timeout", "decode_max_kv_usage", "passive", "watchdog");
+                "generate_timeout", "decode_max_kv_usage", "passive", "watchdog", "stall_panic");
         return HealthConfig.builder()
                 .interval(n.child("interval", "GET /health on every worker this often.")
                         .durationAtLeast(Duration.ofSeconds(2), Duration.ofMillis(50)))
@@ -46,7 +46,22 @@ final class HealthConfigReader {
                         + "both halves (sluice_aborts_total{cause=\"stall\"}), counted against its worker, and retried "
                         + "elsewhere when nothing reached the client yet. A started stream that goes silent: "
                         + "timeouts.idle_stream.")))
+                .stallPanic(stallPanic(n.child("stall_panic",
+                        "A stall the watchdog catches on a role's last worker while its health checks pass (a "
+                        + "silent stall: SGLang's checks never touch the KV transfer) makes it suspect: /readiness "
+                        + "503, one probe request at a time, every other new request refused at once with 503 and "
+                        + "Retry-After, until a probe succeeds. docs/reliability.md.")))
                 .build();
+    }
+
+    private static HealthConfig.StallPanic stallPanic(ConfigNode n) {
+        n.allowOnly("enabled", "probe_timeout");
+        return new HealthConfig.StallPanic(
+                n.child("enabled", "Off: the last worker stays in rotation and every request waits out the "
+                        + "watchdog.").bool(HealthConfig.StallPanic.DEFAULT.enabled()),
+                n.child("probe_timeout", "A probe request's stall deadlines are at most this, so that service "
+                        + "resumes soon after the worker heals.")
+                        .durationAtLeast(HealthConfig.StallPanic.DEFAULT.probeTimeout(), Duration.ofMillis(10)));
     }
 
     private static HealthConfig.Passive passive(ConfigNode n) {

@@ -40,7 +40,6 @@ public final class HealthTable {
     private final Map<Worker, WorkerHealth> table = new HashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile Consumer<Worker> suspicionHandler = w -> { };
-    private volatile boolean stallPanic = true;
 
     public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock) {
         this.workers = workers;
@@ -81,11 +80,6 @@ public final class HealthTable {
         for (Worker w : known) {
             update(w, h -> h.reconfigure(next));
         }
-    }
-
-    /** {@code health.stall_panic.enabled}: whether a stall on a role's last worker makes it suspect. */
-    public void stallPanic(boolean enabled) {
-        this.stallPanic = enabled;
     }
 
     public void addListener(Listener l) {
@@ -147,7 +141,7 @@ public final class HealthTable {
      * rest refused at once, until a probe succeeds. A role with another worker routes around it.
      */
     public void stalled(Worker w, String detail) {
-        if (!stallPanic) {
+        if (!config.stallPanic().enabled()) {
             return;
         }
         update(w, h -> {

@@ -5,6 +5,7 @@ import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.config.RetryConfig;
 import dev.sluice.gateway.config.TimeoutsConfig;
+import java.time.Duration;
 
 /**
  * The settings a request runs with, taken from the configuration when it arrives: a reload gives
@@ -12,16 +13,18 @@ import dev.sluice.gateway.config.TimeoutsConfig;
  *
  * @param directDecodeMaxTokens prompts up to this size skip the prefill hop (0: never)
  * @param routingUsesPrefix     a routing policy reads the prompt's prefix (only then is it rendered)
+ * @param stallPanicProbeTimeout a probe of a suspect worker is judged within this ({@code health.stall_panic})
  */
 public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, RetryConfig retries,
                                RequestLogging requestLogging, Drivers drivers, long directDecodeMaxTokens,
                                boolean routingUsesPrefix, long maxResponseBodyBytes,
-                               java.time.Duration stallPanicProbeTimeout) {
+                               Duration stallPanicProbeTimeout) {
 
     /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
         return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
                 config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
-                routingUsesPrefix, config.http().maxResponseBodyBytes(), java.time.Duration.ofSeconds(3));
+                routingUsesPrefix, config.http().maxResponseBodyBytes(),
+                config.health().stallPanic().probeTimeout());
     }
 }

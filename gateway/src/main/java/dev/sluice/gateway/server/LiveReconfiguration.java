@@ -1,13 +1,12 @@
 package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.admission.AdmissionController;
-import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.ConfigSection;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.ReloadPlan;
 import dev.sluice.gateway.health.HealthTable;
 import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.pd.AbortSender;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
@@ -49,43 +48,24 @@ final class LiveReconfiguration {
      */
     synchronized AppliedChanges apply(GatewayConfig next) {
         GatewayConfig cur = live.get().config();
-        List<String> restart = ConfigDiff.restartRequired(cur, next);
-        boolean workersChanged = !next.workers().equals(cur.workers());
-        // everything checked: from here on nothing refuses
-        List<String> applied = new ArrayList<>();
-        AdmissionConfig admissionNext = ConfigDiff.withTokenizer(next.admission(), cur.admission().tokenizer());
-        if (!admissionNext.equals(cur.admission())) {
-            admission.reconfigure(admissionNext);
-            if (!admissionNext.priorities().equals(cur.admission().priorities())) {
+        // what takes effect how is declared once (config.ConfigSection); the plan is checked whole first
+        ReloadPlan plan = ReloadPlan.of(cur, next);
+        GatewayConfig merged = plan.config();
+        if (plan.applies(ConfigSection.ADMISSION)) {
+            admission.reconfigure(merged.admission());
+            if (!merged.admission().priorities().equals(cur.admission().priorities())) {
                 admissionMetrics.rebindClasses(admission);
             }
-            applied.add("admission");
         }
-        if (!next.health().equals(cur.health())) {
-            health.reconfigure(next.health());
+        if (plan.applies(ConfigSection.HEALTH)) {
+            health.reconfigure(merged.health());
             restartHealthChecks.run();
-            applied.add("health");
         }
-        if (!next.timeouts().equals(cur.timeouts())) {
-            applied.add("timeouts");
-        }
-        if (!next.retries().equals(cur.retries())) {
-            applied.add("retries");
-        }
-        if (next.requestLogging() != cur.requestLogging()) {
-            applied.add("logging");
-        }
-        GatewayConfig.WorkersConfig workersNow = cur.workers();
         aborts.adminKey(next.workers().adminAuthorization());
-        if (workersChanged && next.disaggregation() == cur.disaggregation()) {
-            reconciler.reconcile(next.workers());
-            workersNow = next.workers();
-            applied.add("workers");
+        if (plan.applies(ConfigSection.WORKERS)) {
+            reconciler.reconcile(merged.workers());
         }
-        GatewayConfig merged = new GatewayConfig(cur.listen(), cur.disaggregation(), workersNow, next.timeouts(),
-                cur.http(), cur.upstream(), next.health(), admissionNext, cur.telemetry(), cur.admin(), next.retries(),
-                cur.routing(), next.requestLogging());
         live.set(LiveSettings.of(merged, routingUsesPrefix));
-        return new AppliedChanges(applied, restart);
+        return new AppliedChanges(plan.appliedKeys(), plan.restartRequiredKeys());
     }
 }

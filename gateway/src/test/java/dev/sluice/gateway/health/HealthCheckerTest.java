@@ -78,7 +78,8 @@ class HealthCheckerTest {
                 Duration.ofSeconds(5), 0.9,
                 new HealthConfig.Passive(Duration.ofSeconds(30), 3, 0.5, 10, Duration.ofSeconds(10),
                         Duration.ofSeconds(25), 2, 100),
-                new HealthConfig.Watchdog(3, Duration.ofSeconds(5), Duration.ofSeconds(3)));
+                new HealthConfig.Watchdog(3, Duration.ofSeconds(5), Duration.ofSeconds(3)),
+                HealthConfig.StallPanic.DEFAULT);
         table = new HealthTable(workers, config, System::nanoTime);
         table.addListener((w, from, to, cause) -> changes.add(new Change(w.name(), to.state(), System.nanoTime())));
         group = transport.newGroup(1, "health-test");

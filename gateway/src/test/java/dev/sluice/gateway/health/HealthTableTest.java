@@ -23,7 +23,8 @@ class HealthTableTest {
                 Duration.ofSeconds(10), 0.9,
                 new HealthConfig.Passive(Duration.ofSeconds(30), 3, 0.5, 10, Duration.ofSeconds(10),
                         Duration.ofSeconds(25), 2, maxEjectedPercent),
-                new HealthConfig.Watchdog(3, Duration.ofSeconds(5), Duration.ofSeconds(3)));
+                new HealthConfig.Watchdog(3, Duration.ofSeconds(5), Duration.ofSeconds(3)),
+                HealthConfig.StallPanic.DEFAULT);
     }
 
     private static WorkerSet workers(int prefill, int decode) {
