@@ -24,7 +24,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * that the lock pays only for the walk, a key is a {@link Key} prepared before it (on the event
  * loop, when the ticket is built), and labels are compared with {@link Arrays#mismatch}, which the
  * JIT turns into vector compares: a char-by-char walk of an 8,000-character prompt was most of a
- * cache-aware decision.
+ * cache-aware decision. The price: labels are {@code char[]}, twice the bytes of a Latin-1 String's
+ * (the per-worker bound counts characters either way).
  */
 public final class PrefixTree<W> {
     private final long maxSizePerWorker;
