@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
+import dev.sluice.gateway.admission.WorkerWindow;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.routing.Worker;
@@ -83,8 +84,8 @@ public final class StateView {
             WorkerStatus st = w.status();
             o.put("state", st.state().label()).put("state_reason", st.reason())
                     .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
-            int[] window = s.perWorker().getOrDefault(w.name() + "|" + w.role().label(), new int[2]);
-            o.putObject("window").put("requests", window[0]).put("tokens", window[1]);
+            WorkerWindow window = s.perWorker().getOrDefault(w, new WorkerWindow(w.role(), 0, 0, 0));
+            o.putObject("window").put("requests", window.requests()).put("tokens", window.tokens());
             WorkerIdentity id = w.identity();
             ObjectNode ident = o.putObject("identity");
             ident.put("server", id.server()).put("version", id.version()).put("disaggregation_mode", id.mode())

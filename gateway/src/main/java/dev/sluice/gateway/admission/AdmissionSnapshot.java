@@ -1,5 +1,6 @@
 package dev.sluice.gateway.admission;
 
+import dev.sluice.gateway.routing.Worker;
 import java.util.List;
 import java.util.Map;
 
@@ -7,11 +8,11 @@ import java.util.Map;
 public record AdmissionSnapshot(int queued, int[] queuedByClass, List<Map<String, Integer>> queuedTenantsByClass,
                                 long pendingTokens, long inflightPrefillTokens, int dispatched,
                                 double prefillTokensPerSecond, boolean throughputMeasured, boolean draining,
-                                Map<String, int[]> perWorker) {
+                                Map<Worker, WorkerWindow> perWorker) {
 
     /** Everything is back to zero: nothing queued, pending or in flight. */
     public boolean idle() {
         return queued == 0 && pendingTokens == 0 && inflightPrefillTokens == 0 && dispatched == 0
-                && perWorker.values().stream().allMatch(v -> v[0] == 0 && v[1] == 0);
+                && perWorker.values().stream().allMatch(WorkerWindow::idle);
     }
 }

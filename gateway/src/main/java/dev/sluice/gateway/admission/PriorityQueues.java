@@ -2,23 +2,40 @@ package dev.sluice.gateway.admission;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
 /**
  * The waiting room: one lane per priority class (index 0 is served first), and inside a lane one
- * FIFO per tenant, served round robin, so one tenant's burst cannot starve the others. Not
- * thread-safe: the controller's lock guards it.
+ * FIFO per tenant, served round robin, so one tenant's burst cannot starve the others. Beside the
+ * lanes, the same tickets in order of their deadlines ({@link DeadlineHeap}), for the expiry
+ * sweep, and each tenant's queued count and tokens over all classes, for tenant shares; both are
+ * kept in step by every add and removal, so neither needs a walk of the queue. Not thread-safe:
+ * the controller's lock guards it.
  */
 final class PriorityQueues {
     private final Lane[] lanes;
+    private final DeadlineHeap deadlines = new DeadlineHeap();
+    private final Map<String, long[]> tenantUse = new HashMap<>(); // tenant -> {queued, tokens}
+    private long queueTimeoutNanos;
     private int size;
 
-    PriorityQueues(int classes) {
+    /** @param queueTimeoutNanos admission.queue_timeout: with the client's deadline, when a ticket's wait ends */
+    PriorityQueues(int classes, long queueTimeoutNanos) {
         lanes = new Lane[classes];
         for (int i = 0; i < classes; i++) {
             lanes[i] = new Lane();
+        }
+        this.queueTimeoutNanos = queueTimeoutNanos;
+    }
+
+    /** A reload changed admission.queue_timeout: every waiting ticket's wait ends by the new one. */
+    void queueTimeout(long nanos) {
+        if (nanos != queueTimeoutNanos) {
+            queueTimeoutNanos = nanos;
+            deadlines.rekey(t -> t.queueDeadline(t.enqueuedNanos, nanos));
         }
     }
 
@@ -43,15 +60,36 @@ final class PriorityQueues {
         return sum;
     }
 
+    /** Queues {@code t} at the back of its class; its wait is counted from {@link Ticket#enqueuedNanos}. */
     void add(Ticket t) {
-        lanes[t.priority].add(t, false);
-        size++;
+        add(t, false);
     }
 
     /** Puts a ticket back at the very front of its class (a retry: it already waited its turn). */
     void addFirst(Ticket t) {
-        lanes[t.priority].add(t, true);
+        add(t, true);
+    }
+
+    private void add(Ticket t, boolean front) {
+        lanes[t.priority].add(t, front);
         size++;
+        t.waitDeadline = t.queueDeadline(t.enqueuedNanos, queueTimeoutNanos);
+        deadlines.add(t);
+        long[] use = tenantUse.computeIfAbsent(t.tenant, k -> new long[2]);
+        use[0]++;
+        use[1] += t.tokens;
+    }
+
+    /** Bookkeeping of a ticket that left its lane. */
+    private void left(Ticket t) {
+        size--;
+        deadlines.remove(t);
+        long[] use = tenantUse.get(t.tenant);
+        if (--use[0] == 0) {
+            tenantUse.remove(t.tenant);
+        } else {
+            use[1] -= t.tokens;
+        }
     }
 
     /** The ticket that would be served next, or null. */
@@ -68,11 +106,35 @@ final class PriorityQueues {
     Ticket poll() {
         for (Lane lane : lanes) {
             if (lane.size > 0) {
-                size--;
-                return lane.poll();
+                Ticket t = lane.poll();
+                left(t);
+                return t;
             }
         }
         return null;
+    }
+
+    /**
+     * The tickets whose wait has ended by {@code now}, highest class first; they are out of the
+     * deadline order but still in their lanes, for the caller to {@link #remove} one by one.
+     * Reads only the due tickets.
+     */
+    List<Ticket> due(long now) {
+        List<Ticket> out = new ArrayList<>(0);
+        Ticket t;
+        while ((t = deadlines.peek()) != null && now >= t.waitDeadline) {
+            deadlines.remove(t);
+            out.add(t);
+        }
+        out.sort(Comparator.comparingInt(x -> x.priority));
+        return out;
+    }
+
+    /** Each tenant's queued count and tokens over all classes, as a fresh copy the caller may change. */
+    Map<String, long[]> tenantUse() {
+        Map<String, long[]> copy = new HashMap<>();
+        tenantUse.forEach((k, v) -> copy.put(k, v.clone()));
+        return copy;
     }
 
     /** Empties the queue, returning its tickets in the order they would have been served. */
@@ -87,7 +149,7 @@ final class PriorityQueues {
 
     boolean remove(Ticket t) {
         if (lanes[t.priority].remove(t)) {
-            size--;
+            left(t);
             return true;
         }
         return false;
@@ -121,6 +183,7 @@ final class PriorityQueues {
         return order;
     }
 
+    /** Every queued ticket, class by class (a copy: for the rare paths, tenant-share eviction and a drain). */
     List<Ticket> snapshot() {
         List<Ticket> all = new ArrayList<>(size);
         for (Lane lane : lanes) {

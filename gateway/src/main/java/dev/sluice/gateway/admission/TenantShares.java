@@ -7,6 +7,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Supplier;
 
 /**
  * Work-conserving tenant shares of the queue and of the pending-token budget. A tenant may fill
@@ -14,8 +15,8 @@ import java.util.Map;
  * arrives, the newest waiting requests of the tenants furthest over their shares give way, never
  * one of a higher class than the newcomer's. So one tenant's burst fills the queue only until
  * someone else needs it, and then loses its newest requests, not the others their place.
- * Computed from the queued tickets when the queue or budget is full (the rare path): nothing to
- * keep in step on every admission.
+ * Computed when the queue or budget is full: from each tenant's totals, which the queue keeps, and
+ * only when some tenant is over its share (evicting), from the queued tickets themselves.
  */
 final class TenantShares {
     private TenantShares() {
@@ -25,16 +26,13 @@ final class TenantShares {
      * Victims for {@code newcomer}, given the queued tickets not already chosen: enough to bring the
      * queue to {@code needSlots} fewer tickets and its tokens {@code needTokens} lower, or as many as
      * shares allow; empty when the newcomer is itself at or over its share of what is short.
+     *
+     * @param use    tenant -> {queued count, queued tokens} of those tickets; changed here
+     * @param queued the tickets themselves, asked for only when someone is over its share
      */
-    static List<Ticket> victims(Ticket newcomer, List<Ticket> queued, AdmissionConfig config, int needSlots,
-                                long needTokens) {
+    static List<Ticket> victims(Ticket newcomer, Map<String, long[]> use, Supplier<List<Ticket>> queued,
+                                AdmissionConfig config, int needSlots, long needTokens) {
         TenantLimits limits = config.tenantLimits();
-        Map<String, long[]> use = new HashMap<>(); // tenant -> {queued count, queued tokens}
-        for (Ticket t : queued) {
-            long[] u = use.computeIfAbsent(t.tenant, k -> new long[2]);
-            u[0]++;
-            u[1] += t.tokens;
-        }
         long[] mine = use.getOrDefault(newcomer.tenant, new long[2]);
         var own = limits.of(newcomer.tenant);
         boolean underQueueShare = mine[0] + 1 <= own.maxQueueShare() * config.maxQueuedRequests();
@@ -42,9 +40,12 @@ final class TenantShares {
         if ((needSlots > 0 && !underQueueShare) || (needTokens > 0 && !underTokenShare)) {
             return List.of();
         }
+        if (!anyOverShare(newcomer, use, config, needSlots, needTokens)) {
+            return List.of(); // the common case under overload: nobody to evict, no need to look at the tickets
+        }
         // each other tenant's newest tickets first, of the newcomer's class or lower
         Map<String, List<Ticket>> byTenant = new HashMap<>();
-        for (Ticket t : queued) {
+        for (Ticket t : queued.get()) {
             if (!t.tenant.equals(newcomer.tenant) && t.priority >= newcomer.priority) {
                 byTenant.computeIfAbsent(t.tenant, k -> new ArrayList<>()).add(t);
             }
@@ -60,11 +61,7 @@ final class TenantShares {
                 if (e.getValue().isEmpty()) {
                     continue;
                 }
-                long[] u = use.get(e.getKey());
-                var l = limits.of(e.getKey());
-                // how far over its share, as a fraction of the limit being short
-                double excess = Math.max(slots > 0 ? u[0] / (l.maxQueueShare() * config.maxQueuedRequests()) : 0,
-                        tokens > 0 ? u[1] / (l.maxPendingShare() * config.maxPendingTokens()) : 0);
+                double excess = excess(e.getKey(), use.get(e.getKey()), config, slots, tokens);
                 if (excess > 1.0 && excess > worstExcess) {
                     worst = e.getKey();
                     worstExcess = excess;
@@ -82,5 +79,23 @@ final class TenantShares {
             tokens -= v.tokens;
         }
         return out;
+    }
+
+    /** Whether a tenant other than the newcomer's is over its share of what is short (then it may have to give way). */
+    private static boolean anyOverShare(Ticket newcomer, Map<String, long[]> use, AdmissionConfig config, int slots,
+                                        long tokens) {
+        for (Map.Entry<String, long[]> e : use.entrySet()) {
+            if (!e.getKey().equals(newcomer.tenant) && excess(e.getKey(), e.getValue(), config, slots, tokens) > 1.0) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** How far over its share a tenant is, as a fraction of the limit being short. */
+    private static double excess(String tenant, long[] use, AdmissionConfig config, int slots, long tokens) {
+        var l = config.tenantLimits().of(tenant);
+        return Math.max(slots > 0 ? use[0] / (l.maxQueueShare() * config.maxQueuedRequests()) : 0,
+                tokens > 0 ? use[1] / (l.maxPendingShare() * config.maxPendingTokens()) : 0);
     }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.admission;
 
+import dev.sluice.gateway.routing.PrefixTree;
 import dev.sluice.gateway.routing.RoutingRequest;
 import dev.sluice.gateway.routing.Worker;
 import java.util.HashSet;
@@ -24,6 +25,9 @@ public final class Ticket {
     final Executor executor;
     final TicketListener listener;
     long enqueuedNanos;
+    /** While queued: when its wait ends ({@link #queueDeadline}), and its place in the queue's {@link DeadlineHeap}. */
+    long waitDeadline;
+    int deadlineIndex = -1;
     boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;
@@ -34,6 +38,8 @@ public final class Ticket {
     long windowTokensAtDispatch;
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
     RoutingRequest routing;
+    /** The same key prepared for the prefix tree, off the admission lock ({@link #prefixKey}). */
+    PrefixTree.Key prefix = PrefixTree.Key.EMPTY;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
     boolean direct;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
@@ -62,10 +68,13 @@ public final class Ticket {
         return tokens;
     }
 
-    /** The client's absolute deadline ({@code System.nanoTime()}), or {@code Long.MAX_VALUE}. */
-    /** Sets the rendered prompt routing matches prefixes on (outside the admission lock: it can be long). */
+    /**
+     * Sets the rendered prompt routing matches prefixes on. Called on the event loop before submit,
+     * so the copy of a long prompt into the tree's form is not paid under the admission lock.
+     */
     public Ticket prefixKey(String key) {
         this.routing = new RoutingRequest(key, tokens);
+        this.prefix = PrefixTree.Key.of(key);
         return this;
     }
 
@@ -75,6 +84,7 @@ public final class Ticket {
         return this;
     }
 
+    /** The client's absolute deadline ({@code System.nanoTime()}), or {@code Long.MAX_VALUE}. */
     public long deadlineNanos() {
         return deadlineNanos;
     }
@@ -85,6 +95,14 @@ public final class Ticket {
 
     public String tenant() {
         return tenant;
+    }
+
+    /**
+     * When waiting stops being useful for a ticket queued at {@code enqueuedNanos}: the client's
+     * deadline, or {@code admission.queue_timeout} later, whichever comes first.
+     */
+    long queueDeadline(long enqueuedNanos, long queueTimeoutNanos) {
+        return Math.min(deadlineNanos, enqueuedNanos + queueTimeoutNanos);
     }
 
     void avoid(Worker w) {

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.CacheAwarePolicy;
 import dev.sluice.gateway.routing.LoadView;
 import dev.sluice.gateway.routing.RoundRobinRouting;
 import dev.sluice.gateway.routing.RoutingPolicy;
@@ -98,11 +99,11 @@ final class WorkerWindows {
     /** The picked pair was dispatched: the policies learn it (prefix trees) and the decisions are counted. */
     void routed(Ticket t) {
         if (prefillChoice != null) {
-            routing.prefill().dispatched(prefillChoice.worker(), t.routing);
+            dispatched(routing.prefill(), prefillChoice.worker(), t);
             routing.observer().decided(WorkerRole.PREFILL, routing.prefill(), prefillChoice.reason());
         }
         if (decodeChoice != null && (prefillChoice == null || decodeChoice.worker() != prefillChoice.worker())) {
-            routing.decode().dispatched(decodeChoice.worker(), t.routing);
+            dispatched(routing.decode(), decodeChoice.worker(), t);
             routing.observer().decided(WorkerRole.DECODE, routing.decode(), decodeChoice.reason());
         }
         prefillChoice = null;
@@ -119,7 +120,18 @@ final class WorkerWindows {
         if (candidates.isEmpty()) {
             return null;
         }
-        return policy.choose(List.copyOf(candidates), t.routing, load);
+        List<Worker> chosenFrom = List.copyOf(candidates);
+        // cache_aware reads the key the ticket prepared off the lock; the other policies do not read keys
+        return policy instanceof CacheAwarePolicy cacheAware ? cacheAware.choose(chosenFrom, t.routing, t.prefix, load)
+                : policy.choose(chosenFrom, t.routing, load);
+    }
+
+    private static void dispatched(RoutingPolicy policy, Worker w, Ticket t) {
+        if (policy instanceof CacheAwarePolicy cacheAware) {
+            cacheAware.dispatched(w, t.routing, t.prefix);
+        } else {
+            policy.dispatched(w, t.routing);
+        }
     }
 
     private void collect(List<Worker> list, Boolean prefillRole, long tokens, Set<Worker> avoid, boolean avoidedToo) {
@@ -201,18 +213,11 @@ final class WorkerWindows {
         windows.get(decode).streams--;
     }
 
-    /** "host:port|role" → {requests, tokens}: a prefill's window, a decode's streams, a unified worker's streams and prompt tokens. */
-    Map<String, int[]> snapshot() {
-        Map<String, int[]> out = new HashMap<>();
-        windows.forEach((w, win) -> {
-            int tokens = (int) Math.min(Integer.MAX_VALUE, win.prefillTokens);
-            int[] v = switch (w.role()) {
-                case PREFILL -> new int[] {win.prefillRequests, tokens};
-                case DECODE -> new int[] {win.streams, 0};
-                case UNIFIED -> new int[] {win.streams, tokens};
-            };
-            out.put(w.name() + "|" + w.role().label(), v);
-        });
+    /** Each worker's window and streams as they are now. */
+    Map<Worker, WorkerWindow> snapshot() {
+        Map<Worker, WorkerWindow> out = new HashMap<>();
+        windows.forEach((w, win) -> out.put(w, new WorkerWindow(w.role(), win.prefillRequests, win.prefillTokens,
+                win.streams)));
         return out;
     }
 

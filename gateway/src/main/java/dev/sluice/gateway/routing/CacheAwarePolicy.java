@@ -31,7 +31,8 @@ import java.util.function.LongSupplier;
  *   <li>Below the threshold: the least loaded candidate (ties: the smallest tree, so new prefixes
  *       spread over the workers, then in turn), reason {@code prefix_miss}.</li>
  * </ul>
- * The key is remembered for the worker only once the request is {@link #dispatched}.
+ * The key is remembered for the worker only once the request is {@link #dispatched}. Admission
+ * calls the overloads that take the key as a {@link PrefixTree.Key} prepared off its lock.
  */
 public final class CacheAwarePolicy implements RoutingPolicy {
     public static final String NAME = "cache_aware";
@@ -69,8 +70,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
+        return choose(candidates, request, PrefixTree.Key.of(request.prefixKey()), view);
+    }
+
+    /** As {@link #choose(List, RoutingRequest, LoadView)}, with {@code request}'s key already prepared. */
+    public Choice choose(List<Worker> candidates, RoutingRequest request, PrefixTree.Key key, LoadView view) {
         int n = candidates.size();
-        String key = request.prefixKey();
         int[] matched = tree.match(key, candidates);
         double[] scores = load.scores(candidates, request, view);
         double[] guard = load.decode() ? streams(candidates, view) : scores;
@@ -89,7 +94,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE);
             }
-            int spill = shareSpill(candidates, request, matched, best);
+            int spill = shareSpill(candidates, request, key.length(), matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE);
             }
@@ -102,7 +107,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     @Override
     public void dispatched(Worker worker, RoutingRequest request) {
-        tree.insert(request.prefixKey(), worker);
+        dispatched(worker, request, PrefixTree.Key.of(request.prefixKey()));
+    }
+
+    /** As {@link #dispatched(Worker, RoutingRequest)}, with {@code request}'s key already prepared. */
+    public void dispatched(Worker worker, RoutingRequest request, PrefixTree.Key key) {
+        tree.insert(key, worker);
         recent.add(worker, request.tokens());
     }
 
@@ -123,7 +133,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Acts only once the best match's excess over the mean is at least this request's size, so a
      * single early request does not count as a trend.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, int[] matched, int best) {
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, int keyLength, int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
@@ -147,8 +157,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         if (alt < 0) {
             return -1;
         }
-        String key = request.prefixKey();
-        double tokensPerChar = (double) tokens / Math.max(1, key.length());
+        double tokensPerChar = (double) tokens / Math.max(1, keyLength);
         double recompute = (matched[best] - matched[alt]) * tokensPerChar;
         return recompute <= settings.shareMaxRecompute() ? alt : -1;
     }

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.routing;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -19,11 +20,16 @@ import java.util.concurrent.ConcurrentHashMap;
  * per node, with no scan of the tree.
  *
  * <p>Not thread-safe for updates: {@link #insert}, {@link #match} and {@link #remove} run under the
- * admission controller's lock. {@link #size} may be read from any thread (the metrics gauge).
+ * admission controller's lock. {@link #size} may be read from any thread (the metrics gauge). So
+ * that the lock pays only for the walk, a key is a {@link Key} prepared before it (on the event
+ * loop, when the ticket is built), and labels are compared with {@link Arrays#mismatch}, which the
+ * JIT turns into vector compares: a char-by-char walk of an 8,000-character prompt was most of a
+ * cache-aware decision. The price: labels are {@code char[]}, twice the bytes of a Latin-1 String's
+ * (the per-worker bound counts characters either way).
  */
 public final class PrefixTree<W> {
     private final long maxSizePerWorker;
-    private final Node<W> root = new Node<>("", null);
+    private final Node<W> root = new Node<>(new char[0], null);
     private final Map<W, Lru<W>> lrus = new ConcurrentHashMap<>();
 
     /** @param maxSizePerWorker characters of prompt text credited to one worker at most */
@@ -39,26 +45,51 @@ public final class PrefixTree<W> {
         return maxSizePerWorker;
     }
 
+    /**
+     * A key ready for the tree: its characters, copied once off the lock. The tree reads only the
+     * first {@link #maxSizePerWorker} of them, so one key serves trees of any bound.
+     */
+    public static final class Key {
+        public static final Key EMPTY = new Key(new char[0]);
+        private final char[] chars;
+
+        private Key(char[] chars) {
+            this.chars = chars;
+        }
+
+        public static Key of(String key) {
+            return key.isEmpty() ? EMPTY : new Key(key.toCharArray());
+        }
+
+        public int length() {
+            return chars.length;
+        }
+    }
+
     /** Records that {@code worker} was sent {@code key}; evicts its oldest leaves past the bound. */
     public void insert(String key, W worker) {
-        if (key.isEmpty()) {
+        insert(Key.of(key), worker);
+    }
+
+    /** As {@link #insert(String, Object)}, for a key prepared off the lock. */
+    public void insert(Key prepared, W worker) {
+        char[] key = prepared.chars;
+        int end = end(prepared);
+        if (end == 0) {
             return;
-        }
-        if (key.length() > maxSizePerWorker) {
-            key = key.substring(0, (int) maxSizePerWorker);
         }
         List<Node<W>> path = new ArrayList<>();
         Node<W> node = root;
         int pos = 0;
-        while (pos < key.length()) {
-            Node<W> child = node.child(key.charAt(pos));
+        while (pos < end) {
+            Node<W> child = node.child(key[pos]);
             if (child == null) {
-                child = new Node<>(key.substring(pos), node);
-                node.children().put(key.charAt(pos), child);
-                pos = key.length();
+                child = new Node<>(Arrays.copyOfRange(key, pos, end), node);
+                node.children().put(key[pos], child);
+                pos = end;
             } else {
-                int common = commonPrefix(child.label, key, pos);
-                if (common < child.label.length()) {
+                int common = commonPrefix(child.label, key, pos, end);
+                if (common < child.label.length) {
                     child = split(child, common);
                 }
                 pos += common;
@@ -73,7 +104,7 @@ public final class PrefixTree<W> {
             if (e == null) {
                 e = new Entry<>(n);
                 n.holders.put(worker, e);
-                lru.size += n.label.length();
+                lru.size += n.label.length;
             } else {
                 e.unlink();
             }
@@ -86,24 +117,31 @@ public final class PrefixTree<W> {
 
     /** Characters of {@code key} each candidate holds as a prefix, index for index. Changes nothing. */
     public int[] match(String key, List<W> candidates) {
+        return match(Key.of(key), candidates);
+    }
+
+    /** As {@link #match(String, List)}, for a key prepared off the lock. */
+    public int[] match(Key prepared, List<W> candidates) {
         int[] out = new int[candidates.size()];
-        if (key.isEmpty()) {
-            return out;
-        }
+        char[] key = prepared.chars;
+        int end = end(prepared);
         List<Node<W>> path = new ArrayList<>();
-        List<Integer> depth = new ArrayList<>();
+        int[] depth = new int[8];
         Node<W> node = root;
         int pos = 0;
-        while (pos < key.length()) {
-            Node<W> child = node.child(key.charAt(pos));
+        while (pos < end) {
+            Node<W> child = node.child(key[pos]);
             if (child == null) {
                 break;
             }
-            int common = commonPrefix(child.label, key, pos);
+            int common = commonPrefix(child.label, key, pos, end);
             pos += common;
+            if (path.size() == depth.length) {
+                depth = Arrays.copyOf(depth, depth.length * 2);
+            }
+            depth[path.size()] = pos; // a partly matched edge counts: its holders have the whole edge
             path.add(child);
-            depth.add(pos); // a partly matched edge counts: its holders have the whole edge
-            if (common < child.label.length()) {
+            if (common < child.label.length) {
                 break;
             }
             node = child;
@@ -112,12 +150,17 @@ public final class PrefixTree<W> {
             W w = candidates.get(c);
             for (int i = path.size() - 1; i >= 0; i--) {
                 if (path.get(i).holders.containsKey(w)) {
-                    out[c] = depth.get(i);
+                    out[c] = depth[i];
                     break;
                 }
             }
         }
         return out;
+    }
+
+    /** Where the tree stops reading a key: the per-worker bound. */
+    private int end(Key key) {
+        return (int) Math.min(key.chars.length, maxSizePerWorker);
     }
 
     /** Characters credited to {@code worker} (0 if none); safe to read from any thread. */
@@ -158,11 +201,11 @@ public final class PrefixTree<W> {
             Node<W> n = stack.remove(stack.size() - 1);
             if (n != root) {
                 count++;
-                if (n.label.isEmpty() || n.holders.isEmpty()) {
-                    throw new IllegalStateException("empty node under " + n.parent.label);
+                if (n.label.length == 0 || n.holders.isEmpty()) {
+                    throw new IllegalStateException("empty node under " + new String(n.parent.label));
                 }
                 for (Map.Entry<W, Entry<W>> h : n.holders.entrySet()) {
-                    sizes.merge(h.getKey(), (long) n.label.length(), Long::sum);
+                    sizes.merge(h.getKey(), (long) n.label.length, Long::sum);
                     Entry<W> up = n.parent == root ? null : n.parent.holders.get(h.getKey());
                     if (n.parent != root && (up == null || position.get(up) < position.get(h.getValue()))) {
                         throw new IllegalStateException("mark of " + h.getKey() + " not above, or older than, its child");
@@ -186,20 +229,20 @@ public final class PrefixTree<W> {
         Node<W> n = e.node;
         e.unlink();
         n.holders.remove(worker);
-        lru.size -= n.label.length();
+        lru.size -= n.label.length;
         if (n.holders.isEmpty()) {
             // no holder left means no descendant either (invariant): the node is a leaf
-            n.parent.children.remove(n.label.charAt(0));
+            n.parent.children.remove(n.label[0]);
         }
     }
 
     /** Cuts {@code n}'s edge after {@code at} characters; the new upper node inherits n's holders. */
     private Node<W> split(Node<W> n, int at) {
-        Node<W> upper = new Node<>(n.label.substring(0, at), n.parent);
-        n.parent.children.put(upper.label.charAt(0), upper);
-        n.label = n.label.substring(at);
+        Node<W> upper = new Node<>(Arrays.copyOf(n.label, at), n.parent);
+        n.parent.children.put(upper.label[0], upper);
+        n.label = Arrays.copyOfRange(n.label, at, n.label.length);
         n.parent = upper;
-        upper.children().put(n.label.charAt(0), n);
+        upper.children().put(n.label[0], n);
         for (Map.Entry<W, Entry<W>> h : n.holders.entrySet()) {
             Entry<W> e = new Entry<>(upper);
             upper.holders.put(h.getKey(), e);
@@ -208,22 +251,20 @@ public final class PrefixTree<W> {
         return upper;
     }
 
-    private static int commonPrefix(String label, String key, int from) {
-        int max = Math.min(label.length(), key.length() - from);
-        int i = 0;
-        while (i < max && label.charAt(i) == key.charAt(from + i)) {
-            i++;
-        }
-        return i;
+    /** Characters {@code label} shares with {@code key[from, end)}. */
+    private static int commonPrefix(char[] label, char[] key, int from, int end) {
+        int max = Math.min(label.length, end - from);
+        int i = Arrays.mismatch(label, 0, max, key, from, from + max);
+        return i < 0 ? max : i;
     }
 
     private static final class Node<W> {
-        String label;
+        char[] label;
         Node<W> parent;
         Map<Character, Node<W>> children;
         final Map<W, Entry<W>> holders = new HashMap<>(4);
 
-        Node(String label, Node<W> parent) {
+        Node(char[] label, Node<W> parent) {
             this.label = label;
             this.parent = parent;
         }

@@ -58,10 +58,10 @@ class AdmissionInvariantsRandomizedTest {
                     violations.add("limits: " + s);
                 }
                 s.perWorker().forEach((w, v) -> {
-                    boolean prefill = w.endsWith("|prefill");
-                    if (v[0] < 0 || (prefill && v[0] > cfg.prefillMaxInflightRequests())
-                            || (!prefill && v[0] > cfg.decodeMaxInflightStreams())) {
-                        violations.add("window " + w + "=" + v[0]);
+                    if (v.prefillRequests() < 0 || v.prefillTokens() < 0 || v.streams() < 0
+                            || v.prefillRequests() > cfg.prefillMaxInflightRequests()
+                            || v.streams() > cfg.decodeMaxInflightStreams()) {
+                        violations.add("window " + w.name() + "=" + v);
                     }
                 });
             }

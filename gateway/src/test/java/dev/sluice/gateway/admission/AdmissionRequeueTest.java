@@ -40,8 +40,8 @@ class AdmissionRequeueTest {
         assertThat(s.pendingTokens()).isEqualTo(1000);
         assertThat(s.inflightPrefillTokens()).isEqualTo(1000);
         assertThat(s.dispatched()).isEqualTo(1);
-        assertThat(s.perWorker().get(p1.name() + "|prefill")[0]).isZero();
-        assertThat(s.perWorker().get(d1.name() + "|decode")[0]).isZero();
+        assertThat(s.perWorker().get(p1).prefillRequests()).isZero();
+        assertThat(s.perWorker().get(d1).streams()).isZero();
 
         c.release(t);
         assertThat(c.snapshot().idle()).isTrue();

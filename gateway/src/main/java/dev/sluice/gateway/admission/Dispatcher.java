@@ -1,0 +1,108 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.admission.Decisions.After;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+
+/**
+ * Hands the head of the queue to a prefill/decode pair while one has room for it, in strict
+ * order: when the head cannot go, nobody overtakes it. A head whose first token could no longer
+ * come before its deadline is answered instead of being sent. Under the admission lock; grants
+ * and rejections are left to run after it.
+ */
+final class Dispatcher {
+    private final WorkerSet workers;
+    private final WorkerWindows windows;
+    private final TenantRates rates;
+    private final PrefillLedger ledger;
+    private final AdmissionObserver observer;
+
+    Dispatcher(WorkerSet workers, WorkerWindows windows, TenantRates rates, PrefillLedger ledger,
+               AdmissionObserver observer) {
+        this.workers = workers;
+        this.windows = windows;
+        this.rates = rates;
+        this.ledger = ledger;
+        this.observer = observer;
+    }
+
+    void dispatch(PriorityQueues queue, AdmissionConfig config, long now, After after) {
+        Ticket head;
+        while ((head = queue.peek()) != null) {
+            Worker[] pair = pair(head);
+            if (pair == null) {
+                return;
+            }
+            queue.poll();
+            if (pastUsefulness(head, now, config)) {
+                ledger.notPending(head);
+                head.state = Ticket.State.ENDED;
+                Rejections.tell(after, observer, head, Rejections.tooLate(config, head, now,
+                        ledger.inPrefillTokens() / ledger.throughput.tokensPerSecond()));
+                continue;
+            }
+            grant(head, pair[0], pair[1], now, after);
+        }
+    }
+
+    /** {prefill, decode} with room for {@code head} and, if half-open, a trial permit; else null: it waits. */
+    private Worker[] pair(Ticket head) {
+        Worker p;
+        Worker d;
+        if (head.direct) {
+            d = windows.pickDirectDecode(head); // a short prompt the decode prefills itself
+            p = d;
+        } else {
+            p = windows.pickPrefill(head);
+            // a unified worker (disaggregation: none) is its own decode; pickPrefill checked its stream room
+            d = p == null ? null : workers.unified() ? p : windows.pickDecode(head);
+        }
+        // a half-open worker takes a limited number of trial requests
+        if (p == null || d == null || !p.takeForNewRequest()) {
+            return null;
+        }
+        if (d != p && !d.takeForNewRequest()) {
+            p.returnTrial();
+            return null;
+        }
+        return new Worker[] {p, d};
+    }
+
+    private void grant(Ticket head, Worker p, Worker d, long now, After after) {
+        ledger.dispatched(head, now);
+        windows.dispatched(p, d, head.tokens);
+        windows.routed(head);
+        head.windowTokensAtDispatch = windows.windowTokens(p);
+        head.state = Ticket.State.DISPATCHED;
+        if (!head.rateCharged) {
+            rates.charge(head.tenant, head.tokens, now); // its prompt: once, however often it is retried
+            head.rateCharged = true;
+        }
+        head.prefill = p;
+        head.decode = d;
+        head.dispatchedNanos = now;
+        after.add(() -> {
+            observer.dispatched(head);
+            head.executor.execute(() -> head.listener.granted(p, d));
+        });
+    }
+
+    /**
+     * A request is worth a GPU only if its first token can still come before its deadline (the
+     * client's, or the queue timeout): the prefill work in flight plus its own, at the measured
+     * rate. One that cannot is answered instead of being prefilled for a client about to leave.
+     */
+    private boolean pastUsefulness(Ticket t, long now, AdmissionConfig config) {
+        long deadline = t.queueDeadline(t.enqueuedNanos, config.queueTimeout().toNanos());
+        if (now >= deadline) {
+            return true;
+        }
+        PrefillThroughput throughput = ledger.throughput;
+        if (!throughput.measured()) {
+            return false;
+        }
+        double seconds = (ledger.inPrefillTokens() + t.tokens) / throughput.tokensPerSecond();
+        return now + (long) (seconds * 1e9) > deadline;
+    }
+}
