@@ -15,13 +15,15 @@ import java.util.Optional;
 /**
  * One attempt at a request on one prefill/decode pair, in one disaggregation protocol: what every
  * protocol driver implements ({@code disaggregation: sglang | vllm | none}). A driver builds and
- * sends its worker requests and relays the decode's answer through a {@link DecodeHalf}; it
+ * sends its worker requests and relays the decode's answer through its decode half; it
  * reports what happens through {@link AttemptEvents} and takes the exchange's commands (send, stop,
  * pause and resume the decode). Retries, deadlines, health and the admission budget live in the
  * exchange, so a new protocol does not copy them. Event-loop confined.
  */
 abstract class Attempt {
     final RequestScope scope;
+    /** Names this attempt in what it reports. */
+    final AttemptKey key;
     /** The prefill worker, or the same worker as {@link #decode} for a unified (non-PD) one. */
     final Worker prefill;
     final Worker decode;
@@ -29,11 +31,12 @@ abstract class Attempt {
     final String rid;
     private boolean given;
 
-    Attempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
+    Attempt(RequestScope scope, AttemptKey key) {
         this.scope = scope;
-        this.prefill = prefill;
-        this.decode = decode;
-        this.rid = rid;
+        this.key = key;
+        this.prefill = key.prefill();
+        this.decode = key.decode();
+        this.rid = key.rid();
     }
 
     // ---- commands from the exchange ----
@@ -45,20 +48,10 @@ abstract class Attempt {
     abstract void stop(AbortCause cause);
 
     /** The client cannot take more: stop reading the decode (TCP pushes back on the worker). */
-    final void pauseDecode() {
-        DecodeHalf d = decodeHalf();
-        if (d != null) {
-            d.pauseReading();
-        }
-    }
+    abstract void pauseDecode();
 
     /** The client drained: read the decode again. */
-    final void resumeDecode() {
-        DecodeHalf d = decodeHalf();
-        if (d != null) {
-            d.resumeReading();
-        }
-    }
+    abstract void resumeDecode();
 
     /** The exchange gave up on this attempt (a retry, or the request ended); it no longer speaks for it. */
     final void giveUp() {
@@ -82,9 +75,6 @@ abstract class Attempt {
 
     // ---- for the attempt's own halves ----
 
-    /** The half whose answer is the client's, or null before it is sent. */
-    abstract DecodeHalf decodeHalf();
-
     /** Tells {@code worker} to drop this attempt's request, if the protocol has a way; completes when it has. */
     abstract Future<Void> sendAbort(Worker worker);
 
@@ -95,7 +85,7 @@ abstract class Attempt {
 
     /** Reports a failure of this attempt to the exchange. */
     void failed(AttemptFailure f) {
-        scope.events().failed(this, f);
+        scope.events().failed(key, f);
     }
 
     /** A POST of {@code body} to the request's route on {@code worker}, with this attempt's request id. */

@@ -4,6 +4,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.health.FailureKind;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.upstream.UpstreamFailure;
+import io.netty.handler.codec.http.HttpResponseStatus;
 
 /**
  * Why one attempt at a request failed, classified once for everyone outside the protocol driver:
@@ -73,9 +74,11 @@ record AttemptFailure(ApiError error, Worker culprit, FailureKind kind, RetryRea
         return new AttemptFailure(error, culprit, culprit == null ? null : FailureKind.STALL, RetryReason.STALL);
     }
 
-    /** Health took {@code worker} out of rotation while the attempt waited on it: safe to retry, blames nobody more. */
-    static AttemptFailure ejected(ApiError error) {
-        return new AttemptFailure(error, null, null, RetryReason.WORKER_EJECTED);
+    /** Health took {@code w} out of rotation while the attempt waited on it: safe to retry, blames nobody more. */
+    static AttemptFailure ejected(Worker w) {
+        return new AttemptFailure(ApiError.rejected(HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_ejected",
+                w.role().label() + " worker " + w.name() + " was taken out of rotation while this request waited "
+                        + "on it: " + w.status().reason(), 1), null, null, RetryReason.WORKER_EJECTED);
     }
 
     /** A deadline passed on {@code late}: counted against it, never retried (the client's time is spent). */

@@ -45,7 +45,7 @@ abstract class BufferedPrefillHalf extends PdHalf {
         if (last) {
             markDone();
             finished(body.toByteArray());
-            scope.events().partEnded(at);
+            scope.events().partEnded(at.key);
         }
     }
 
@@ -55,7 +55,7 @@ abstract class BufferedPrefillHalf extends PdHalf {
             return;
         }
         failed(connectionFailed(failure));
-        scope.events().partEnded(at);
+        scope.events().partEnded(at.key);
     }
 
     /** The whole answer arrived (this half is already marked done). */

@@ -9,8 +9,8 @@ import io.netty.util.concurrent.Future;
  * ended when none of its parts runs any more (no abort ordering to wait for).
  */
 abstract class ConnectionAbortedAttempt extends Attempt {
-    ConnectionAbortedAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
-        super(scope, prefill, decode, rid);
+    ConnectionAbortedAttempt(RequestScope scope, AttemptKey key) {
+        super(scope, key);
     }
 
     /** The parts of this attempt that may run on a worker, decode first; null entries are parts not started. */

@@ -117,16 +117,16 @@ final class DecodeHalf extends PdHalf {
                 // nothing sent yet: the client gets a real status instead of a 200 that says "error" inside
                 markDone();
                 at.failed(f);
-                scope.events().partEnded(at);
+                scope.events().partEnded(at.key);
                 return false;
             }
             // relayed to the client as the worker sent it; health still counts it
-            scope.events().failedAfterCommit(at, f);
+            scope.events().failedAfterCommit(at.key, f);
             failedInStream = true;
         }
         if (!client.committed()) {
             client.commitStream(HttpResponseStatus.valueOf(status), contentType);
-            scope.events().firstToken(at);
+            scope.events().firstToken(at.key);
         }
         // the counts the scan read from whole events (a count cut by a chunk boundary is read when it completes)
         if (scan.promptTokens() > 0 && scope.events().wantsPromptTokens()) {
@@ -146,7 +146,7 @@ final class DecodeHalf extends PdHalf {
                 }
             }
         }
-        scope.events().relayed(at);
+        scope.events().relayed(at.key);
         return true;
     }
 
@@ -255,18 +255,18 @@ final class DecodeHalf extends PdHalf {
     /** A whole answer that failed (nothing reached the client): the attempt fails with it. */
     private void failBeforeCommit(AttemptFailure f) {
         at.failed(f);
-        scope.events().partEnded(at);
+        scope.events().partEnded(at.key);
     }
 
     private void sendClient(ByteBuf content) {
         client.sendFull(HttpResponseStatus.valueOf(status), contentType.isEmpty()
                 ? HttpHeaderValues.APPLICATION_JSON : contentType, content);
-        scope.events().responseEnded(at, true);
+        scope.events().responseEnded(at.key, true);
     }
 
     private void endClient() {
         client.end();
-        scope.events().responseEnded(at, !failedInStream);
+        scope.events().responseEnded(at.key, !failedInStream);
     }
 
     @Override
@@ -275,6 +275,6 @@ final class DecodeHalf extends PdHalf {
             return;
         }
         at.failed(connectionFailed(failure));
-        scope.events().partEnded(at);
+        scope.events().partEnded(at.key);
     }
 }

@@ -1,7 +1,6 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.config.DisaggregationMode;
-import dev.sluice.gateway.routing.Worker;
 
 /**
  * The protocol driver of the configured {@code disaggregation} mode: makes one {@link Attempt} per try.
@@ -12,11 +11,11 @@ public record Drivers(Factory factory, boolean disaggregated) {
 
     /** Makes the attempt for a granted pair ({@code prefill == decode} for a unified or direct-decode request). */
     interface Factory {
-        Attempt newAttempt(RequestScope scope, Worker prefill, Worker decode, String rid);
+        Attempt newAttempt(RequestScope scope, AttemptKey key);
     }
 
-    Attempt newAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
-        return factory.newAttempt(scope, prefill, decode, rid);
+    Attempt newAttempt(RequestScope scope, AttemptKey key) {
+        return factory.newAttempt(scope, key);
     }
 
     public static Drivers of(DisaggregationMode mode) {
@@ -24,9 +23,9 @@ public record Drivers(Factory factory, boolean disaggregated) {
             case SGLANG -> new Drivers(SglangAttempt::new, true);
             // p == d: a short prompt admitted to skip the prefill hop (routing.direct_decode_max_tokens);
             // a vLLM decode without kv_transfer_params prefills it itself
-            case VLLM -> new Drivers((scope, p, d, rid) -> p == d ? new UnifiedAttempt(scope, d, rid)
-                    : new VllmAttempt(scope, p, d, rid), true);
-            case NONE -> new Drivers((scope, p, d, rid) -> new UnifiedAttempt(scope, d, rid), false);
+            case VLLM -> new Drivers((scope, key) -> key.prefill() == key.decode() ? new UnifiedAttempt(scope, key)
+                    : new VllmAttempt(scope, key), true);
+            case NONE -> new Drivers(UnifiedAttempt::new, false);
         };
     }
 }

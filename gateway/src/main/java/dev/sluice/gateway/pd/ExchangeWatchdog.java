@@ -17,13 +17,7 @@ import java.util.concurrent.TimeUnit;
 final class ExchangeWatchdog {
     /** What the watchdog reads of its request and what it may do to it (the exchange). */
     interface Guarded {
-        ExchangeTimeline timeline();
-
-        EventLoop loop();
-
         boolean ended();
-
-        boolean clientEnded();
 
         /** The decode is held because the client stopped reading. */
         boolean clientBackpressured();
@@ -31,35 +25,36 @@ final class ExchangeWatchdog {
         /** The attempt that speaks for the request now, or null. */
         Attempt attempt();
 
-        /**
-         * A stall was seen on {@code w} (alone, or with the other half of its pair): an immediate
-         * real-generation check, and the panic mode if its role has no other worker.
-         */
-        void stalled(Worker w, String detail);
-
-        void failed(Attempt a, AttemptFailure f);
-
-        void countAgainstWorker(AttemptFailure f);
+        void failed(AttemptKey a, AttemptFailure f);
 
         void fail(ApiError error, AbortCause cause);
 
-        void internalError(Attempt a, Throwable error);
+        void internalError(AttemptKey a, Throwable error);
     }
 
     private final Guarded ex;
+    private final ExchangeTimeline timeline;
+    private final ClientSink client;
+    private final HealthReports health;
+    private final EventLoop loop;
     private final Duration idleStream;
     private ScheduledFuture<?> timer;
 
-    ExchangeWatchdog(Guarded ex, Duration idleStream) {
+    ExchangeWatchdog(Guarded ex, ExchangeTimeline timeline, ClientSink client, HealthReports health, EventLoop loop,
+                     Duration idleStream) {
         this.ex = ex;
+        this.timeline = timeline;
+        this.client = client;
+        this.health = health;
+        this.loop = loop;
         this.idleStream = idleStream;
     }
 
     /** (Re)arms the timer for the timeline's next deadline. */
     void arm() {
         cancel();
-        long delay = Math.max(1, ex.timeline().nextDeadline(ex.clientEnded()) - System.nanoTime());
-        timer = ex.loop().schedule(this::check, delay, TimeUnit.NANOSECONDS);
+        long delay = Math.max(1, timeline.nextDeadline(client.ended()) - System.nanoTime());
+        timer = loop.schedule(this::check, delay, TimeUnit.NANOSECONDS);
     }
 
     void cancel() {
@@ -73,12 +68,13 @@ final class ExchangeWatchdog {
         if (ex.ended()) {
             return;
         }
-        ExchangeTimeline.Expiry expiry = ex.timeline().expired(System.nanoTime(), ex.clientEnded());
+        ExchangeTimeline.Expiry expiry = timeline.expired(System.nanoTime(), client.ended());
         if (expiry != null) {
             try {
                 expired(expiry);
             } catch (RuntimeException e) {
-                ex.internalError(ex.attempt(), e);
+                Attempt a = ex.attempt();
+                ex.internalError(a == null ? null : a.key, e);
             }
         }
         if (!ex.ended()) {
@@ -98,16 +94,16 @@ final class ExchangeWatchdog {
         }
         switch (e.kind()) {
             case PREFILL_STALL -> {
-                ex.stalled(a.prefill, e.error().message());
+                health.stalled(a.prefill, e.error().message());
                 if (a.decode != a.prefill) {
-                    ex.stalled(a.decode, e.error().message());
+                    health.stalled(a.decode, e.error().message());
                 }
                 // a unified worker is both: then there is no doubt whose stall it is
-                ex.failed(a, AttemptFailure.stall(e.error(), a.prefill == a.decode ? a.decode : null));
+                ex.failed(a.key, AttemptFailure.stall(e.error(), a.prefill == a.decode ? a.decode : null));
             }
             case DECODE_STALL -> {
-                ex.stalled(a.decode, e.error().message()); // confirms it even when it is the last decode
-                ex.failed(a, AttemptFailure.stall(e.error(), a.decode));
+                health.stalled(a.decode, e.error().message()); // confirms it even when it is the last decode
+                ex.failed(a.key, AttemptFailure.stall(e.error(), a.decode));
             }
             case IDLE_STREAM -> {
                 if (ex.clientBackpressured()) {
@@ -117,12 +113,12 @@ final class ExchangeWatchdog {
                             + idleStream.toMillis() + " ms"), AbortCause.SLOW_CLIENT);
                     return;
                 }
-                ex.countAgainstWorker(AttemptFailure.deadline(e.error(), a.decode, FailureKind.STALL));
+                health.failed(AttemptFailure.deadline(e.error(), a.decode, FailureKind.STALL));
                 ex.fail(e.error(), e.abortCause());
             }
             default -> {
-                Worker late = ex.timeline().prefillSeenDone() ? a.decode : a.prefill;
-                ex.countAgainstWorker(AttemptFailure.deadline(e.error(), late, FailureKind.TIMEOUT));
+                Worker late = timeline.prefillSeenDone() ? a.decode : a.prefill;
+                health.failed(AttemptFailure.deadline(e.error(), late, FailureKind.TIMEOUT));
                 ex.fail(e.error(), e.abortCause());
             }
         }

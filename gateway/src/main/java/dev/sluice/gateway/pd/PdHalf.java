@@ -109,8 +109,8 @@ abstract class PdHalf implements UpstreamListener {
         if (wasRunning) {
             at.sendAbort(worker());
         }
-        scope.events().internalError(at, error);
-        scope.events().partEnded(at);
+        scope.events().internalError(at.key, error);
+        scope.events().partEnded(at.key);
     }
 
     /** Counts an upstream error of this half's role (and a KV transfer failure against its worker). */

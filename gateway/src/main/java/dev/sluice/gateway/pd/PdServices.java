@@ -12,9 +12,9 @@ import java.util.Set;
 /**
  * The parts of the running gateway an exchange works with, built once at start-up: the workers
  * and the connections to them, admission and the token estimator, health, metrics, and the set of
- * live exchanges (drain and ejections reach requests through it).
+ * requests in flight (drain and ejections reach them through it).
  */
 public record PdServices(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
                          AdmissionController admission, PromptTokenCounter counter, HealthTable health,
-                         RecentErrors recentErrors, Set<PdExchange> live) {
+                         RecentErrors recentErrors, Set<InFlight> live) {
 }

@@ -2,6 +2,7 @@ package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.api.ApiError;
 import java.io.IOException;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -15,11 +16,12 @@ final class PrefillHalf extends BufferedPrefillHalf {
     private static final Logger log = LoggerFactory.getLogger(PrefillHalf.class);
     private static final long INSPECT_LIMIT = 64 * 1024;
 
-    private final SglangAttempt sglang;
+    /** Where the prefill's input logprobs go (the decode half merges them into the client's answer). */
+    private final Consumer<LogprobMerger> logprobsReady;
 
-    PrefillHalf(SglangAttempt at) {
+    PrefillHalf(Attempt at, Consumer<LogprobMerger> logprobsReady) {
         super(at, at.scope.request().logprobs() ? at.scope.services().maxResponseBodyBytes() : INSPECT_LIMIT);
-        this.sglang = at;
+        this.logprobsReady = logprobsReady;
     }
 
     @Override
@@ -29,7 +31,7 @@ final class PrefillHalf extends BufferedPrefillHalf {
             failed(f);
             return;
         }
-        scope.events().prefillSucceeded(at);
+        scope.events().prefillSucceeded(at.key);
     }
 
     /** The failure this answer reports, or null for a prefill that did its part (logprobs handed on). */
@@ -52,7 +54,7 @@ final class PrefillHalf extends BufferedPrefillHalf {
                 if (body.overflowed()) {
                     throw new IOException("body larger than http.max_response_body");
                 }
-                sglang.prefillLogprobsReady(LogprobMerger.fromPrefill(bytes));
+                logprobsReady.accept(LogprobMerger.fromPrefill(bytes));
             } catch (IOException e) {
                 countFailure("malformed", "");
                 return AttemptFailure.malformed(ApiError.malformed("prefill", at.prefill.name(), e.getMessage()),
@@ -64,11 +66,11 @@ final class PrefillHalf extends BufferedPrefillHalf {
 
     @Override
     void failed(AttemptFailure f) {
-        if (scope.events().pastFirstToken(at) && scope.request().stream()) {
+        if (scope.events().pastFirstToken(at.key) && scope.request().stream()) {
             // the decode already has the KV and streams: the prefill's late failure changes nothing for the client
             log.warn("prefill failed after first token rid={} worker={} detail=\"{}\"", at.rid, at.prefill.name(),
                     f.error().message());
-            scope.events().failedAfterCommit(at, f);
+            scope.events().failedAfterCommit(at.key, f);
             return;
         }
         at.failed(f);

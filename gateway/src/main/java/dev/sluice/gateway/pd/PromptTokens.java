@@ -6,7 +6,7 @@ import java.nio.charset.StandardCharsets;
 /**
  * Finds the token counts a worker reports ({@code usage.prompt_tokens} on the OpenAI
  * routes, {@code meta_info.prompt_tokens} on /generate), so the token estimator can learn.
- * In a stream {@link FailureScan} hands it each whole event that names a count: a byte scan, no
+ * In a stream the scan of whole events hands it each event that names a count: a byte scan, no
  * JSON parse.
  */
 final class PromptTokens {

@@ -25,8 +25,8 @@ final class SglangAttempt extends Attempt {
     private DecodeHalf decodeHalf;
     private boolean prefillStopPending;
 
-    SglangAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
-        super(scope, prefill, decode, rid);
+    SglangAttempt(RequestScope scope, AttemptKey key) {
+        super(scope, key);
     }
 
     /** Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends the same bytes to both halves. */
@@ -49,20 +49,34 @@ final class SglangAttempt extends Attempt {
             }
             body = scope.alloc().buffer(bytes.length).writeBytes(bytes);
         }
-        prefillHalf = new PrefillHalf(this);
+        prefillHalf = new PrefillHalf(this, this::prefillLogprobsReady);
         decodeHalf = new DecodeHalf(this);
         prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream()));
         decodeHalf.start(workerRequest(body, decode, request.stream()));
         return true;
     }
 
-    @Override
+    /** The decode half, or null before the attempt is sent (tests). */
     DecodeHalf decodeHalf() {
         return decodeHalf;
     }
 
-    /** Called by the prefill half once its input logprobs are known. */
-    void prefillLogprobsReady(LogprobMerger merger) {
+    @Override
+    void pauseDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.pauseReading();
+        }
+    }
+
+    @Override
+    void resumeDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.resumeReading();
+        }
+    }
+
+    /** The prefill half's input logprobs are known: the decode half merges them. */
+    private void prefillLogprobsReady(LogprobMerger merger) {
         decodeHalf.prefillLogprobsReady(merger);
     }
 
@@ -115,7 +129,7 @@ final class SglangAttempt extends Attempt {
             if (prefillStopPending) {
                 prefillStopPending = false;
                 prefillHalf.stop(clientLeft);
-                scope.events().partEnded(this);
+                scope.events().partEnded(key);
             }
         };
         var timer = scope.loop().schedule(stopPrefill, DECODE_ACK_WAIT_MS, TimeUnit.MILLISECONDS);

@@ -16,8 +16,8 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
     private static final ObjectMapper JSON = new ObjectMapper();
     private DecodeHalf decodeHalf;
 
-    UnifiedAttempt(RequestScope scope, Worker worker, String rid) {
-        super(scope, worker, worker, rid);
+    UnifiedAttempt(RequestScope scope, AttemptKey key) {
+        super(scope, key);
     }
 
     @Override
@@ -38,13 +38,22 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
     }
 
     @Override
-    DecodeHalf decodeHalf() {
-        return decodeHalf;
+    void pauseDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.pauseReading();
+        }
+    }
+
+    @Override
+    void resumeDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.resumeReading();
+        }
     }
 
     @Override
     boolean prefillDone() {
-        return scope.events().pastFirstToken(this);
+        return scope.events().pastFirstToken(key);
     }
 
     @Override

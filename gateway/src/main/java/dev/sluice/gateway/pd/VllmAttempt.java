@@ -29,8 +29,8 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
     private DecodeHalf decodeHalf;
     private boolean decodeSent;
 
-    VllmAttempt(RequestScope scope, Worker prefill, Worker decode, String rid) {
-        super(scope, prefill, decode, rid);
+    VllmAttempt(RequestScope scope, AttemptKey key) {
+        super(scope, key);
     }
 
     @Override
@@ -39,14 +39,23 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         if (body == null) {
             return false;
         }
-        prefillLeg = new VllmPrefillLeg(this);
+        prefillLeg = new VllmPrefillLeg(this, this::prefillAnswered);
         prefillLeg.start(workerRequest(body, prefill, false));
         return true;
     }
 
     @Override
-    DecodeHalf decodeHalf() {
-        return decodeHalf;
+    void pauseDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.pauseReading();
+        }
+    }
+
+    @Override
+    void resumeDecode() {
+        if (decodeHalf != null) {
+            decodeHalf.resumeReading();
+        }
     }
 
     /**

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.routing.Worker;
 import java.io.IOException;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,11 +19,12 @@ final class VllmPrefillLeg extends BufferedPrefillHalf {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final long LIMIT = 1 << 20;
 
-    private final VllmAttempt vllm;
+    /** Takes the prefill's {@code kv_transfer_params} (null: none) and sends the decode leg. */
+    private final Consumer<ObjectNode> answered;
 
-    VllmPrefillLeg(VllmAttempt at) {
+    VllmPrefillLeg(Attempt at, Consumer<ObjectNode> answered) {
         super(at, LIMIT);
-        this.vllm = at;
+        this.answered = answered;
     }
 
     @Override
@@ -72,8 +74,8 @@ final class VllmPrefillLeg extends BufferedPrefillHalf {
             failed(AttemptFailure.malformed(ApiError.malformed("prefill", w.name(), e.getMessage()), w));
             return;
         }
-        scope.events().prefillSucceeded(at);
-        vllm.prefillAnswered((ObjectNode) params);
+        scope.events().prefillSucceeded(at.key);
+        answered.accept((ObjectNode) params);
     }
 
     @Override

@@ -3,7 +3,7 @@ package dev.sluice.gateway.server;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.RejectReason;
-import dev.sluice.gateway.pd.PdExchange;
+import dev.sluice.gateway.pd.InFlight;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -20,10 +20,10 @@ final class GatewayDrain {
     private static final Logger log = LoggerFactory.getLogger(GatewayDrain.class);
 
     private final AdmissionController admission;
-    private final Set<PdExchange> live;
+    private final Set<InFlight> live;
     private volatile boolean draining;
 
-    GatewayDrain(AdmissionController admission, Set<PdExchange> live) {
+    GatewayDrain(AdmissionController admission, Set<InFlight> live) {
         this.admission = admission;
         this.live = live;
     }
@@ -45,7 +45,7 @@ final class GatewayDrain {
         if (!live.isEmpty() || !left.idle()) {
             log.warn("drain grace over: rejecting queued={} aborting in_flight={}", left.queued(), live.size());
             admission.rejectQueued(RejectReason.DRAINING, "the gateway shut down before this request was served");
-            for (PdExchange ex : List.copyOf(live)) {
+            for (InFlight ex : List.copyOf(live)) {
                 ex.abortOnDrain();
             }
             long hard = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);

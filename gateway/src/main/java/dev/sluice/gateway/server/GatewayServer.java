@@ -21,7 +21,7 @@ import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
-import dev.sluice.gateway.pd.PdExchange;
+import dev.sluice.gateway.pd.InFlight;
 import dev.sluice.gateway.pd.PdServices;
 import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
@@ -74,7 +74,7 @@ public final class GatewayServer implements AutoCloseable {
     private final AdmissionController admission;
     private final RoutingMetrics routingMetrics;
     private final RecentErrors recentErrors;
-    private final Set<PdExchange> live = ConcurrentHashMap.newKeySet();
+    private final Set<InFlight> live = ConcurrentHashMap.newKeySet();
     private final AtomicReference<LiveSettings> settings;
     private final FrontServices front;
     private final GatewayDrain drain;

@@ -6,7 +6,6 @@ import ch.qos.logback.classic.Logger;
 import ch.qos.logback.classic.spi.ILoggingEvent;
 import ch.qos.logback.core.read.ListAppender;
 import dev.sluice.gateway.config.ConfigLoader;
-import dev.sluice.gateway.pd.PdExchange;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.SimConfig;
 import java.net.http.HttpRequest;
@@ -25,7 +24,7 @@ class ReloadInFlightEndToEndTest {
 
     @Test
     void aReloadThatDropsARequestsPriorityClassLetsItEndWithItsLogLine() throws Exception {
-        Logger exchangeLog = (Logger) LoggerFactory.getLogger(PdExchange.class);
+        Logger exchangeLog = (Logger) LoggerFactory.getLogger("dev.sluice.gateway.pd.RequestLog");
         ListAppender<ILoggingEvent> lines = new ListAppender<>();
         lines.start();
         exchangeLog.addAppender(lines);

@@ -103,7 +103,7 @@ class AttemptFailureTest {
     @Test
     void malformedEjectedAndDeadline() {
         is(AttemptFailure.malformed(ApiError.internal("m"), w), w, FailureKind.SERVER_ERROR, null);
-        is(AttemptFailure.ejected(ApiError.internal("e")), null, null, RetryReason.WORKER_EJECTED);
+        is(AttemptFailure.ejected(w), null, null, RetryReason.WORKER_EJECTED);
         is(AttemptFailure.deadline(ApiError.internal("d"), w, FailureKind.TIMEOUT), w, FailureKind.TIMEOUT, null);
     }
 }

@@ -40,8 +40,8 @@ class PrefillHalfTest {
     }
 
     private void start(String json) {
-        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), prefill, decode, "rid-1");
-        half = new PrefillHalf(at);
+        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), new AttemptKey(0, "rid-1", prefill, decode));
+        half = new PrefillHalf(at, logprobs -> { });
         prefill.acquired(); // what PdHalf.start does
     }
 

@@ -13,7 +13,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
  */
 final class RecordingEvents implements AttemptEvents {
     /** One call: its name, the attempt it named, and its argument (a failure, a count, an error, a flag). */
-    record Call(String name, Attempt attempt, Object arg) {
+    record Call(String name, AttemptKey attempt, Object arg) {
         @Override
         public String toString() {
             return arg == null ? name : name + "(" + arg + ")";
@@ -21,7 +21,7 @@ final class RecordingEvents implements AttemptEvents {
     }
 
     private final List<Call> calls = new CopyOnWriteArrayList<>();
-    private final Set<Attempt> pastFirst = ConcurrentHashMap.newKeySet();
+    private final Set<AttemptKey> pastFirst = ConcurrentHashMap.newKeySet();
     /** Thrown from {@link #relayed} / {@link #prefillSucceeded} when set: a bug in the exchange's own code. */
     volatile RuntimeException throwOnRelayed;
     volatile RuntimeException throwOnPrefillSucceeded;
@@ -31,12 +31,12 @@ final class RecordingEvents implements AttemptEvents {
      */
     volatile boolean wantsPromptTokens = true;
 
-    private void add(String name, Attempt a, Object arg) {
+    private void add(String name, AttemptKey a, Object arg) {
         calls.add(new Call(name, a, arg));
     }
 
     @Override
-    public void prefillSucceeded(Attempt a) {
+    public void prefillSucceeded(AttemptKey a) {
         add("prefillSucceeded", a, null);
         RuntimeException e = throwOnPrefillSucceeded;
         if (e != null) {
@@ -45,13 +45,13 @@ final class RecordingEvents implements AttemptEvents {
     }
 
     @Override
-    public void firstToken(Attempt a) {
+    public void firstToken(AttemptKey a) {
         pastFirst.add(a);
         add("firstToken", a, null);
     }
 
     @Override
-    public void relayed(Attempt a) {
+    public void relayed(AttemptKey a) {
         add("relayed", a, null);
         RuntimeException e = throwOnRelayed;
         if (e != null) {
@@ -60,27 +60,27 @@ final class RecordingEvents implements AttemptEvents {
     }
 
     @Override
-    public void responseEnded(Attempt a, boolean clean) {
+    public void responseEnded(AttemptKey a, boolean clean) {
         add("responseEnded", a, clean ? "clean" : "unclean");
     }
 
     @Override
-    public void failed(Attempt a, AttemptFailure f) {
+    public void failed(AttemptKey a, AttemptFailure f) {
         add("failed", a, f);
     }
 
     @Override
-    public void failedAfterCommit(Attempt a, AttemptFailure f) {
+    public void failedAfterCommit(AttemptKey a, AttemptFailure f) {
         add("failedAfterCommit", a, f);
     }
 
     @Override
-    public void partEnded(Attempt a) {
+    public void partEnded(AttemptKey a) {
         add("partEnded", a, null);
     }
 
     @Override
-    public void internalError(Attempt a, Throwable error) {
+    public void internalError(AttemptKey a, Throwable error) {
         add("internalError", a, error);
     }
 
@@ -100,13 +100,13 @@ final class RecordingEvents implements AttemptEvents {
     }
 
     @Override
-    public boolean pastFirstToken(Attempt a) {
+    public boolean pastFirstToken(AttemptKey a) {
         return pastFirst.contains(a);
     }
 
     /** As if the exchange had seen {@code a}'s first token (a half that only reads it, e.g. the prefill). */
     void markPastFirstToken(Attempt a) {
-        pastFirst.add(a);
+        pastFirst.add(a.key);
     }
 
     List<Call> calls() {

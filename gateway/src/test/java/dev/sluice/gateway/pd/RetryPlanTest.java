@@ -72,7 +72,7 @@ class RetryPlanTest {
 
     @Test
     void withoutACulpritOrAStallNothingIsAvoided() {
-        assertThat(RetryPlan.avoid(AttemptFailure.ejected(err()), prefill, decode)).isEmpty();
+        assertThat(RetryPlan.avoid(AttemptFailure.ejected(decode), prefill, decode)).isEmpty();
         AttemptFailure stale = AttemptFailure.fromConnection(err(), decode,
                 new UpstreamFailure(UpstreamFailure.Kind.RESET, "closed", true));
         assertThat(RetryPlan.avoid(stale, prefill, decode)).isEmpty();

@@ -1,11 +1,15 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.admin.RecentErrors;
+import dev.sluice.gateway.admission.Ticket;
+import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.logging.LogThrottle;
+import dev.sluice.gateway.metrics.GatewayMetrics;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -14,8 +18,8 @@ import org.slf4j.LoggerFactory;
  * and its one log line. Everything it needs is passed in as values, so a reload between the
  * request's start and its end cannot change (or break) what is recorded.
  */
-final class RequestEndRecord {
-    private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
+final class RequestLog {
+    private static final Logger log = LoggerFactory.getLogger(RequestLog.class);
     /** Lines per second for requests that ended rejected or invalid (all of them counted in metrics). */
     static final int CLIENT_CAUSED_LINES_PER_SECOND = 50;
     private static final LogThrottle CLIENT_CAUSED_LINES = new LogThrottle(CLIENT_CAUSED_LINES_PER_SECOND);
@@ -26,7 +30,36 @@ final class RequestEndRecord {
                  long ttftMs, long durationMs, String detail) {
     }
 
-    private RequestEndRecord() {
+    /** Stack traces of the gateway's own failures per second (all of them counted). */
+    private static final LogThrottle INTERNAL_ERROR_LINES = new LogThrottle(10);
+
+    private RequestLog() {
+    }
+
+    /**
+     * The gateway's own code failed while handling request {@code rid} (attempt {@code a}, or null):
+     * counted, and logged once with its stack trace; never counted against a worker.
+     */
+    static void internalError(GatewayMetrics metrics, String rid, AttemptKey a, Throwable error) {
+        metrics.internalError("request");
+        long suppressed = INTERNAL_ERROR_LINES.tryAcquire(System.nanoTime());
+        if (suppressed >= 0) {
+            log.error("internal error rid={} prefill={} decode={} suppressed_before={}", rid,
+                    a == null ? "-" : a.prefill().name(), a == null ? "-" : a.decode().name(), suppressed, error);
+        }
+    }
+
+    /** The facts of a request that ended ({@code ticket} null: it was never admitted; {@code a} null: never sent). */
+    static Facts facts(String rid, GenerationRequest request, Attempt a, int attempts, Ticket ticket, String priority,
+                       int status, Outcome outcome, ExchangeTimeline timeline, String detail) {
+        boolean admitted = ticket != null;
+        return new Facts(rid, request.route().label(), a == null ? "-" : a.prefill.name(),
+                a == null ? "-" : a.decode.name(), attempts, request.stream(), request.batchSize(),
+                admitted ? String.valueOf(ticket.tokens()) : "-", admitted ? priority : "-",
+                admitted ? ticket.tenant() : "-",
+                admitted && a != null ? String.valueOf(TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos())) : "-",
+                status, outcome, timeline.ttftMillis(),
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail);
     }
 
     static void write(Facts f, PdServices services, RequestLogging logging, long completionTokens, String tenant) {

@@ -1,0 +1,16 @@
+package dev.sluice.gateway.pd;
+
+import dev.sluice.gateway.routing.Worker;
+
+/**
+ * A request in flight, as the rest of the gateway reaches it: health fails it over when a worker it
+ * waits on is ejected, the drain stops it when the grace period is over. Both may be called from
+ * any thread; the request hops to its own event loop.
+ */
+public interface InFlight {
+    /** Health took {@code w} out of rotation. */
+    void workerEjected(Worker w);
+
+    /** The drain grace period is over: stop the request (both halves) and tell the client. */
+    void abortOnDrain();
+}
