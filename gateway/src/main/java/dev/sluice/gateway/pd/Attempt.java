@@ -30,6 +30,8 @@ abstract class Attempt {
     /** This attempt's request id on the workers (a retry gets a fresh one). */
     final String rid;
     private boolean given;
+    /** How the decode's answer is read: paused and resumed with the client (null before it is sent). */
+    private ReadControl decodeReads;
 
     Attempt(RequestScope scope, AttemptKey key) {
         this.scope = scope;
@@ -48,10 +50,23 @@ abstract class Attempt {
     abstract void stop(AbortCause cause);
 
     /** The client cannot take more: stop reading the decode (TCP pushes back on the worker). */
-    abstract void pauseDecode();
+    final void pauseDecode() {
+        if (decodeReads != null) {
+            decodeReads.pauseReading();
+        }
+    }
 
     /** The client drained: read the decode again. */
-    abstract void resumeDecode();
+    final void resumeDecode() {
+        if (decodeReads != null) {
+            decodeReads.resumeReading();
+        }
+    }
+
+    /** The driver made the half whose answer is the client's: backpressure applies to it from now on. */
+    final void decodeStarted(ReadControl decode) {
+        decodeReads = decode;
+    }
 
     /** The exchange gave up on this attempt (a retry, or the request ended); it no longer speaks for it. */
     final void giveUp() {

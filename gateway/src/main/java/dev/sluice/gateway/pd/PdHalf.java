@@ -15,7 +15,7 @@ import io.netty.util.concurrent.Future;
  * and turning the gateway's own exception while reading the answer into an internal error, never
  * the worker's fault.
  */
-abstract class PdHalf implements UpstreamListener {
+abstract class PdHalf implements UpstreamListener, ReadControl {
     final Attempt at;
     final RequestScope scope;
     private UpstreamCall call;
@@ -51,13 +51,15 @@ abstract class PdHalf implements UpstreamListener {
         }
     }
 
-    final void pauseReading() {
+    @Override
+    public final void pauseReading() {
         if (call != null) {
             call.pauseReading();
         }
     }
 
-    final void resumeReading() {
+    @Override
+    public final void resumeReading() {
         if (call != null) {
             call.resumeReading();
         }

@@ -51,6 +51,7 @@ final class SglangAttempt extends Attempt {
         }
         prefillHalf = new PrefillHalf(this, this::prefillLogprobsReady);
         decodeHalf = new DecodeHalf(this);
+        decodeStarted(decodeHalf);
         prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream()));
         decodeHalf.start(workerRequest(body, decode, request.stream()));
         return true;
@@ -59,20 +60,6 @@ final class SglangAttempt extends Attempt {
     /** The decode half, or null before the attempt is sent (tests). */
     DecodeHalf decodeHalf() {
         return decodeHalf;
-    }
-
-    @Override
-    void pauseDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.pauseReading();
-        }
-    }
-
-    @Override
-    void resumeDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.resumeReading();
-        }
     }
 
     /** The prefill half's input logprobs are known: the decode half merges them. */

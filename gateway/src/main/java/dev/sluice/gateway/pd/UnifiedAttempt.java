@@ -33,22 +33,9 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
             body = scope.alloc().buffer(bytes.length).writeBytes(bytes);
         }
         decodeHalf = new DecodeHalf(this);
+        decodeStarted(decodeHalf);
         decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
         return true;
-    }
-
-    @Override
-    void pauseDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.pauseReading();
-        }
-    }
-
-    @Override
-    void resumeDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.resumeReading();
-        }
     }
 
     @Override

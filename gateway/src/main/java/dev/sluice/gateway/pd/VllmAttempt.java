@@ -44,20 +44,6 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         return true;
     }
 
-    @Override
-    void pauseDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.pauseReading();
-        }
-    }
-
-    @Override
-    void resumeDecode() {
-        if (decodeHalf != null) {
-            decodeHalf.resumeReading();
-        }
-    }
-
     /**
      * The prefill answered with the parameters of the KV it holds for us (null: it holds none, its one
      * token ended the request): send the decode leg now. If the request ended meanwhile, a one-token
@@ -79,6 +65,7 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         scope.services().metrics().vllmHandoff(kvTransferParams == null ? "recomputed" : "transferred");
         decodeSent = true;
         decodeHalf = new DecodeHalf(this);
+        decodeStarted(decodeHalf);
         decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
     }
 
