@@ -143,7 +143,8 @@ public final class AdmissionController {
         }
         boolean prefill = anyAvailable(workers.prefill());
         if (!prefill || !anyAvailable(workers.decode())) {
-            return Rejections.noWorker(config, prefill ? "decode" : "prefill");
+            return Rejections.noWorker(config, prefill ? "decode" : "prefill",
+                    prefill ? workers.decode() : workers.prefill());
         }
         if (t.tokens > config.maxRequestTokens()) {
             return Rejections.tooLarge(config, t);

@@ -2,6 +2,9 @@ package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.admission.Decisions.After;
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerState;
+import java.util.List;
 
 /**
  * Every "no" admission can say, with its message and its Retry-After, in one place: the
@@ -17,9 +20,13 @@ final class Rejections {
         return new Rejection(RejectReason.DRAINING, "the gateway is draining for shutdown; retry on another instance", 1);
     }
 
-    static Rejection noWorker(AdmissionConfig config, String role) {
-        return new Rejection(RejectReason.NO_CAPACITY, "no available " + role + " worker",
-                seconds(config, config.retryAfterMin().toSeconds()));
+    /** No worker of {@code role} takes requests; one suspect of a silent stall (its one probe out) is named. */
+    static Rejection noWorker(AdmissionConfig config, String role, List<Worker> workers) {
+        Worker suspect = workers.stream().filter(w -> w.state() == WorkerState.SUSPECT).findFirst().orElse(null);
+        return new Rejection(RejectReason.NO_CAPACITY, suspect == null ? "no available " + role + " worker"
+                : role + " worker " + suspect.name() + " stalled requests while its health checks pass; one probe "
+                        + "request at a time tests it (health.stall_panic), this one was refused rather than left "
+                        + "to wait on it", seconds(config, config.retryAfterMin().toSeconds()));
     }
 
     /** No Retry-After: retrying will not help. */

@@ -80,7 +80,7 @@ class SilentStallEndToEndTest {
             assertThat(r.statusCode()).isEqualTo(503);
             assertThat(ms).as("refused at once, not after a watchdog").isLessThan(1000);
             assertThat(r.headers().firstValue("Retry-After")).isPresent();
-            assertThat(r.body()).contains("\"error\"");
+            assertThat(r.body()).contains("\"no_capacity\"").contains("health.stall_panic");
         }
         assertThat(probe.get().statusCode()).as("the probe met the stall too").isEqualTo(504);
 
