@@ -82,6 +82,8 @@ def cause(state, reason):
         return "kv_full" if "kv token usage" in r else "degraded"
     if state == "half_open":
         return "on_trial"
+    if state == "suspect":
+        return "suspect"
     if "awaiting its first health check" in r:
         return "starting"
     if "refused" in r or "cannot connect" in r or "connect:" in r or "last connect" in r:
@@ -109,6 +111,9 @@ _PHRASE = {
     "kv_full": "degraded since {t}: KV cache full, takes no new streams",
     "degraded": "degraded since {t}, takes no new requests",
     "on_trial": "on trial since {t} after an ejection (half-open)",
+    "suspect": "suspect since {t}: it stalled requests while its health checks pass and no other worker of its "
+               "role can take them (health.stall_panic: one probe request at a time, the rest refused with 503; "
+               "docs/operations.md#worker-suspect)",
     "draining": "draining since {t} (removed from the configuration)",
 }
 

@@ -47,8 +47,9 @@ final class HealthConfigReader {
                         + "elsewhere when nothing reached the client yet. A started stream that goes silent: "
                         + "timeouts.idle_stream.")))
                 .stallPanic(stallPanic(n.child("stall_panic",
-                        "A stall the watchdog catches on a role's last worker while its health checks pass (a "
-                        + "silent stall: SGLang's checks never touch the KV transfer) makes it suspect: /readiness "
+                        "A confirmed stall (two in a row with no progress between) on a role's last worker while its "
+                        + "health checks pass (a silent stall: SGLang's checks never touch the KV transfer) makes it "
+                        + "suspect: /readiness "
                         + "503, one probe request at a time, every other new request refused at once with 503 and "
                         + "Retry-After, until a probe succeeds. docs/reliability.md.")))
                 .build();

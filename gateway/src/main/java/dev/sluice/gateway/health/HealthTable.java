@@ -25,6 +25,8 @@ import org.slf4j.LoggerFactory;
  */
 public final class HealthTable {
     private static final Logger log = LoggerFactory.getLogger(HealthTable.class);
+    /** Stalls in a row, with no progress between them, that confirm a stall on a role's last worker. */
+    static final int STALLS_TO_CONFIRM = 2;
 
     /** Told of every change of a worker's state; {@code cause} is set when the new state is an ejection. */
     public interface Listener {
@@ -137,26 +139,42 @@ public final class HealthTable {
     /**
      * The stall watchdog caught a request making no progress on {@code w} (alone, or with the other
      * half of its pair when nobody can tell whose stall it is). With {@code health.stall_panic} on,
-     * a worker its role cannot spare (the last one) becomes suspect: one probe request at a time, the
-     * rest refused at once, until a probe succeeds. A role with another worker routes around it.
+     * a worker its role cannot do without (no other available) becomes suspect once the stall is
+     * confirmed: a second stall with no progress on it in between (one stall alone can be a
+     * prefill slower than the watchdog's estimate, before the prefill rate is measured). Suspect:
+     * one probe request at a time, the rest refused at once, until a request makes progress. A
+     * role with another worker routes around it instead.
      */
     public void stalled(Worker w, String detail) {
         if (!config.stallPanic().enabled()) {
             return;
         }
         update(w, h -> {
-            if (h.stallSuspect() || !hasAlternative(h.worker)) {
-                boolean first = !h.stallSuspect();
-                h.suspectStall("stalled a request while no other " + h.worker.role().label() + " worker could take "
-                        + "its traffic (" + detail + ")");
-                if (first) {
-                    log.warn("worker suspect role={} worker={} why=\"a request stalled on it and its role has no "
-                                    + "other worker; health.stall_panic: one probe request at a time, new requests get "
-                                    + "503 until a probe succeeds\" detail=\"{}\"", h.worker.role().label(),
-                            h.worker.name(), detail);
-                }
+            if (h.stallSuspect()) {
+                h.suspectStall(h.suspicion()); // the probe stalled too: the next one may go
+                return;
             }
+            if (hasAlternative(h.worker)) {
+                return;
+            }
+            int strikes = h.stallStrike();
+            if (strikes < STALLS_TO_CONFIRM) {
+                log.info("stall on the last worker role={} worker={} stalls_in_a_row={} why=\"one more with no "
+                                + "progress in between makes it suspect (health.stall_panic)\" detail=\"{}\"",
+                        h.worker.role().label(), h.worker.name(), strikes, detail);
+                return;
+            }
+            h.suspectStall("stalled " + strikes + " requests in a row while no other " + h.worker.role().label()
+                    + " worker could take its traffic (last: " + detail + ")");
+            log.warn("worker suspect role={} worker={} why=\"requests stall on it and its role has no other worker; "
+                            + "health.stall_panic: one probe request at a time, new requests get 503 until one makes "
+                            + "progress\" detail=\"{}\"", h.worker.role().label(), h.worker.name(), detail);
         });
+    }
+
+    /** A request made progress on {@code w} (its first token, a finished half): any stall on it is over. */
+    public void progressed(Worker w) {
+        update(w, WorkerHealth::progressed);
     }
 
     /** The worker's latest KV token usage (NaN when unknown or stale). */

@@ -34,6 +34,8 @@ final class WorkerHealth {
     private boolean draining;
     /** Why the worker is suspect of a silent stall (panic mode), or null. */
     private String stallSuspicion;
+    /** Stalls caught on this worker since it last made progress (the panic mode wants two). */
+    private int stallStrikes;
     private long healthySince;
     private WorkerStatus published = WorkerStatus.STARTING;
 
@@ -80,7 +82,7 @@ final class WorkerHealth {
     /** A request the worker served ended well (or with an answer that is the client's fault). */
     void success(long now) {
         window.add(now, false);
-        stallSuspicion = null; // a probe (or any request) went through: the stall is over
+        progressed();
         if (halfOpen) {
             trialSuccesses++;
             if (trialSuccesses >= config.passive().halfOpenRequests()) {
@@ -143,6 +145,22 @@ final class WorkerHealth {
 
     boolean stallSuspect() {
         return stallSuspicion != null;
+    }
+
+    /** Why it is suspect (null when it is not). */
+    String suspicion() {
+        return stallSuspicion;
+    }
+
+    /** A request made progress on it (a first token, a finished half): whatever stalled before is over. */
+    void progressed() {
+        stallSuspicion = null;
+        stallStrikes = 0;
+    }
+
+    /** One more stall caught with no progress since the last; returns how many in a row. */
+    int stallStrike() {
+        return ++stallStrikes;
     }
 
     void telemetry(double kvUsage) {

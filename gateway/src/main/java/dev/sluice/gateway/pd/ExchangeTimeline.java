@@ -60,16 +60,21 @@ final class ExchangeTimeline {
     }
 
     /**
-     * ... with both stall deadlines at most {@code stallCapNanos} (a probe of a worker suspect of a
-     * stall: judged fast, so that traffic resumes soon after the worker heals).
+     * ... for a probe of a worker suspect of a stall ({@code stallCapNanos}, else
+     * {@code Long.MAX_VALUE}): judged fast, so that traffic resumes soon after the worker heals.
+     * Its prefill gets the cap or its expected time, whichever is longer (no floor); its decode at
+     * most the cap.
      */
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill, long stallCapNanos) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
         firstTokenNanos = 0;
         lastChunkNanos = 0;
-        prefillStallNanos = Math.min(stallCapNanos, !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(),
-                (long) (watchdog.prefillFactor() * expectedPrefillNanos)));
+        long expected = (long) (watchdog.prefillFactor() * expectedPrefillNanos);
+        // a probe's prefill is judged against its own expected time, without the floor: a long prompt
+        // still gets the time it needs, a short one is judged within the probe's cap
+        prefillStallNanos = !watchPrefill ? NEVER : stallCapNanos == Long.MAX_VALUE
+                ? Math.max(watchdog.prefillFloor().toNanos(), expected) : Math.max(stallCapNanos, expected);
         decodeStallNanos = Math.min(stallCapNanos, watchdog.firstTokenAfterPrefill().toNanos());
     }
 

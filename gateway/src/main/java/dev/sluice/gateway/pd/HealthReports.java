@@ -2,7 +2,6 @@ package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.health.HealthTable;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.routing.WorkerState;
 
 /**
  * What one request tells health about its workers, all from one place: a half that did its part
@@ -25,10 +24,14 @@ final class HealthReports {
         health.success(k.decode());
     }
 
-    /** The first token came: a probe of a suspect decode has proved it (no wait for the end of its answer). */
+    /**
+     * The first token came: both halves made progress (a stall on either is over; a probe of a
+     * suspect pair has proved it, with no wait for the end of its answer).
+     */
     void firstToken(AttemptKey k) {
-        if (k.decode().state() == WorkerState.SUSPECT) {
-            health.success(k.decode());
+        health.progressed(k.prefill());
+        if (k.decode() != k.prefill()) {
+            health.progressed(k.decode());
         }
     }
 

@@ -247,4 +247,75 @@ class HealthTableTest {
         assertThat(d.routable()).isFalse();
         assertThat(d.isAvailable()).isFalse();
     }
+
+    // ---- the panic mode (health.stall_panic) ----
+
+    @Test
+    void aConfirmedStallOnTheLastDecodeMakesItSuspectWithOneProbeAtATime() {
+        WorkerSet set = workers(1, 1);
+        HealthTable t = table(set, 100);
+        Worker d = set.decode().get(0);
+        t.stalled(d, "decode stalled");
+        assertThat(d.state()).as("one stall alone is not confirmed").isEqualTo(WorkerState.HEALTHY);
+        t.progressed(d);
+        t.stalled(d, "decode stalled");
+        assertThat(d.state()).as("progress in between: still one stall in a row").isEqualTo(WorkerState.HEALTHY);
+        t.stalled(d, "decode stalled again");
+        assertThat(d.state()).isEqualTo(WorkerState.SUSPECT);
+        assertThat(d.isAvailable()).as("no capacity: readiness 503").isFalse();
+        assertThat(d.acceptsNewRequests()).as("its probe permit is free").isTrue();
+        assertThat(d.takeForNewRequest()).isTrue();
+        assertThat(d.acceptsNewRequests()).as("one probe at a time").isFalse();
+        assertThat(d.takeForNewRequest()).isFalse();
+        t.stalled(d, "the probe stalled");
+        assertThat(d.state()).isEqualTo(WorkerState.SUSPECT);
+        assertThat(d.acceptsNewRequests()).as("the next probe may go").isTrue();
+        assertThat(d.takeForNewRequest()).isTrue();
+        t.progressed(d);
+        assertThat(d.state()).isEqualTo(WorkerState.HEALTHY);
+        assertThat(ejections).isEmpty();
+    }
+
+    @Test
+    void aProbeThatEndsWithoutAVerdictFreesTheSlotAtTheNextTick() {
+        WorkerSet set = workers(1, 1);
+        HealthTable t = table(set, 100);
+        Worker d = set.decode().get(0);
+        t.stalled(d, "x");
+        t.stalled(d, "x");
+        assertThat(d.takeForNewRequest()).isTrue();
+        d.acquired();
+        advance(Duration.ofMillis(50), t);
+        assertThat(d.acceptsNewRequests()).as("the probe still runs").isFalse();
+        d.released(); // its client left: no success, no stall
+        advance(Duration.ofMillis(50), t);
+        assertThat(d.acceptsNewRequests()).isTrue();
+    }
+
+    @Test
+    void aRoleWithAnotherWorkerRoutesAroundAStallInsteadOfPanicking() {
+        WorkerSet set = workers(1, 2);
+        HealthTable t = table(set, 100);
+        Worker d = set.decode().get(0);
+        for (int i = 0; i < 4; i++) {
+            t.stalled(d, "decode stalled");
+        }
+        assertThat(d.state()).isEqualTo(WorkerState.HEALTHY);
+    }
+
+    @Test
+    void withStallPanicOffTheLastWorkerStaysInRotation() {
+        WorkerSet set = workers(1, 1);
+        HealthConfig off = config(100).toBuilder()
+                .stallPanic(new HealthConfig.StallPanic(false, Duration.ofSeconds(3))).build();
+        HealthTable t = new HealthTable(set, off, () -> now);
+        for (Worker w : set.all()) {
+            t.activeResult(w, FailureKind.ACTIVE_HEALTH, true, "");
+        }
+        Worker d = set.decode().get(0);
+        for (int i = 0; i < 4; i++) {
+            t.stalled(d, "decode stalled");
+        }
+        assertThat(d.state()).isEqualTo(WorkerState.HEALTHY);
+    }
 }
