@@ -36,6 +36,11 @@ final class Dispatcher {
             }
             queue.poll();
             if (pastUsefulness(head, now, config)) {
+                // never sent: a half-open or suspect worker's trial permit goes back for the next one
+                pair[0].returnTrial();
+                if (pair[1] != pair[0]) {
+                    pair[1].returnTrial();
+                }
                 ledger.notPending(head);
                 head.state = Ticket.State.ENDED;
                 Rejections.tell(after, observer, head, Rejections.tooLate(config, head, now,

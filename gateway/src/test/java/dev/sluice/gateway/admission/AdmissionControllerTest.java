@@ -7,6 +7,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.gateway.admission.AdmissionFixtures.Recorder;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerStatus;
+import dev.sluice.gateway.routing.WorkerState;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -271,5 +274,28 @@ class AdmissionControllerTest {
         assertThat(gone.endings.get()).isZero(); // never granted after it left
         c.release(running);
         assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    /**
+     * A queued request whose deadline passed is dropped at dispatch, after its pair was picked: a
+     * half-open (or suspect) worker's trial permit it took must go back, or the worker never gets
+     * its next trial. Failed before the fix (the permit stayed taken: 0 left).
+     */
+    @Test
+    void aRequestDroppedAtDispatchGivesBackTheTrialPermitItTook() {
+        AdmissionController c = controller(config(4, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Recorder first = new Recorder();
+        Ticket running = ticket("running", 1000, 1, "t", first);
+        c.submit(running);
+        Recorder late = new Recorder();
+        c.submit(new Ticket("late", 1000, 1, "t", now.get() + 1_000_000_000L, Runnable::run, late));
+        Worker decode = workers.decode().get(0);
+        decode.grantTrials(1);
+        decode.status(new WorkerStatus(WorkerState.HALF_OPEN, "on trial", java.time.Instant.now()));
+        now.addAndGet(2_000_000_000L); // past the late one's deadline, before any expiry sweep
+        c.release(running);
+        assertThat(late.rejection).isNotNull();
+        assertThat(late.rejection.reason()).isEqualTo(RejectReason.QUEUE_TIMEOUT);
+        assertThat(decode.trialPermits()).isEqualTo(1);
     }
 }
