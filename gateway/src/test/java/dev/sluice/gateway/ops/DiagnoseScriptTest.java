@@ -89,6 +89,27 @@ class DiagnoseScriptTest {
     }
 
     @Test
+    void aPairSuspectOfASilentStallIsNamedSuspectNotEjected() throws Exception {
+        bed = PdTestbed.start(1, 1, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2)), TIMEOUTS, HEALTH);
+        assertThat(bed.post("/v1/chat/completions", CHAT).statusCode()).isEqualTo(200);
+        DecodeServer decode = bed.cluster.decodes().get(0);
+        decode.faults().setKvStall(true); // transfers hang, both health checks pass
+        assertThat(bed.post("/v1/chat/completions", CHAT).statusCode()).isEqualTo(504); // two stalls: confirmed
+        Worker w = gatewayWorker(decode);
+        assertThat(w.state()).isEqualTo(WorkerState.SUSPECT);
+
+        Shell.Result json = diagnose(Map.of(), "--json");
+        assertThat(json.exitCode()).as(json.toString()).isEqualTo(1);
+        List<JsonNode> problems = problems(JSON.readTree(json.out()));
+        JsonNode v = problems.stream().filter(p -> p.path("worker").asText().equals(w.name())).findFirst()
+                .orElseThrow(() -> new AssertionError("no verdict on " + w.name() + ": " + json.out()));
+        assertThat(v.path("kind").asText()).isEqualTo("worker_suspect");
+        assertThat(v.path("cause").asText()).isEqualTo("suspect");
+        assertThat(v.path("message").asText()).contains("suspect since").contains("one probe request at a time")
+                .doesNotContain("ejected");
+    }
+
+    @Test
     void aHungDecodeIsNamedStalledAndEjectedWithItsTimeAndExit1() throws Exception {
         start();
         DecodeServer stuck = bed.cluster.decodes().get(0);
