@@ -8,6 +8,7 @@ import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
@@ -45,6 +46,21 @@ class AdmissionInvariantsRandomizedTest {
             public void dispatched(Ticket ticket) {
             }
         }, System::nanoTime);
+        // a client that leaves while queued, for certain: on a fast (or a very slow) run the random phase
+        // below may never find the queue occupied when a client leaves
+        List<Ticket> holders = new ArrayList<>();
+        for (int i = 0; i < 6; i++) {
+            Ticket h = new Ticket("hold-" + i, 6_000, 1, "tenant0", Long.MAX_VALUE, Runnable::run,
+                    new AdmissionFixtures.Recorder());
+            assertThat(c.submit(h)).isNull();
+            holders.add(h);
+        }
+        assertThat(c.snapshot().queued()).as("two prefill windows of 12,000 tokens hold four").isEqualTo(2);
+        assertThat(c.release(holders.get(5))).as("released while queued").isTrue();
+        holders.forEach(c::release);
+        assertThat(c.snapshot().idle()).as("back to zero: %s", c.snapshot()).isTrue();
+        observedRejections.set(0);
+
         ExecutorService loops = Executors.newFixedThreadPool(4); // stand-ins for event loops
         ScheduledExecutorService timers = Executors.newScheduledThreadPool(2);
         timers.scheduleAtFixedRate(c::expire, 1, 1, TimeUnit.MILLISECONDS);
@@ -160,7 +176,6 @@ class AdmissionInvariantsRandomizedTest {
         assertThat(silent).isEqualTo(cancelledQueued.get());
         assertThat(ended).isEqualTo(total - cancelledQueued.get());
         assertThat(granted.get() + immediate.get() + later.get()).isEqualTo((int) ended);
-        assertThat(cancelledQueued.get()).isPositive();
         assertThat(observedRejections.get()).isEqualTo(immediate.get() + later.get());
         // the run must have exercised every path, or it proves little
         assertThat(granted.get()).isPositive();
