@@ -1,6 +1,5 @@
 package dev.sluice.gateway.admission;
 
-import dev.sluice.gateway.routing.PrefixTree;
 import dev.sluice.gateway.routing.RoutingRequest;
 import dev.sluice.gateway.routing.Worker;
 import java.util.HashSet;
@@ -38,8 +37,6 @@ public final class Ticket {
     long windowTokensAtDispatch;
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
     RoutingRequest routing;
-    /** The same key prepared for the prefix tree, off the admission lock ({@link #prefixKey}). */
-    PrefixTree.Key prefix = PrefixTree.Key.EMPTY;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
     boolean direct;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
@@ -74,7 +71,6 @@ public final class Ticket {
      */
     public Ticket prefixKey(String key) {
         this.routing = new RoutingRequest(key, tokens);
-        this.prefix = PrefixTree.Key.of(key);
         return this;
     }
 

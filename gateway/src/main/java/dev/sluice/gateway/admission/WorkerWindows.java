@@ -1,7 +1,6 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.config.AdmissionConfig;
-import dev.sluice.gateway.routing.CacheAwarePolicy;
 import dev.sluice.gateway.routing.LoadView;
 import dev.sluice.gateway.routing.RoundRobinRouting;
 import dev.sluice.gateway.routing.RoutingPolicy;
@@ -121,17 +120,11 @@ final class WorkerWindows {
             return null;
         }
         List<Worker> chosenFrom = List.copyOf(candidates);
-        // cache_aware reads the key the ticket prepared off the lock; the other policies do not read keys
-        return policy instanceof CacheAwarePolicy cacheAware ? cacheAware.choose(chosenFrom, t.routing, t.prefix, load)
-                : policy.choose(chosenFrom, t.routing, load);
+        return policy.choose(chosenFrom, t.routing, load);
     }
 
     private static void dispatched(RoutingPolicy policy, Worker w, Ticket t) {
-        if (policy instanceof CacheAwarePolicy cacheAware) {
-            cacheAware.dispatched(w, t.routing, t.prefix);
-        } else {
-            policy.dispatched(w, t.routing);
-        }
+        policy.dispatched(w, t.routing);
     }
 
     private void collect(List<Worker> list, Boolean prefillRole, long tokens, Set<Worker> avoid, boolean avoidedToo) {

@@ -70,11 +70,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
-        return choose(candidates, request, PrefixTree.Key.of(request.prefixKey()), view);
-    }
-
-    /** As {@link #choose(List, RoutingRequest, LoadView)}, with {@code request}'s key already prepared. */
-    public Choice choose(List<Worker> candidates, RoutingRequest request, PrefixTree.Key key, LoadView view) {
+        PrefixTree.Key key = request.prefix(); // prepared when the request was built, off the admission lock
         int n = candidates.size();
         int[] matched = tree.match(key, candidates);
         double[] scores = load.scores(candidates, request, view);
@@ -107,12 +103,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     @Override
     public void dispatched(Worker worker, RoutingRequest request) {
-        dispatched(worker, request, PrefixTree.Key.of(request.prefixKey()));
-    }
-
-    /** As {@link #dispatched(Worker, RoutingRequest)}, with {@code request}'s key already prepared. */
-    public void dispatched(Worker worker, RoutingRequest request, PrefixTree.Key key) {
-        tree.insert(key, worker);
+        tree.insert(request.prefix(), worker);
         recent.add(worker, request.tokens());
     }
 
