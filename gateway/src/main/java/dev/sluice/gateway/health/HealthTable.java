@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
@@ -42,6 +44,8 @@ public final class HealthTable {
     private final Map<Worker, WorkerHealth> table = new HashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile Consumer<Worker> suspicionHandler = w -> { };
+    /** Workers with a stall counted or suspected: the only ones progress has anything to clear on. */
+    private final Set<Worker> stallWatched = ConcurrentHashMap.newKeySet();
 
     public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock) {
         this.workers = workers;
@@ -151,13 +155,14 @@ public final class HealthTable {
         }
         update(w, h -> {
             if (h.stallSuspect()) {
-                h.suspectStall(h.suspicion()); // the probe stalled too: the next one may go
+                h.probeAgain();
                 return;
             }
             if (hasAlternative(h.worker)) {
                 return;
             }
             int strikes = h.stallStrike();
+            stallWatched.add(h.worker);
             if (strikes < STALLS_TO_CONFIRM) {
                 log.info("stall on the last worker role={} worker={} stalls_in_a_row={} why=\"one more with no "
                                 + "progress in between makes it suspect (health.stall_panic)\" detail=\"{}\"",
@@ -172,9 +177,14 @@ public final class HealthTable {
         });
     }
 
-    /** A request made progress on {@code w} (its first token, a finished half): any stall on it is over. */
+    /**
+     * A request made progress on {@code w} (its first token, a finished half): any stall on it is
+     * over. Called at every first token, on the event loop: without a stall on record it takes no lock.
+     */
     public void progressed(Worker w) {
-        update(w, WorkerHealth::progressed);
+        if (stallWatched.remove(w)) { // removed first: a stall counted meanwhile adds it back
+            update(w, WorkerHealth::progressed);
+        }
     }
 
     /** The worker's latest KV token usage (NaN when unknown or stale). */

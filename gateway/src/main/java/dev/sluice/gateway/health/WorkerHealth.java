@@ -132,30 +132,31 @@ final class WorkerHealth {
         worker.grantTrials(config.passive().halfOpenRequests());
     }
 
-    /**
-     * A request stalled on this worker and its role has no other: suspect (panic mode) until a probe
-     * succeeds. Already suspect: the probe that stalled is over, the next one may go.
-     */
+    /** A confirmed stall on this worker, whose role has no other: suspect (panic mode) until it makes progress. */
     void suspectStall(String reason) {
-        if (stallSuspicion != null && worker.state() == WorkerState.SUSPECT) {
+        stallSuspicion = reason;
+    }
+
+    /** A suspect worker's probe stalled too: the next one may go. */
+    void probeAgain() {
+        if (worker.state() == WorkerState.SUSPECT) {
             worker.grantTrials(1);
         }
-        stallSuspicion = reason;
     }
 
     boolean stallSuspect() {
         return stallSuspicion != null;
     }
 
-    /** Why it is suspect (null when it is not). */
-    String suspicion() {
-        return stallSuspicion;
-    }
-
     /** A request made progress on it (a first token, a finished half): whatever stalled before is over. */
     void progressed() {
         stallSuspicion = null;
         stallStrikes = 0;
+    }
+
+    /** Whether a stall on it is counted or suspected (progress then has something to clear). */
+    boolean stallWatched() {
+        return stallStrikes > 0 || stallSuspicion != null;
     }
 
     /** One more stall caught with no progress since the last; returns how many in a row. */

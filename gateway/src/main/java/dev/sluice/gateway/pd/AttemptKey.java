@@ -3,9 +3,8 @@ package dev.sluice.gateway.pd;
 import dev.sluice.gateway.routing.Worker;
 
 /**
- * Which attempt at a request an event is about: its number (0 for the first), its request id on
- * the workers, and its pair ({@code prefill == decode} for a unified worker or a direct decode).
+ * Which attempt at a request an event is about: its request id on the workers, and its pair ({@code prefill == decode} for a unified worker or a direct decode).
  * Compared by identity: the exchange knows a stale attempt's news by its key.
  */
-record AttemptKey(int number, String rid, Worker prefill, Worker decode) {
+record AttemptKey(String rid, Worker prefill, Worker decode) {
 }

@@ -46,7 +46,7 @@ final class AttemptSequence {
 
     /** The key of the next attempt on {@code p}/{@code d}. */
     AttemptKey nextKey(Worker p, Worker d) {
-        return new AttemptKey(all.size(), all.isEmpty() ? firstRid : RequestIds.next(), p, d);
+        return new AttemptKey(all.isEmpty() ? firstRid : RequestIds.next(), p, d);
     }
 
     /** {@code a} now speaks for the request. */

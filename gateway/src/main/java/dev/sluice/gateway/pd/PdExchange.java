@@ -263,6 +263,11 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                 + "logged and counted in sluice_internal_errors_total"), AbortCause.INTERNAL_ERROR);
     }
 
+    /** The gateway threw while taking this request, before or after it was admitted: a 500, like {@link #internalError}. */
+    public void failInternal(Throwable error) {
+        internalError(null, error);
+    }
+
     @Override
     public boolean wantsPromptTokens() {
         return tokens.wantsPrompt();

@@ -91,9 +91,13 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
      * with its stack trace, and no worker is blamed.
      */
     private void internalError(FullHttpRequest req, LiveSettings live, RuntimeException e) {
+        if (exchange != null) {
+            exchange.failInternal(e); // its exchange exists: it answers, counts, logs and ends it
+            return;
+        }
         front.pd().metrics().internalError("client_handler");
         log.error("internal error taking a request method={} path={}", req.method(), loggablePath(req.uri()), e);
-        if (exchange == null && busy) {
+        if (busy) {
             reject(ApiError.internal("the gateway failed while taking this request; the error is logged and "
                     + "counted in sluice_internal_errors_total"), req, false, live);
         }

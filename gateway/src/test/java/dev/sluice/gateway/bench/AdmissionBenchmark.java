@@ -70,18 +70,25 @@ public class AdmissionBenchmark {
     private final AtomicLong ids = new AtomicLong();
     private long baselineState;
 
+    /**
+     * {@code prefills} prefill workers and two decodes; budgets out of the way but for the queue's
+     * length and each prefill window's request count; {@code routing}: a {@code routing:} line or "".
+     */
+    static GatewayConfig config(int prefills, int maxQueued, int prefillRequests, String routing) {
+        StringBuilder prefill = new StringBuilder();
+        for (int i = 1; i <= prefills; i++) {
+            prefill.append(i == 1 ? "" : ", ").append("{url: \"http://10.0.0.").append(i).append(":1\"}");
+        }
+        return ConfigLoader.parse("workers:\n  prefill: [" + prefill + "]\n"
+                + "  decode: [{url: \"http://10.0.1.1:1\"}, {url: \"http://10.0.1.2:1\"}]\n" + routing
+                + "admission:\n  max_queued_requests: " + maxQueued + "\n  max_pending_tokens: 100000000\n"
+                + "  prefill: {max_inflight_requests: " + prefillRequests + ", max_inflight_tokens: 100000000}\n"
+                + "  decode: {max_inflight_streams: 100000}\n", "bench");
+    }
+
     @Setup
     public void setup() {
-        GatewayConfig cfg = ConfigLoader.parse("""
-                workers:
-                  prefill: [{url: "http://10.0.0.1:1"}, {url: "http://10.0.0.2:1"}]
-                  decode: [{url: "http://10.0.1.1:1"}, {url: "http://10.0.1.2:1"}]
-                admission:
-                  max_queued_requests: 1024
-                  max_pending_tokens: 100000000
-                  prefill: { max_inflight_requests: 100000, max_inflight_tokens: 100000000 }
-                  decode: { max_inflight_streams: 100000 }
-                """, "bench");
+        GatewayConfig cfg = config(2, 1024, 100_000, "");
         controller = new AdmissionController(cfg.admission(), healthy(cfg), AdmissionObserver.NONE, System::nanoTime);
     }
 
@@ -169,16 +176,7 @@ public class AdmissionBenchmark {
 
         @Setup
         public void setup() {
-            GatewayConfig cfg = ConfigLoader.parse("""
-                    workers:
-                      prefill: [{url: "http://10.0.0.1:1"}, {url: "http://10.0.0.2:1"}]
-                      decode: [{url: "http://10.0.1.1:1"}, {url: "http://10.0.1.2:1"}]
-                    admission:
-                      max_queued_requests: 256
-                      max_pending_tokens: 100000000
-                      prefill: { max_inflight_requests: 1, max_inflight_tokens: 100000000 }
-                      decode: { max_inflight_streams: 100000 }
-                    """, "bench");
+            GatewayConfig cfg = config(2, 256, 1, "");
             controller = new AdmissionController(cfg.admission(), healthy(cfg), AdmissionObserver.NONE, clock::get);
             for (int i = 0; i < 2; i++) { // one request per prefill window that never finishes
                 controller.submit(new Ticket("hold" + i, 1000, 1, "t", Long.MAX_VALUE, Runnable::run, IGNORE));
@@ -206,20 +204,8 @@ public class AdmissionBenchmark {
 
         @Setup
         public void setup() {
-            GatewayConfig cfg = ConfigLoader.parse("""
-                    workers:
-                      prefill: [{url: "http://10.0.0.1:1"}, {url: "http://10.0.0.2:1"}, {url: "http://10.0.0.3:1"},
-                                {url: "http://10.0.0.4:1"}]
-                      decode: [{url: "http://10.0.1.1:1"}, {url: "http://10.0.1.2:1"}]
-                    routing:
-                      prefill: { policy: cache_aware }
-                      decode: { policy: least_load }
-                    admission:
-                      max_queued_requests: 1024
-                      max_pending_tokens: 100000000
-                      prefill: { max_inflight_requests: 100000, max_inflight_tokens: 100000000 }
-                      decode: { max_inflight_streams: 100000 }
-                    """, "bench");
+            GatewayConfig cfg = config(4, 1024, 100_000,
+                    "routing: {prefill: {policy: cache_aware}, decode: {policy: least_load}}\n");
             controller = new AdmissionController(cfg.admission(), healthy(cfg), AdmissionObserver.NONE, System::nanoTime,
                     RoutingPolicies.create(cfg.routing(), WorkerRole.PREFILL),
                     RoutingPolicies.create(cfg.routing(), WorkerRole.DECODE), (role, policy, reason) -> { },

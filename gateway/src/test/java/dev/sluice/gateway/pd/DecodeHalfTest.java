@@ -44,7 +44,7 @@ class DecodeHalfTest {
     }
 
     private void start(GenerationRoute route, String json) {
-        at = new UnifiedAttempt(h.scope(route, json), new AttemptKey(0, "rid-1", decode, decode));
+        at = new UnifiedAttempt(h.scope(route, json), new AttemptKey("rid-1", decode, decode));
         half = new DecodeHalf(at);
         decode.acquired(); // what PdHalf.start does: the half must give the slot back exactly once when it ends
     }

@@ -76,7 +76,7 @@ class InternalErrorTest {
         decode = AttemptHarness.worker(WorkerRole.DECODE, d.port(), null);
         h.events.throwOnRelayed = new IllegalStateException("a bug in the exchange's relayed()");
         at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, "{\"text\":\"hello\",\"stream\":true,"
-                + "\"sampling_params\":{\"max_new_tokens\":200}}"), new AttemptKey(0, "ie-rid", prefill, decode));
+                + "\"sampling_params\":{\"max_new_tokens\":200}}"), new AttemptKey("ie-rid", prefill, decode));
         assertThat(h.onLoop(at::send)).isTrue();
 
         assertThat(theInternalError()).hasMessageContaining("relayed()");
@@ -95,7 +95,7 @@ class InternalErrorTest {
         prefill = AttemptHarness.worker(WorkerRole.PREFILL, backend.port(), 8998);
         decode = AttemptHarness.worker(WorkerRole.DECODE, backend.port(), null);
         h.events.throwOnPrefillSucceeded = new IllegalStateException("a bug in the exchange's prefillSucceeded()");
-        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, "{\"text\":\"hello\"}"), new AttemptKey(0, "ie-rid-2", prefill, decode));
+        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, "{\"text\":\"hello\"}"), new AttemptKey("ie-rid-2", prefill, decode));
         assertThat(h.onLoop(at::send)).isTrue();
 
         assertThat(theInternalError()).hasMessageContaining("prefillSucceeded()");

@@ -40,7 +40,7 @@ class PrefillHalfTest {
     }
 
     private void start(String json) {
-        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), new AttemptKey(0, "rid-1", prefill, decode));
+        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), new AttemptKey("rid-1", prefill, decode));
         half = new PrefillHalf(at, logprobs -> { });
         prefill.acquired(); // what PdHalf.start does
     }

@@ -84,7 +84,7 @@ class SglangAttemptStopTest {
     }
 
     private void send(String json) throws Exception {
-        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), new AttemptKey(0, RID, prefill, decode));
+        at = new SglangAttempt(h.scope(GenerationRoute.GENERATE, json), new AttemptKey(RID, prefill, decode));
         assertThat(h.onLoop(at::send)).isTrue();
     }
 

@@ -56,7 +56,7 @@ class VllmPrefillLegTest {
         p.faults().setEosAtFirstToken(eosAtFirstToken);
         prefill = AttemptHarness.worker(WorkerRole.PREFILL, p.port(), null);
         decode = AttemptHarness.worker(WorkerRole.DECODE, d.port(), null);
-        VllmAttempt at = new VllmAttempt(h.scope(GenerationRoute.CHAT_COMPLETIONS, CHAT), new AttemptKey(0, "v-rid", prefill, decode));
+        VllmAttempt at = new VllmAttempt(h.scope(GenerationRoute.CHAT_COMPLETIONS, CHAT), new AttemptKey("v-rid", prefill, decode));
         assertThat(h.onLoop(at::send)).isTrue();
         assertThat(PdTestbed.eventually(WAIT, () -> h.events.ended() != null)).as("the response ended").isTrue();
         assertThat(h.events.names()).containsExactly("prefillSucceeded", "partEnded", "responseEnded");
@@ -101,7 +101,7 @@ class VllmPrefillLegTest {
         h = AttemptHarness.embedded();
         prefill = AttemptHarness.worker(WorkerRole.PREFILL, AttemptHarness.NOWHERE, null);
         decode = AttemptHarness.worker(WorkerRole.DECODE, AttemptHarness.NOWHERE, null);
-        VllmAttempt at = new VllmAttempt(h.scope(GenerationRoute.CHAT_COMPLETIONS, CHAT), new AttemptKey(0, "v-rid", prefill, decode));
+        VllmAttempt at = new VllmAttempt(h.scope(GenerationRoute.CHAT_COMPLETIONS, CHAT), new AttemptKey("v-rid", prefill, decode));
         VllmPrefillLeg leg = new VllmPrefillLeg(at, at::prefillAnswered);
         prefill.acquired(); // what PdHalf.start does
         return leg;
