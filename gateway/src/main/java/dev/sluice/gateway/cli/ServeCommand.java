@@ -60,8 +60,10 @@ public final class ServeCommand implements Callable<Integer> {
                 stopped.countDown();
             }
         }, "sluice-drain");
+        // a stop signal can arrive twice at once (Ctrl-C and the TERM a supervisor sends): one stop only
+        java.util.concurrent.atomic.AtomicBoolean stopping = new java.util.concurrent.atomic.AtomicBoolean();
         SignalHandler onSignal = sig -> {
-            if (stopper.getState() == Thread.State.NEW) {
+            if (stopping.compareAndSet(false, true)) {
                 stopper.start();
                 StopWatchdog.start(stopper, stopped, cfg.admission().drainGrace().plus(StopWatchdog.MARGIN));
             }
