@@ -86,6 +86,11 @@ public final class StateView {
                     .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
             WorkerWindow window = s.perWorker().getOrDefault(w, new WorkerWindow(w.role(), 0, 0, 0));
             o.putObject("window").put("requests", window.requests()).put("tokens", window.tokens());
+            AdmissionSnapshot.PrefillRate rate = s.prefillRates().get(w);
+            if (rate != null) {
+                o.putObject("prefill_rate").put("tokens_per_second", Math.round(rate.tokensPerSecond()))
+                        .put("source", rate.source());
+            }
             WorkerIdentity id = w.identity();
             ObjectNode ident = o.putObject("identity");
             ident.put("server", id.server()).put("version", id.version()).put("disaggregation_mode", id.mode())

@@ -33,7 +33,10 @@ public final class AdmissionController {
     private final WorkerWindows windows;
     private final TenantRates rates; // per-tenant token buckets, under the lock
     private final Dispatcher dispatcher;
+    private final PrefillRates prefill; // each prefill worker's rate and work in prefill
     private long lastPrune;
+    private long lastReview;
+    private boolean reviewDue; // something changed since the last review: the rate, the work ahead, the queue
     private volatile boolean draining; // read at the door, before the lock
 
     public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock) {
@@ -63,8 +66,9 @@ public final class AdmissionController {
         this.workers = workers;
         this.observer = observer;
         this.clock = clock;
-        this.queue = new PriorityQueues(config.priorities().size(), config.queueTimeout().toNanos());
-        this.ledger = new PrefillLedger(new PrefillThroughput(config.initialPrefillTokensPerSecond(), 10.0));
+        this.queue = new PriorityQueues(config.priorities().size(), config.queueTimeout().toNanos(), edf(config));
+        this.prefill = new PrefillRates(workers, config.prefillRate(), config.initialPrefillTokensPerSecond(), Map.of());
+        this.ledger = new PrefillLedger(prefill);
         this.windows = new WorkerWindows(config, workers, routing);
         this.rates = new TenantRates(config.tenantLimits());
         this.dispatcher = new Dispatcher(workers, windows, rates, ledger, observer);
@@ -81,7 +85,24 @@ public final class AdmissionController {
 
     /** A worker removed by a reload, drained: its (empty) window goes. */
     public void removeWorker(Worker w) {
-        decisions.update(() -> windows.remove(w));
+        decisions.update(() -> {
+            windows.remove(w);
+            prefill.remove(w);
+        });
+    }
+
+    /** Rates measured by an earlier run (the state file), by worker URL: priors where nothing better is known. */
+    public void savedRates(Map<String, Double> byUrl) {
+        decisions.update(() -> prefill.saved(byUrl));
+    }
+
+    /** The prefill rates measured so far, by worker URL (for the state file). */
+    public Map<String, Double> measuredRates() {
+        return decisions.read(prefill::measuredByUrl);
+    }
+
+    private static boolean edf(AdmissionConfig c) {
+        return c.scheduling().order() == AdmissionConfig.QueueOrder.EDF;
     }
 
     /**
@@ -98,15 +119,18 @@ public final class AdmissionController {
                 // served, in the class of the same name, or the new default class when its is gone
                 List<Ticket> waiting = queue.drainInOrder();
                 List<String> old = config.priorities();
-                queue = new PriorityQueues(next.priorities().size(), timeout);
+                queue = new PriorityQueues(next.priorities().size(), timeout, edf(next));
                 for (Ticket t : waiting) {
                     t.priority = remap(old, next, t.priority);
                     queue.add(t);
                 }
             } else {
                 queue.queueTimeout(timeout);
+                queue.order(edf(next));
             }
             config = next;
+            prefill.reconfigure(next.prefillRate(), next.initialPrefillTokensPerSecond());
+            reviewDue = true;
             windows.reconfigure(next);
             rates.reconfigure(next.tenantLimits());
         });
@@ -159,46 +183,41 @@ public final class AdmissionController {
         if (rateWait > 0) {
             return Rejections.tenantRate(config, t, rateWait);
         }
-        double rate = ledger.throughput.tokensPerSecond();
+        double rate = prefill.clusterRate();
         long pendingTokens = ledger.pendingTokens();
-        long inPrefill = ledger.inPrefillTokens();
         EvictionPlan room = EvictionPlan.plan(t, queue, pendingTokens, config);
         // With nobody waiting, a request that a window can take now never waits: it passes even when
         // the queue has no room (max_queued_requests: 0 means "never wait", not "never serve").
         boolean passThroughOnly = room.queueStaysFull(queue, config);
         if (passThroughOnly && queue.size() > 0) {
-            return Rejections.queueFull(config, inPrefill / rate);
+            return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
         }
         if (room.overBudget(t, pendingTokens, config)) {
             return Rejections.tokenBudget(config, t, pendingTokens, rate);
         }
-        long ahead = queue.tokensAtOrAbove(t.priority) + inPrefill;
-        Rejection unreachable = deadlineUnreachable(t, now, ahead, rate);
-        if (unreachable != null) {
-            return unreachable;
-        }
-        evict(room, t, ahead / rate, after);
-        t.state = Ticket.State.QUEUED;
         t.enqueuedNanos = now;
-        queue.add(t);
+        queue.add(t); // in its place (its class, its tenant's turn, its deadline), to see what is ahead of it
+        Forecast forecast = forecast(now);
+        double predicted = forecast.until(queue.serviceOrder(), t);
+        if (prefill.known() && now + (long) (predicted * 1e9) > t.waitDeadline) {
+            queue.remove(t);
+            return Rejections.deadlineUnreachable(config, (long) forecast.tokensAhead(), rate, predicted);
+        }
+        evict(room, t, forecast.tokensAhead() / rate, after);
+        t.state = Ticket.State.QUEUED;
         ledger.pending(t);
         dispatch(after, now);
         if (passThroughOnly && t.state == Ticket.State.QUEUED) {
             removeQueued(t); // it would have to wait, and there is no room to wait in
             t.state = Ticket.State.ENDED;
-            return Rejections.queueFull(config, ledger.inPrefillTokens() / rate);
+            return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
         }
         return null;
     }
 
-    /** Predicted time to first token (what is ahead of it, then its own prefill) past its deadline: no. */
-    private Rejection deadlineUnreachable(Ticket t, long now, long ahead, double rate) {
-        double predictedWait = (ahead + t.tokens) / rate;
-        long deadline = t.queueDeadline(now, config.queueTimeout().toNanos());
-        if (ledger.throughput.measured() && now + (long) (predictedWait * 1e9) > deadline) {
-            return Rejections.deadlineUnreachable(config, ahead, rate, predictedWait);
-        }
-        return null;
+    /** A forecast from now: what the prefill workers still hold, at the cluster's rate. */
+    private Forecast forecast(long now) {
+        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate());
     }
 
     private void evict(EvictionPlan room, Ticket newcomer, double waitSeconds, After after) {
@@ -277,11 +296,11 @@ public final class AdmissionController {
 
     /**
      * How long the ticket's prefill should take: the prompt tokens its prefill worker had to get
-     * through when it was dispatched (its own included) at the measured prefill rate. The stall
-     * watchdog allows a multiple of this.
+     * through when it was dispatched (its own included) at that worker's rate (measured, else its
+     * prior, else the guess). The stall watchdog allows a multiple of this.
      */
     public long expectedPrefillNanos(Ticket t) {
-        double rate = decisions.read(ledger.throughput::tokensPerSecond);
+        double rate = decisions.read(() -> t.prefill == null ? prefill.clusterRate() : prefill.rateOf(t.prefill));
         return (long) (t.windowTokensAtDispatch / rate * 1e9);
     }
 
@@ -302,8 +321,10 @@ public final class AdmissionController {
     }
 
     /**
-     * Expires queued tickets past their deadline; call periodically, from any thread. Reads only
-     * the tickets that are due (the queue keeps them in deadline order), not the whole queue.
+     * Expires queued tickets past their deadline and re-judges the rest; call periodically (every
+     * few tens of ms), from any thread. Expiry reads only the tickets that are due (the queue keeps
+     * them in deadline order). The review ({@link #review}) walks the queue once: at once when
+     * something changed since the last one, else every {@code admission.scheduling.review_interval}.
      */
     public void expire() {
         decisions.act(after -> {
@@ -312,7 +333,10 @@ public final class AdmissionController {
                 removeQueued(t);
                 t.state = Ticket.State.ENDED;
                 tell(after, t, Rejections.queueTimeout(config, t, now, t.waitDeadline,
-                        queue.tokensAtOrAbove(t.priority) / ledger.throughput.tokensPerSecond()));
+                        queue.tokensAtOrAbove(t.priority) / prefill.clusterRate()));
+            }
+            if (reviewDue || now - lastReview >= config.scheduling().reviewInterval().toNanos()) {
+                review(after, now);
             }
             dispatch(after, now);
             if (now - lastPrune > 1_000_000_000L) {
@@ -358,8 +382,8 @@ public final class AdmissionController {
                 tenants.add(queue.tenantsOf(i));
             }
             return new AdmissionSnapshot(queue.size(), depth, tenants, ledger.pendingTokens(), ledger.inPrefillTokens(),
-                    ledger.dispatched(), ledger.throughput.tokensPerSecond(), ledger.throughput.measured(), draining,
-                    windows.snapshot());
+                    ledger.dispatched(), prefill.clusterRate(), prefill.known(), draining, windows.snapshot(),
+                    prefill.view());
         });
     }
 
@@ -367,6 +391,29 @@ public final class AdmissionController {
 
     private void dispatch(After after, long now) {
         dispatcher.dispatch(queue, config, now, after);
+        reviewDue = true; // every event ends here: the rate, the work ahead or the queue may have changed
+    }
+
+    /**
+     * Re-judges every queued request: walked in the order it will be served, with what the prefill
+     * workers still hold ahead of it, each one whose first token can no longer come before its
+     * deadline is answered now (429 {@code deadline_unreachable}), rather than at its deadline, and
+     * stops counting as work ahead of the others. Off while the rates are only guessed.
+     */
+    private void review(After after, long now) {
+        lastReview = now;
+        reviewDue = false;
+        if (queue.size() == 0 || !prefill.known()) {
+            return;
+        }
+        double rate = prefill.clusterRate();
+        for (Forecast.Late late : forecast(now).late(queue.serviceOrder())) {
+            Ticket t = late.ticket();
+            removeQueued(t);
+            t.state = Ticket.State.ENDED;
+            tell(after, t, Rejections.noLongerReachable(config, t, now, late.tokensAhead(), rate,
+                    late.predictedSeconds()));
+        }
     }
 
     /** Its prefill is over (done, or the request ended before): the window and pending tokens come back. */

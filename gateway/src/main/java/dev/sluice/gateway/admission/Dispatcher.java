@@ -35,7 +35,7 @@ final class Dispatcher {
                 return;
             }
             queue.poll();
-            if (pastUsefulness(head, now, config)) {
+            if (pastUsefulness(head, pair[0], now, config)) {
                 // never sent: a half-open or suspect worker's trial permit goes back for the next one
                 pair[0].returnTrial();
                 if (pair[1] != pair[0]) {
@@ -44,7 +44,7 @@ final class Dispatcher {
                 ledger.notPending(head);
                 head.state = Ticket.State.ENDED;
                 Rejections.tell(after, observer, head, Rejections.tooLate(config, head, now,
-                        ledger.inPrefillTokens() / ledger.throughput.tokensPerSecond()));
+                        ledger.rates.remainingTokens(now) / ledger.rates.clusterRate()));
                 continue;
             }
             grant(head, pair[0], pair[1], now, after);
@@ -75,6 +75,8 @@ final class Dispatcher {
     }
 
     private void grant(Ticket head, Worker p, Worker d, long now, After after) {
+        head.prefill = p;
+        head.decode = d;
         ledger.dispatched(head, now);
         windows.dispatched(p, d, head.tokens);
         windows.routed(head);
@@ -84,8 +86,6 @@ final class Dispatcher {
             rates.charge(head.tenant, head.tokens, now); // its prompt: once, however often it is retried
             head.rateCharged = true;
         }
-        head.prefill = p;
-        head.decode = d;
         head.dispatchedNanos = now;
         after.add(() -> {
             observer.dispatched(head);
@@ -95,19 +95,21 @@ final class Dispatcher {
 
     /**
      * A request is worth a GPU only if its first token can still come before its deadline (the
-     * client's, or the queue timeout): the prefill work in flight plus its own, at the measured
-     * rate. One that cannot is answered instead of being prefilled for a client about to leave.
+     * client's, or the queue timeout): what its prefill worker still holds plus its own prompt, at
+     * that worker's rate. One that cannot is answered instead of being prefilled for a client about
+     * to leave. While the rates are only guessed, only the deadline itself is checked; a short prompt
+     * a decode prefills itself (direct) likewise.
      */
-    private boolean pastUsefulness(Ticket t, long now, AdmissionConfig config) {
+    private boolean pastUsefulness(Ticket t, Worker prefill, long now, AdmissionConfig config) {
         long deadline = t.queueDeadline(t.enqueuedNanos, config.queueTimeout().toNanos());
         if (now >= deadline) {
             return true;
         }
-        PrefillThroughput throughput = ledger.throughput;
-        if (!throughput.measured()) {
+        PrefillRates rates = ledger.rates;
+        if (t.direct || !rates.known()) {
             return false;
         }
-        double seconds = (ledger.inPrefillTokens() + t.tokens) / throughput.tokensPerSecond();
+        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
         return now + (long) (seconds * 1e9) > deadline;
     }
 }

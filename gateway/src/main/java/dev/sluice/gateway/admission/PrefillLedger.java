@@ -3,16 +3,17 @@ package dev.sluice.gateway.admission;
 /**
  * Admission's counts of the work it let in: pending prompt tokens (queued plus in prefill, held
  * against {@code max_pending_tokens}), tokens in prefill (ahead of anything queued), requests
- * dispatched and not yet ended, and the prefill rate measured from them. Under the admission lock.
+ * dispatched and not yet ended, and each prefill worker's rate measured from them ({@link PrefillRates}).
+ * Under the admission lock.
  */
 final class PrefillLedger {
-    final PrefillThroughput throughput;
+    final PrefillRates rates;
     private long pendingTokens;
     private long inPrefillTokens;
     private int dispatched;
 
-    PrefillLedger(PrefillThroughput throughput) {
-        this.throughput = throughput;
+    PrefillLedger(PrefillRates rates) {
+        this.rates = rates;
     }
 
     long pendingTokens() {
@@ -37,10 +38,9 @@ final class PrefillLedger {
         pendingTokens -= t.tokens;
     }
 
+    /** Dispatched to {@code t.prefill} (set before this is called). */
     void dispatched(Ticket t, long now) {
-        if (inPrefillTokens == 0) {
-            throughput.busy(true, now); // only busy time measures the rate
-        }
+        rates.dispatched(t.prefill, t.tokens, now);
         inPrefillTokens += t.tokens;
         dispatched++;
     }
@@ -48,12 +48,8 @@ final class PrefillLedger {
     /** Its prefill ended: {@code completed} (the rate learns from it) or abandoned; its tokens stay pending. */
     void prefillEnded(Ticket t, long now, boolean completed) {
         inPrefillTokens -= t.tokens;
-        if (completed) {
-            throughput.completed(t.tokens, now);
-        }
-        if (inPrefillTokens == 0) {
-            throughput.busy(false, now);
-        }
+        // a short prompt a decode prefilled itself (direct) says nothing of a prefill worker's rate
+        rates.prefillEnded(t.prefill, t.tokens, now, completed && !t.direct);
     }
 
     /** Its decode stream ended, or it goes back to the queue for another pair. */

@@ -4,12 +4,17 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedList;
 import java.util.List;
+import java.util.ListIterator;
 import java.util.Map;
 
 /**
  * The waiting room: one lane per priority class (index 0 is served first), and inside a lane one
- * FIFO per tenant, served round robin, so one tenant's burst cannot starve the others. Beside the
+ * queue per tenant, served round robin, so one tenant's burst cannot starve the others. A tenant's
+ * queue is in order of deadlines (earliest first, arrival order among equals: {@code edf}) or of
+ * arrival ({@code fifo}); a retried request goes to the very front either way. Beside the
  * lanes, the same tickets in order of their deadlines ({@link DeadlineHeap}), for the expiry
  * sweep, and each tenant's queued count and tokens over all classes, for tenant shares; both are
  * kept in step by every add and removal, so neither needs a walk of the queue. Not thread-safe:
@@ -20,15 +25,21 @@ final class PriorityQueues {
     private final DeadlineHeap deadlines = new DeadlineHeap();
     private final Map<String, long[]> tenantUse = new HashMap<>(); // tenant -> {queued, tokens}
     private long queueTimeoutNanos;
+    private boolean edf;
+    private long arrivals; // gives each added ticket its place among equals
     private int size;
 
-    /** @param queueTimeoutNanos admission.queue_timeout: with the client's deadline, when a ticket's wait ends */
-    PriorityQueues(int classes, long queueTimeoutNanos) {
+    /**
+     * @param queueTimeoutNanos admission.queue_timeout: with the client's deadline, when a ticket's wait ends
+     * @param edf               a tenant's queue in deadline order (else arrival order)
+     */
+    PriorityQueues(int classes, long queueTimeoutNanos, boolean edf) {
         lanes = new Lane[classes];
         for (int i = 0; i < classes; i++) {
             lanes[i] = new Lane();
         }
         this.queueTimeoutNanos = queueTimeoutNanos;
+        this.edf = edf;
     }
 
     /** A reload changed admission.queue_timeout: every waiting ticket's wait ends by the new one. */
@@ -36,6 +47,27 @@ final class PriorityQueues {
         if (nanos != queueTimeoutNanos) {
             queueTimeoutNanos = nanos;
             deadlines.rekey(t -> t.queueDeadline(t.enqueuedNanos, nanos));
+            resort();
+        }
+    }
+
+    /** A reload changed admission.scheduling.order. */
+    void order(boolean nextEdf) {
+        if (nextEdf != edf) {
+            edf = nextEdf;
+            resort();
+        }
+    }
+
+    private Comparator<Ticket> comparator() {
+        Comparator<Ticket> arrival = Comparator.comparingLong(t -> t.arrival);
+        return edf ? Comparator.<Ticket>comparingLong(t -> t.waitDeadline).thenComparing(arrival) : arrival;
+    }
+
+    private void resort() {
+        Comparator<Ticket> c = comparator();
+        for (Lane lane : lanes) {
+            lane.tenants.values().forEach(q -> q.sort(c));
         }
     }
 
@@ -71,9 +103,12 @@ final class PriorityQueues {
     }
 
     private void add(Ticket t, boolean front) {
-        lanes[t.priority].add(t, front);
-        size++;
         t.waitDeadline = t.queueDeadline(t.enqueuedNanos, queueTimeoutNanos);
+        if (!front) {
+            t.arrival = ++arrivals;
+        }
+        lanes[t.priority].add(t, front, comparator());
+        size++;
         deadlines.add(t);
         long[] use = tenantUse.computeIfAbsent(t.tenant, k -> new long[2]);
         use[0]++;
@@ -130,6 +165,18 @@ final class PriorityQueues {
         return out;
     }
 
+    /**
+     * Every queued ticket in the order the dispatcher would take them if nothing else arrived: class
+     * by class, and inside a class the tenants' turns round robin from the one whose turn is next.
+     */
+    List<Ticket> serviceOrder() {
+        List<Ticket> out = new ArrayList<>(size);
+        for (Lane lane : lanes) {
+            lane.serviceOrder(out);
+        }
+        return out;
+    }
+
     /** Each tenant's queued count and tokens over all classes, as a fresh copy the caller may change. */
     Map<String, long[]> tenantUse() {
         Map<String, long[]> copy = new HashMap<>();
@@ -163,12 +210,12 @@ final class PriorityQueues {
     List<Ticket> evictionOrder(int priority) {
         List<Ticket> order = new ArrayList<>();
         for (int i = lanes.length - 1; i > priority; i--) {
-            Map<String, ArrayDeque<Ticket>> copy = new HashMap<>();
-            lanes[i].tenants.forEach((k, v) -> copy.put(k, new ArrayDeque<>(v)));
+            Map<String, LinkedList<Ticket>> copy = new HashMap<>();
+            lanes[i].tenants.forEach((k, v) -> copy.put(k, new LinkedList<>(v)));
             while (!copy.isEmpty()) {
-                ArrayDeque<Ticket> busiest = null;
+                LinkedList<Ticket> busiest = null;
                 String tenant = null;
-                for (Map.Entry<String, ArrayDeque<Ticket>> e : copy.entrySet()) {
+                for (Map.Entry<String, LinkedList<Ticket>> e : copy.entrySet()) {
                     if (busiest == null || e.getValue().size() > busiest.size()) {
                         busiest = e.getValue();
                         tenant = e.getKey();
@@ -200,15 +247,15 @@ final class PriorityQueues {
     }
 
     private static final class Lane {
-        final Map<String, ArrayDeque<Ticket>> tenants = new HashMap<>();
+        final Map<String, LinkedList<Ticket>> tenants = new HashMap<>();
         final ArrayDeque<String> rotation = new ArrayDeque<>();
         int size;
         long tokens;
 
-        void add(Ticket t, boolean front) {
-            ArrayDeque<Ticket> q = tenants.get(t.tenant);
+        void add(Ticket t, boolean front, Comparator<Ticket> order) {
+            LinkedList<Ticket> q = tenants.get(t.tenant);
             if (q == null) {
-                q = new ArrayDeque<>();
+                q = new LinkedList<>();
                 tenants.put(t.tenant, q);
                 rotation.addLast(t.tenant);
             }
@@ -217,10 +264,32 @@ final class PriorityQueues {
                 rotation.remove(t.tenant);
                 rotation.addFirst(t.tenant);
             } else {
-                q.addLast(t);
+                // from the back: arrivals in deadline order (the usual case) cost one comparison
+                ListIterator<Ticket> it = q.listIterator(q.size());
+                while (it.hasPrevious()) {
+                    if (order.compare(it.previous(), t) <= 0) {
+                        it.next();
+                        break;
+                    }
+                }
+                it.add(t);
             }
             size++;
             tokens += t.tokens;
+        }
+
+        /** Appends this lane's tickets in service order: tenants' turns round robin, each tenant's queue in order. */
+        void serviceOrder(List<Ticket> out) {
+            ArrayDeque<String> turns = new ArrayDeque<>(rotation);
+            Map<String, Iterator<Ticket>> next = new HashMap<>();
+            while (!turns.isEmpty()) {
+                String tenant = turns.pollFirst();
+                Iterator<Ticket> it = next.computeIfAbsent(tenant, k -> tenants.get(k).iterator());
+                out.add(it.next());
+                if (it.hasNext()) {
+                    turns.addLast(tenant);
+                }
+            }
         }
 
         Ticket peek() {
@@ -229,7 +298,7 @@ final class PriorityQueues {
 
         Ticket poll() {
             String tenant = rotation.pollFirst();
-            ArrayDeque<Ticket> q = tenants.get(tenant);
+            LinkedList<Ticket> q = tenants.get(tenant);
             Ticket t = q.pollFirst();
             if (q.isEmpty()) {
                 tenants.remove(tenant);
@@ -242,7 +311,7 @@ final class PriorityQueues {
         }
 
         boolean remove(Ticket t) {
-            ArrayDeque<Ticket> q = tenants.get(t.tenant);
+            LinkedList<Ticket> q = tenants.get(t.tenant);
             if (q == null || !q.remove(t)) {
                 return false;
             }

@@ -59,6 +59,15 @@ final class Rejections {
                         + "past the deadline", ahead, rate, predictedWait), seconds(config, predictedWait));
     }
 
+    /** Queued, re-judged: its first token can no longer come before its deadline (found by a review). */
+    static Rejection noLongerReachable(AdmissionConfig config, Ticket t, long now, double ahead, double rate,
+                                       double predictedWait) {
+        long waitedMs = (now - t.enqueuedNanos) / 1_000_000;
+        return new Rejection(RejectReason.DEADLINE_UNREACHABLE, String.format("waited %d ms in the queue; about %d "
+                        + "prompt tokens are now ahead at %.0f tokens/s: its first token would come in %.1f s, past its "
+                        + "deadline", waitedMs, (long) ahead, rate, predictedWait), seconds(config, predictedWait));
+    }
+
     static Rejection evictedByPriority(AdmissionConfig config, double waitSeconds) {
         return new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
                 seconds(config, waitSeconds));

@@ -27,6 +27,8 @@ public final class Ticket {
     /** While queued: when its wait ends ({@link #queueDeadline}), and its place in the queue's {@link DeadlineHeap}. */
     long waitDeadline;
     int deadlineIndex = -1;
+    /** Its place among tickets of equal deadline (arrival order), given when it is queued. */
+    long arrival;
     boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;

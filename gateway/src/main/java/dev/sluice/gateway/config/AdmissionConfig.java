@@ -26,17 +26,22 @@ import java.util.Optional;
  * @param requireApiKey                without a valid key: 401 (else anonymous)
  * @param tenantLimits                 each tenant's share of the queue and of the token budget, and its token rate
  * @param tokenizer                    exact counting with a HuggingFace tokenizer.json, or empty for the estimator
+ * @param scheduling                   the order of a class's queue and how often queued requests are re-judged
+ * @param prefillRate                  where each prefill worker's rate comes from before it is measured
  */
 public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
                               int prefillMaxInflightRequests, long prefillMaxInflightTokens,
                               int decodeMaxInflightStreams, double initialPrefillTokensPerSecond,
                               Duration retryAfterMin, Duration retryAfterMax, Duration drainGrace,
                               List<String> priorities, String defaultPriority, Map<String, ApiKey> apiKeys,
-                              boolean requireApiKey, TenantLimits tenantLimits, TokenizerConfig tokenizer) {
+                              boolean requireApiKey, TenantLimits tenantLimits, TokenizerConfig tokenizer,
+                              SchedulingConfig scheduling, PrefillRateConfig prefillRate) {
 
     public AdmissionConfig {
         priorities = List.copyOf(priorities);
         apiKeys = Map.copyOf(apiKeys);
+        java.util.Objects.requireNonNull(scheduling, "scheduling");
+        java.util.Objects.requireNonNull(prefillRate, "prefillRate");
     }
 
     /** No API keys required, no per-tenant limits beyond the defaults. */
@@ -47,7 +52,8 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                            Map<String, ApiKey> apiKeys, TokenizerConfig tokenizer) {
         this(maxQueuedRequests, maxPendingTokens, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
                 prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
-                retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, false, TenantLimits.DEFAULTS, tokenizer);
+                retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, false, TenantLimits.DEFAULTS, tokenizer,
+                SchedulingConfig.DEFAULTS, PrefillRateConfig.NONE);
     }
 
     public static Builder builder() {
@@ -61,7 +67,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 .initialPrefillTokensPerSecond(initialPrefillTokensPerSecond).retryAfterMin(retryAfterMin)
                 .retryAfterMax(retryAfterMax).drainGrace(drainGrace).priorities(priorities)
                 .defaultPriority(defaultPriority).apiKeys(apiKeys).requireApiKey(requireApiKey)
-                .tenantLimits(tenantLimits).tokenizer(tokenizer);
+                .tenantLimits(tenantLimits).tokenizer(tokenizer).scheduling(scheduling).prefillRate(prefillRate);
     }
 
     /**
@@ -90,6 +96,8 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         private boolean requireApiKey;
         private TenantLimits tenantLimits = TenantLimits.DEFAULTS;
         private TokenizerConfig tokenizer;
+        private SchedulingConfig scheduling = SchedulingConfig.DEFAULTS;
+        private PrefillRateConfig prefillRate = PrefillRateConfig.NONE;
 
         private Builder() {
         }
@@ -187,6 +195,16 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
             return this;
         }
 
+        public Builder scheduling(SchedulingConfig v) {
+            scheduling = KeyCheck.present(A + "scheduling", v);
+            return this;
+        }
+
+        public Builder prefillRate(PrefillRateConfig v) {
+            prefillRate = KeyCheck.present(A + "prefill_rate", v);
+            return this;
+        }
+
         public AdmissionConfig build() {
             long pending = KeyCheck.set(A + "max_pending_tokens", maxPendingTokens);
             long request = KeyCheck.set(A + "max_request_tokens", maxRequestTokens);
@@ -218,7 +236,64 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                     KeyCheck.set(A + "decode.max_inflight_streams", decodeMaxInflightStreams),
                     KeyCheck.set(A + "initial_prefill_tokens_per_second", initialPrefillTokensPerSecond), min, max,
                     KeyCheck.set(A + "drain_grace", drainGrace), classes, def, apiKeys, requireApiKey, tenantLimits,
-                    KeyCheck.set(A + "tokenizer", tokenizer));
+                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate);
+        }
+    }
+
+    /** The order within a priority class. */
+    public enum QueueOrder {
+        /** Earliest deadline first (the client's X-Sluice-Deadline-Ms, else arrival + queue_timeout). */
+        EDF,
+        /** Arrival order. */
+        FIFO
+    }
+
+    /**
+     * How the queue is served and re-judged.
+     *
+     * @param order          within a class (and within a tenant's share of it): earliest deadline first, or arrival
+     * @param reviewInterval how often every queued request's predicted first token is checked against its deadline
+     *                       even when nothing changed (a change of rate or of the work ahead re-checks at once)
+     */
+    public record SchedulingConfig(QueueOrder order, Duration reviewInterval) {
+        public static final SchedulingConfig DEFAULTS = new SchedulingConfig(QueueOrder.EDF, Duration.ofMillis(200));
+
+        public SchedulingConfig {
+            java.util.Objects.requireNonNull(order, "order");
+            KeyCheck.atLeast("admission.scheduling.review_interval", reviewInterval, Duration.ofMillis(10));
+        }
+    }
+
+    /**
+     * Where a prefill worker's rate (prompt tokens per second of busy time) comes from until the
+     * gateway has measured it: trusted priors turn the deadline checks on from the first request.
+     *
+     * @param prior         tokens/s of every prefill worker without a {@code perWorker} entry; empty: none
+     * @param perWorker     worker URL -> tokens/s
+     * @param fromTelemetry read it from the worker's own counters when it exports them (SGLang:
+     *                      {@code sglang:realtime_tokens_total{mode="prefill_compute"}} over
+     *                      {@code sglang:gpu_execution_seconds_total{category="forward"}})
+     * @param stateFile     where measured rates are kept across restarts; empty: nowhere
+     */
+    public record PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
+                                    boolean fromTelemetry, Optional<java.nio.file.Path> stateFile) {
+        /** No configured prior, no state file; telemetry read when exported. */
+        public static final PrefillRateConfig NONE = new PrefillRateConfig(java.util.OptionalDouble.empty(), Map.of(),
+                true, Optional.empty());
+
+        public PrefillRateConfig {
+            perWorker = Map.copyOf(perWorker);
+            if (prior.isPresent()) {
+                KeyCheck.atLeast("admission.prefill_rate.prior_tokens_per_second", prior.getAsDouble(), 1.0);
+            }
+            perWorker.forEach((url, v) -> KeyCheck.atLeast("admission.prefill_rate.per_worker." + url, v, 1.0));
+            java.util.Objects.requireNonNull(stateFile, "stateFile");
+        }
+
+        /** The configured prior of the worker at {@code url}, or NaN. */
+        public double priorOf(String url) {
+            Double v = perWorker.get(url);
+            return v != null ? v : prior.orElse(Double.NaN);
         }
     }
 

@@ -11,6 +11,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 
 /** The {@code admission:} section: limits, priorities, API keys, token counting. */
@@ -24,7 +25,8 @@ final class AdmissionConfigReader {
     static AdmissionConfig read(ConfigNode n) {
         n.allowOnly("max_queued_requests", "max_pending_tokens", "queue_timeout", "max_request_tokens", "prefill",
                 "decode", "initial_prefill_tokens_per_second", "retry_after", "drain_grace", "priorities",
-                "default_priority", "api_keys", "require_api_key", "tenant_limits", "tokenizer");
+                "default_priority", "api_keys", "require_api_key", "tenant_limits", "tokenizer", "scheduling",
+                "prefill_rate");
         int maxQueued = n.child("max_queued_requests", "Requests waiting in the gateway's queue (not yet "
                 + "dispatched); past it, 429 queue_full.").intIn(32, 0, 1_000_000);
         long maxPending = n.child("max_pending_tokens", "Prompt tokens admitted and not yet prefilled (queued and in "
@@ -94,7 +96,53 @@ final class AdmissionConfigReader {
                         + "the pending-token budget (work-conserving), and a token rate.")))
                 .tokenizer(tokenizer(n.child("tokenizer", "Token counting for admission: exact with a "
                         + "tokenizer.json, else estimated from bytes.")))
+                .scheduling(scheduling(n.child("scheduling", "How a class's queue is ordered and how often queued "
+                        + "requests are re-judged against their deadlines.")))
+                .prefillRate(prefillRate(n.child("prefill_rate", "Each prefill worker's rate before the gateway has "
+                        + "measured it: a trusted prior turns the deadline checks on from the first request.")))
                 .build();
+    }
+
+    private static AdmissionConfig.SchedulingConfig scheduling(ConfigNode n) {
+        n.allowOnly("order", "review_interval");
+        ConfigNode orderNode = n.child("order", "Within a class (and a tenant's turn in it): edf serves the earliest "
+                + "deadline first (X-Sluice-Deadline-Ms, else arrival + queue_timeout); fifo serves arrival order.")
+                .rule("edf or fifo");
+        String order = orderNode.text("edf");
+        AdmissionConfig.QueueOrder o = switch (order) {
+            case "edf" -> AdmissionConfig.QueueOrder.EDF;
+            case "fifo" -> AdmissionConfig.QueueOrder.FIFO;
+            default -> {
+                orderNode.reject(order, "edf or fifo");
+                yield AdmissionConfig.QueueOrder.EDF;
+            }
+        };
+        Duration review = n.child("review_interval", "Every queued request's predicted first token is checked "
+                + "against its deadline at least this often (and at once when the rate or the work ahead changes); "
+                + "one that can no longer make it is answered 429 deadline_unreachable.")
+                .durationAtLeast(Duration.ofMillis(200), Duration.ofMillis(10));
+        return new AdmissionConfig.SchedulingConfig(o, review);
+    }
+
+    private static AdmissionConfig.PrefillRateConfig prefillRate(ConfigNode n) {
+        n.allowOnly("prior_tokens_per_second", "per_worker", "from_telemetry", "state_file");
+        Optional<Integer> priorValue = n.child("prior_tokens_per_second", "Prompt tokens per second one prefill "
+                + "worker computes (at your typical prompt length); trusted until measured. Absent: none.")
+                .optionalInt(1, 100_000_000);
+        java.util.OptionalDouble prior = priorValue.isPresent() ? java.util.OptionalDouble.of(priorValue.get())
+                : java.util.OptionalDouble.empty();
+        Map<String, Double> per = new LinkedHashMap<>();
+        for (Map.Entry<String, ConfigNode> e : n.child("per_worker", "Priors by worker URL (as in workers:), "
+                + "overriding prior_tokens_per_second.").entries("One worker's prefill tokens per second.")) {
+            per.put(e.getKey(), e.getValue().doubleAtLeast(1, 1));
+        }
+        boolean telemetry = n.child("from_telemetry", "Read the rate from a worker that exports it (SGLang with "
+                + "SGLANG_ENABLE_METRICS_DEVICE_TIMER: sglang:realtime_tokens_total{mode=\"prefill_compute\"} over "
+                + "sglang:gpu_execution_seconds_total); used when no prior is configured for it.").bool(true);
+        Optional<Path> state = n.child("state_file", "A small JSON file where the measured rates are kept across "
+                + "restarts (written every 30 s and at shutdown); read at start as priors. Absent: none.")
+                .optionalText().map(Path::of);
+        return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state);
     }
 
     private static List<String> priorities(ConfigNode n) {

@@ -19,6 +19,16 @@ final class PrometheusText {
         }
     }
 
+    /**
+     * Metrics whose series are also kept apart by one label, under {@code name{label="value"}}:
+     * SGLang's token and GPU-time counters carry what they count in a label (sgl-project/sglang
+     * python/sglang/srt/metrics/collector.py, SchedulerMetricsCollector: {@code realtime_tokens_total}
+     * by {@code mode}, {@code gpu_execution_seconds_total} by {@code category}).
+     */
+    private static final Map<String, String> SPLIT_BY = Map.of(
+            "sglang:realtime_tokens_total", "mode",
+            "sglang:gpu_execution_seconds_total", "category");
+
     private PrometheusText() {
     }
 
@@ -45,11 +55,17 @@ final class PrometheusText {
         int space = line.indexOf(' ');
         String name;
         int valueStart;
+        String split = null;
         if (brace >= 0 && (space < 0 || brace < space)) {
             name = line.substring(0, brace);
             int close = labelsEnd(line, brace + 1);
             if (close < 0) {
                 return;
+            }
+            String label = SPLIT_BY.get(name);
+            if (label != null) {
+                String value = labelValue(line, brace + 1, close, label);
+                split = value == null ? null : name + "{" + label + "=\"" + value + "\"}";
             }
             valueStart = close + 1;
         } else if (space > 0) {
@@ -66,10 +82,44 @@ final class PrometheusText {
             double v = Double.parseDouble(rest[0]);
             if (!Double.isNaN(v)) {
                 out.merge(name, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
+                if (split != null) {
+                    out.merge(split, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
+                }
             }
         } catch (NumberFormatException ignored) {
             // a value we do not understand is skipped, not fatal
         }
+    }
+
+    /** The value of {@code label} in the label set {@code line[from, to)}, unescaped; null if absent. */
+    static String labelValue(String line, int from, int to, String label) {
+        int i = from;
+        while (i < to) {
+            int eq = line.indexOf('=', i);
+            if (eq < 0 || eq >= to || eq + 1 >= to || line.charAt(eq + 1) != '"') {
+                return null;
+            }
+            String key = line.substring(i, eq).trim();
+            StringBuilder value = new StringBuilder();
+            int j = eq + 2;
+            for (; j < to && line.charAt(j) != '"'; j++) {
+                char c = line.charAt(j);
+                if (c == '\\' && j + 1 < to) {
+                    c = line.charAt(++j);
+                    value.append(c == 'n' ? '\n' : c);
+                } else {
+                    value.append(c);
+                }
+            }
+            if (key.equals(label)) {
+                return value.toString();
+            }
+            i = j + 1;
+            while (i < to && (line.charAt(i) == ',' || line.charAt(i) == ' ')) {
+                i++;
+            }
+        }
+        return null;
     }
 
     /** Index of the '}' closing a label set that starts at {@code from}, or -1; a '}' inside a quoted value is skipped. */

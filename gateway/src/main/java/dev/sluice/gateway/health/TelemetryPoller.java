@@ -38,6 +38,8 @@ public final class TelemetryPoller implements AutoCloseable {
     private final HealthTable health;
     /** Which load route each worker answers (event-loop confined). */
     private final Map<Worker, LoadRoute> loadRoutes = new HashMap<>();
+    /** Each worker's last prefill-compute counters, for the rate between two polls (event-loop confined). */
+    private final Map<Worker, PrefillCounters> prefillCounters = new HashMap<>();
     private ScheduledFuture<?> task;
 
     public TelemetryPoller(WorkerSet workers, UpstreamPool pool, EventLoop loop, TelemetryConfig config,
@@ -55,6 +57,7 @@ public final class TelemetryPoller implements AutoCloseable {
 
     private void pollAll() {
         loadRoutes.keySet().retainAll(workers.all());
+        prefillCounters.keySet().retainAll(workers.all());
         for (Worker w : workers.all()) {
             Future<UpstreamFetch.Result> metrics = UpstreamFetch.get(pool, loop, w, "/metrics", config.timeout(), MAX_BODY);
             Future<Map<Field, Double>> load = pollLoad(w);
@@ -108,7 +111,15 @@ public final class TelemetryPoller implements AutoCloseable {
         }
         Map<Field, Double> values = new EnumMap<>(Field.class);
         if (metricsOk) {
-            values.putAll(fromMetrics(PrometheusText.read(metrics.text())));
+            Map<String, PrometheusText.Aggregate> parsed = PrometheusText.read(metrics.text());
+            values.putAll(fromMetrics(parsed));
+            double rate = prefillRate(w, parsed);
+            Double before = previous.values().get(Field.PREFILL_COMPUTE_RATE);
+            if (!Double.isNaN(rate)) {
+                values.put(Field.PREFILL_COMPUTE_RATE, rate);
+            } else if (before != null) {
+                values.put(Field.PREFILL_COMPUTE_RATE, before); // idle since: the last rate still holds
+            }
         }
         if (load != null) {
             values.putAll(load);
@@ -117,6 +128,42 @@ public final class TelemetryPoller implements AutoCloseable {
             log.info("worker telemetry readable again role={} worker={}", w.role().label(), w.name());
         }
         w.telemetry(new WorkerTelemetry(System.nanoTime(), metricsOk, values));
+    }
+
+    /** Two polls of the same counters. */
+    private record PrefillCounters(double tokens, double seconds) {
+    }
+
+    static final String PREFILL_TOKENS = "sglang:realtime_tokens_total{mode=\"prefill_compute\"}";
+    static final String FORWARD_SECONDS = "sglang:gpu_execution_seconds_total{category=\"forward\"}";
+    /** A rate is read only from enough work between two polls to be compute, not noise. */
+    private static final double MIN_TOKENS = 2048;
+    private static final double MIN_SECONDS = 0.2;
+
+    /**
+     * Prefill tokens per second of GPU forward time since the last poll, times the ranks reporting
+     * (each DP rank computes in parallel); NaN without both counters or without enough work between
+     * the polls. A counter that went back (a restart) starts over.
+     */
+    private double prefillRate(Worker w, Map<String, PrometheusText.Aggregate> m) {
+        PrometheusText.Aggregate tokens = m.get(PREFILL_TOKENS);
+        PrometheusText.Aggregate seconds = m.get(FORWARD_SECONDS);
+        if (tokens == null || seconds == null) {
+            prefillCounters.remove(w);
+            return Double.NaN;
+        }
+        PrefillCounters last = prefillCounters.get(w);
+        double dTokens = last == null ? 0 : tokens.sum() - last.tokens();
+        double dSeconds = last == null ? 0 : seconds.sum() - last.seconds();
+        if (last == null || dTokens < 0 || dSeconds < 0) {
+            prefillCounters.put(w, new PrefillCounters(tokens.sum(), seconds.sum()));
+            return Double.NaN;
+        }
+        if (dTokens < MIN_TOKENS || dSeconds < MIN_SECONDS) {
+            return Double.NaN; // keep the older reading: the work accumulates until there is enough
+        }
+        prefillCounters.put(w, new PrefillCounters(tokens.sum(), seconds.sum()));
+        return dTokens / dSeconds * Math.max(1, seconds.series());
     }
 
     private static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {

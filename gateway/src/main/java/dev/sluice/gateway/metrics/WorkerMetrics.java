@@ -75,6 +75,10 @@ final class WorkerMetrics {
     }
 
     private static String description(Field f) {
+        if (f == Field.PREFILL_COMPUTE_RATE) {
+            return "prefill tokens per second of GPU forward time, from the worker's sglang:realtime_tokens_total and "
+                    + "sglang:gpu_execution_seconds_total between two polls; NaN when not exported or stale";
+        }
         return f.names().isEmpty() ? "from the worker's /v1/loads or /get_load (num_waiting_reqs, summed over ranks)"
                 : "the worker's " + String.join(" or ", f.names()) + (f.over() == WorkerTelemetry.Over.MAX
                 ? " (the fullest rank)" : " (summed over ranks)") + "; NaN when stale";

@@ -50,7 +50,15 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
         /** A PD decode's requests whose KV is on its way. */
         DECODE_TRANSFER_QUEUE_REQUESTS(Over.SUM, "sglang:num_decode_transfer_queue_reqs"),
         /** From {@code /v1/loads} (or the older {@code /get_load}): {@code num_waiting_reqs} summed over ranks. */
-        LOAD_WAITING_REQUESTS(Over.SUM);
+        LOAD_WAITING_REQUESTS(Over.SUM),
+        /**
+         * Prompt tokens per second of GPU forward time, derived from two polls of SGLang's counters
+         * {@code sglang:realtime_tokens_total{mode="prefill_compute"}} and
+         * {@code sglang:gpu_execution_seconds_total{category="forward"}} (exported with
+         * {@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), times the number of ranks reporting: admission's
+         * prior for a prefill worker's rate.
+         */
+        PREFILL_COMPUTE_RATE(Over.SUM);
 
         private final Over over;
         private final List<String> names;

@@ -6,6 +6,7 @@ import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.HfTokenizerCounter;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
+import dev.sluice.gateway.admission.PrefillRateFile;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.config.AdmissionConfig;
@@ -38,6 +39,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -196,8 +198,12 @@ public final class GatewayServer implements AutoCloseable {
         }
         checker.start();
         started = true;
-        // queued requests' deadlines: swept on the control loop, off the request loops
+        // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
         schedules.add(control.scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS));
+        config.admission().prefillRate().stateFile().ifPresent(file -> {
+            admission.savedRates(PrefillRateFile.read(file, Instant.now()));
+            schedules.add(control.scheduleWithFixedDelay(this::saveRates, 30, 30, TimeUnit.SECONDS));
+        });
         schedules.add(control.scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS));
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health);
         telemetry.start();
@@ -357,10 +363,19 @@ public final class GatewayServer implements AutoCloseable {
         return settings.get();
     }
 
+    /** The measured prefill rates into admission.prefill_rate.state_file (as configured now), for the next start. */
+    private void saveRates() {
+        config().admission().prefillRate().stateFile().ifPresent(file ->
+                PrefillRateFile.write(file, admission.measuredRates(), Instant.now()));
+    }
+
     @Override
     public void close() {
         if (reload != null) {
             reload.close();
+        }
+        if (started) {
+            saveRates();
         }
         synchronized (this) {
             checker.close();

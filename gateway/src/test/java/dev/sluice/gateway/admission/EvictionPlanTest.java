@@ -26,11 +26,11 @@ class EvictionPlanTest {
                 base.maxRequestTokens(), base.prefillMaxInflightRequests(), base.prefillMaxInflightTokens(),
                 base.decodeMaxInflightStreams(), base.initialPrefillTokensPerSecond(), base.retryAfterMin(),
                 base.retryAfterMax(), base.drainGrace(), base.priorities(), base.defaultPriority(), Map.of(), false,
-                TenantLimits.DEFAULTS, base.tokenizer());
+                TenantLimits.DEFAULTS, base.tokenizer(), base.scheduling(), base.prefillRate());
     }
 
     private PriorityQueues queue(Ticket... tickets) {
-        PriorityQueues q = new PriorityQueues(3, Duration.ofSeconds(30).toNanos());
+        PriorityQueues q = new PriorityQueues(3, Duration.ofSeconds(30).toNanos(), false);
         for (Ticket t : tickets) {
             q.add(t);
         }

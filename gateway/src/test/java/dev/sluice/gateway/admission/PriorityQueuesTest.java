@@ -26,7 +26,7 @@ class PriorityQueuesTest {
 
     @Test
     void higherClassesFirstAndTenantsInTurnWithinAClass() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         q.add(ticket("a1", 1, "a"));
         q.add(ticket("a2", 1, "a"));
         q.add(ticket("b1", 1, "b"));
@@ -41,7 +41,7 @@ class PriorityQueuesTest {
 
     @Test
     void aRetryGoesToTheFrontOfItsClassAndItsTenantIsServedNext() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         q.add(ticket("a1", 1, "a"));
         q.add(ticket("b1", 1, "b"));
         q.addFirst(ticket("b0", 1, "b"));
@@ -50,7 +50,7 @@ class PriorityQueuesTest {
 
     @Test
     void tokensAndTenantUseFollowEveryAddAndRemoval() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         Ticket a = ticket("a", 100, 0, "x", 0, Long.MAX_VALUE);
         Ticket b = ticket("b", 20, 1, "x", 0, Long.MAX_VALUE);
         Ticket c = ticket("c", 3, 2, "y", 0, Long.MAX_VALUE);
@@ -75,7 +75,7 @@ class PriorityQueuesTest {
 
     @Test
     void evictionTakesTheLowestClassFirstAndTheBusiestTenantsNewestTicket() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         q.add(ticket("n-a1", 1, "a"));
         q.add(ticket("l-a1", 2, "a"));
         q.add(ticket("l-b1", 2, "b"));
@@ -94,7 +94,7 @@ class PriorityQueuesTest {
 
     @Test
     void dueReturnsOnlyTicketsWhoseWaitEndedHighestClassFirst() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         Ticket lowOld = ticket("lowOld", 10, 2, "a", 0, Long.MAX_VALUE);       // queue_timeout at 1000
         Ticket highClient = ticket("highClient", 10, 0, "b", 500, 700);       // client deadline at 700
         Ticket fresh = ticket("fresh", 10, 1, "a", 900, Long.MAX_VALUE);      // until 1900
@@ -113,7 +113,7 @@ class PriorityQueuesTest {
 
     @Test
     void aNewQueueTimeoutMovesEveryWaitingTicketsDeadline() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         q.add(ticket("a", 10, 1, "a", 0, Long.MAX_VALUE)); // until 1000
         q.add(ticket("b", 10, 1, "a", 100, 5_000));        // until 1100
         q.add(ticket("c", 10, 1, "a", 100, 250));          // its client's deadline comes first either way
@@ -127,7 +127,7 @@ class PriorityQueuesTest {
 
     @Test
     void aTicketLeavingByPollOrRemoveIsNeverDue() {
-        PriorityQueues q = new PriorityQueues(3, TIMEOUT);
+        PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         List<Ticket> all = new ArrayList<>();
         for (int i = 0; i < 10; i++) {
             Ticket t = ticket("t" + i, 10, 1, "a", i, Long.MAX_VALUE);

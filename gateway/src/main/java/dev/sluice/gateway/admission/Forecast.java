@@ -1,0 +1,72 @@
+package dev.sluice.gateway.admission;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * When each queued request's first token would come, at the rates known now: the work still in
+ * prefill first, then the queue in the order it will be served, each request's prompt at the
+ * cluster's rate. A request that cannot make its deadline adds no work for those behind it: it
+ * will be answered, not prefilled. One walk of the queue, O(n); under the admission lock.
+ */
+final class Forecast {
+    /** A queued request whose first token is predicted past its deadline. */
+    record Late(Ticket ticket, double predictedSeconds, double tokensAhead) {
+    }
+
+    private final long now;
+    private final double rate;
+    private double ahead; // prompt tokens to compute before the next request in order
+
+    /**
+     * @param remainingTokens what the prefill workers still have to compute of what they hold
+     * @param rate            the cluster's prompt tokens per second
+     */
+    Forecast(long now, double remainingTokens, double rate) {
+        this.now = now;
+        this.rate = rate;
+        this.ahead = remainingTokens;
+    }
+
+    /** Seconds until {@code t}'s first token if it were next. */
+    double secondsFor(Ticket t) {
+        return (ahead + t.tokens) / rate;
+    }
+
+    /** Whether {@code t}, next in order, would get its first token by its deadline; if so its work counts for those behind. */
+    boolean take(Ticket t) {
+        boolean inTime = now + (long) (secondsFor(t) * 1e9) <= t.waitDeadline;
+        if (inTime) {
+            ahead += t.tokens;
+        }
+        return inTime;
+    }
+
+    double tokensAhead() {
+        return ahead;
+    }
+
+    /** The requests of {@code order} (service order) that can no longer make their deadlines. */
+    List<Late> late(List<Ticket> order) {
+        List<Late> out = new ArrayList<>(0);
+        for (Ticket t : order) {
+            double seconds = secondsFor(t);
+            double before = ahead;
+            if (!take(t)) {
+                out.add(new Late(t, seconds, before));
+            }
+        }
+        return out;
+    }
+
+    /** Walks {@code order} up to {@code target}; its predicted seconds to first token, or NaN if it is not in it. */
+    double until(List<Ticket> order, Ticket target) {
+        for (Ticket t : order) {
+            if (t == target) {
+                return secondsFor(t);
+            }
+            take(t);
+        }
+        return Double.NaN;
+    }
+}

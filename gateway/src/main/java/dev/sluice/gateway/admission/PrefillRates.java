@@ -1,0 +1,215 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.config.AdmissionConfig.PrefillRateConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerTelemetry;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Each prefill worker's rate (prompt tokens per second of busy time) and the work it still has in
+ * prefill: the two numbers every prediction of a first token is made of.
+ *
+ * <p>A worker's rate is, in order: what the gateway measured on it (busy time only, exponentially
+ * weighted, {@link PrefillThroughput}); else a trusted <em>prior</em>: configured for it
+ * ({@code admission.prefill_rate}), read from its own counters ({@code from_telemetry}), or
+ * carried over from the previous run ({@code state_file}); else the untrusted guess
+ * {@code initial_prefill_tokens_per_second}. Predictions (the deadline checks) are on only while
+ * every available prefill worker has a measured rate or a prior: a guess is good enough for a
+ * Retry-After, not for refusing a request.
+ *
+ * <p>The work still in prefill is not what was dispatched: since a worker's last completion (or the
+ * start of its busy period) it has been computing at its rate, so a request 4 s into a 4.4 s prefill
+ * has 0.4 s left, not 4.4 s. Guarded by the admission lock.
+ */
+final class PrefillRates {
+    /** Where a worker's rate comes from. */
+    enum Source {
+        MEASURED, CONFIGURED, TELEMETRY, STATE_FILE, GUESS;
+
+        String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    private static final double HORIZON_SECONDS = 10.0;
+
+    private final WorkerSet workers;
+    private PrefillRateConfig config;
+    private double guess;
+    private Map<String, Double> saved; // from the state file, by worker URL
+    private final Map<Worker, WorkerRate> rates = new HashMap<>();
+
+    /** One worker's estimate and its work in prefill. */
+    private static final class WorkerRate {
+        // the measured estimate starts from the guess, but says measured() only once it has a real sample
+        final PrefillThroughput measured;
+        long inPrefillTokens;
+        long lastProgressNanos;
+
+        WorkerRate(double guess) {
+            measured = new PrefillThroughput(guess, HORIZON_SECONDS);
+        }
+    }
+
+    PrefillRates(WorkerSet workers, PrefillRateConfig config, double guess, Map<String, Double> saved) {
+        this.workers = workers;
+        this.config = config;
+        this.guess = guess;
+        this.saved = Map.copyOf(saved);
+    }
+
+    /** Rates an earlier run measured (the state file), by worker URL. */
+    void saved(Map<String, Double> byUrl) {
+        saved = Map.copyOf(byUrl);
+    }
+
+    void reconfigure(PrefillRateConfig next, double nextGuess) {
+        config = next;
+        guess = nextGuess;
+    }
+
+    private WorkerRate of(Worker w) {
+        return rates.computeIfAbsent(w, k -> new WorkerRate(guess));
+    }
+
+    /** A request of {@code tokens} went to {@code w}'s prefill. */
+    void dispatched(Worker w, long tokens, long now) {
+        WorkerRate r = of(w);
+        if (r.inPrefillTokens == 0) {
+            r.measured.busy(true, now); // only busy time measures the rate
+            r.lastProgressNanos = now;
+        }
+        r.inPrefillTokens += tokens;
+    }
+
+    /** Its prefill on {@code w} ended: {@code completed} (a sample of the rate) or abandoned. */
+    void prefillEnded(Worker w, long tokens, long now, boolean completed) {
+        WorkerRate r = of(w);
+        r.inPrefillTokens -= tokens;
+        if (completed) {
+            r.measured.completed(tokens, now);
+        }
+        r.lastProgressNanos = now;
+        if (r.inPrefillTokens == 0) {
+            r.measured.busy(false, now);
+        }
+    }
+
+    /** {@code w}'s rate, by the order of {@link Source}. */
+    double rateOf(Worker w) {
+        WorkerRate r = rates.get(w);
+        if (r != null && r.measured.measured()) {
+            return r.measured.tokensPerSecond();
+        }
+        double prior = prior(w);
+        return Double.isNaN(prior) ? guess : prior;
+    }
+
+    Source sourceOf(Worker w) {
+        WorkerRate r = rates.get(w);
+        if (r != null && r.measured.measured()) {
+            return Source.MEASURED;
+        }
+        if (!Double.isNaN(config.priorOf(w.url()))) {
+            return Source.CONFIGURED;
+        }
+        if (!Double.isNaN(telemetry(w))) {
+            return Source.TELEMETRY;
+        }
+        return saved.containsKey(w.url()) ? Source.STATE_FILE : Source.GUESS;
+    }
+
+    private double prior(Worker w) {
+        double configured = config.priorOf(w.url());
+        if (!Double.isNaN(configured)) {
+            return configured;
+        }
+        double t = telemetry(w);
+        if (!Double.isNaN(t)) {
+            return t;
+        }
+        Double s = saved.get(w.url());
+        return s == null ? Double.NaN : s;
+    }
+
+    private double telemetry(Worker w) {
+        if (!config.fromTelemetry()) {
+            return Double.NaN;
+        }
+        Double v = w.telemetry().values().get(WorkerTelemetry.Field.PREFILL_COMPUTE_RATE);
+        return v == null || !(v > 0) ? Double.NaN : v;
+    }
+
+    /** The workers whose rates make the cluster's: the available prefill workers, or all when none is. */
+    private List<Worker> serving() {
+        List<Worker> all = workers.prefill();
+        List<Worker> up = all.stream().filter(Worker::acceptsNewRequests).toList();
+        return up.isEmpty() ? all : up;
+    }
+
+    /** Prompt tokens per second the cluster's prefill works through when every worker is busy. */
+    double clusterRate() {
+        double sum = 0;
+        for (Worker w : serving()) {
+            sum += rateOf(w);
+        }
+        return sum > 0 ? sum : guess;
+    }
+
+    /** Whether predictions can be trusted: every serving prefill worker has a measured rate or a prior. */
+    boolean known() {
+        for (Worker w : serving()) {
+            if (sourceOf(w) == Source.GUESS) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Prompt tokens still to compute in every worker's prefill at {@code now}, progress since its last completion deducted. */
+    double remainingTokens(long now) {
+        double sum = 0;
+        for (Worker w : rates.keySet()) {
+            sum += remainingTokens(w, now);
+        }
+        return sum;
+    }
+
+    /** The measured rates, by worker URL (for the state file). */
+    Map<String, Double> measuredByUrl() {
+        Map<String, Double> out = new HashMap<>();
+        rates.forEach((w, r) -> {
+            if (r.measured.measured()) {
+                out.put(w.url(), r.measured.tokensPerSecond());
+            }
+        });
+        return out;
+    }
+
+    /** Each prefill worker's rate and where it comes from (admin view). */
+    Map<Worker, AdmissionSnapshot.PrefillRate> view() {
+        Map<Worker, AdmissionSnapshot.PrefillRate> out = new HashMap<>();
+        for (Worker w : workers.prefill()) {
+            out.put(w, new AdmissionSnapshot.PrefillRate(rateOf(w), sourceOf(w).label()));
+        }
+        return out;
+    }
+
+    /** Prompt tokens {@code w} still has to compute at {@code now}, its progress since its last completion deducted. */
+    double remainingTokens(Worker w, long now) {
+        WorkerRate r = rates.get(w);
+        if (r == null || r.inPrefillTokens <= 0) {
+            return 0;
+        }
+        double done = rateOf(w) * Math.max(0, now - r.lastProgressNanos) / 1e9;
+        return Math.max(0, r.inPrefillTokens - done);
+    }
+
+    /** A worker left the set (reload): its estimate goes. */
+    void remove(Worker w) {
+        rates.remove(w);
+    }
+}
