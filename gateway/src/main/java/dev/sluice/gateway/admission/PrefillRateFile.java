@@ -64,7 +64,8 @@ public final class PrefillRateFile {
 
     /**
      * Writes {@code rates} (measured now) into {@code file}, keeping the entries of workers not in
-     * it (another configuration's workers, or one not measured this run). Failures are logged.
+     * it (another configuration's workers, or one not measured this run); an unreadable old file is
+     * replaced. Failures are logged.
      */
     public static void write(Path file, Map<String, Double> rates, Instant now) {
         if (rates.isEmpty()) {
@@ -74,8 +75,12 @@ public final class PrefillRateFile {
             ObjectNode root = JSON.createObjectNode().put("version", 1);
             ObjectNode workers = root.putObject("workers");
             if (Files.exists(file)) {
-                JsonNode old = JSON.readTree(file.toFile()).path("workers");
-                old.fields().forEachRemaining(e -> workers.set(e.getKey(), e.getValue()));
+                try {
+                    JsonNode old = JSON.readTree(file.toFile()).path("workers");
+                    old.fields().forEachRemaining(e -> workers.set(e.getKey(), e.getValue()));
+                } catch (IOException e) {
+                    log.warn("prefill rate file unreadable, replaced file={} detail=\"{}\"", file, e.toString());
+                }
             }
             rates.forEach((url, rate) -> workers.putObject(url).put("tokens_per_second", Math.round(rate * 10) / 10.0)
                     .put("measured_at", now.toString()));

@@ -34,6 +34,30 @@ class TelemetryAggregationTest {
         assertThat(m.get("bare").sum()).isEqualTo(2.0);
     }
 
+    /**
+     * SGLang's prefill work and GPU time counters carry what they count in a label (collector.py,
+     * SchedulerMetricsCollector: realtime_tokens_total by mode, gpu_execution_seconds_total by
+     * category); those series are also kept apart, summed over ranks.
+     */
+    @Test
+    void prefillCountersAreKeptByTheirModeOrCategory() {
+        String text = """
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="prefill_compute"} 1000
+                sglang:realtime_tokens_total{model_name="m",dp_rank="1",mode="prefill_compute"} 3000
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="prefill_cache"} 500
+                sglang:gpu_execution_seconds_total{category="forward",model_name="m",dp_rank="0"} 0.5
+                sglang:gpu_execution_seconds_total{category="forward",model_name="m",dp_rank="1"} 1.5
+                sglang:gpu_execution_seconds_total{model_name="a,b=\\"c\\"",category="decode"} 9
+                """;
+        Map<String, PrometheusText.Aggregate> m = PrometheusText.read(text);
+        assertThat(m.get(TelemetryPoller.PREFILL_TOKENS).sum()).isEqualTo(4000.0);
+        assertThat(m.get("sglang:realtime_tokens_total{mode=\"prefill_cache\"}").sum()).isEqualTo(500.0);
+        assertThat(m.get("sglang:realtime_tokens_total").sum()).isEqualTo(4500.0);
+        assertThat(m.get(TelemetryPoller.FORWARD_SECONDS).sum()).isEqualTo(2.0);
+        assertThat(m.get(TelemetryPoller.FORWARD_SECONDS).series()).isEqualTo(2);
+        assertThat(m.get("sglang:gpu_execution_seconds_total{category=\"decode\"}").sum()).isEqualTo(9.0);
+    }
+
     /** Row 10: a PD worker's waiting requests are in its PD queues, not in num_queue_reqs. */
     @Test
     void pdQueuesCountAsWaiting() {

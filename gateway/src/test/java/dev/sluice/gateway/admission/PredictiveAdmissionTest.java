@@ -1,0 +1,223 @@
+package dev.sluice.gateway.admission;
+
+import static dev.sluice.gateway.admission.AdmissionFixtures.config;
+import static dev.sluice.gateway.admission.AdmissionFixtures.workers;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.admission.AdmissionFixtures.Recorder;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.AdmissionConfig.PrefillRateConfig;
+import dev.sluice.gateway.config.AdmissionConfig.QueueOrder;
+import dev.sluice.gateway.config.AdmissionConfig.SchedulingConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.routing.WorkerTelemetry;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalDouble;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Issue 19: predictions from the first request (priors), a review of the waiting queue that answers
+ * what can no longer make its deadline as soon as that is known, and earliest-deadline-first
+ * within a class. The incident's shape on a fake clock: one prefill worker at 2,500 prompt
+ * tokens/s, 11,000-token prompts (4.4 s each), 30 s to the first token.
+ */
+class PredictiveAdmissionTest {
+    private static final long PROMPT = 11_000;
+    private final AtomicLong now = new AtomicLong(1_000_000_000L);
+    private final WorkerSet workers = workers(1, 1);
+
+    /** The defaults of admission: (queue 32, budget 131,072, windows 4 requests / 32,768 tokens), 30 s. */
+    private static AdmissionConfig incident(PrefillRateConfig rate, QueueOrder order) {
+        return config(32, 131_072, Duration.ofSeconds(30), 131_072, 4, 32_768, 256).toBuilder()
+                .initialPrefillTokensPerSecond(8_000)
+                .prefillRate(rate)
+                .scheduling(new SchedulingConfig(order, Duration.ofMillis(200)))
+                .build();
+    }
+
+    private static PrefillRateConfig prior(double tokensPerSecond) {
+        return new PrefillRateConfig(OptionalDouble.of(tokensPerSecond), Map.of(), false, Optional.empty());
+    }
+
+    private static final PrefillRateConfig NO_PRIOR = new PrefillRateConfig(OptionalDouble.empty(), Map.of(), false,
+            Optional.empty());
+
+    private AdmissionController controller(AdmissionConfig cfg) {
+        return new AdmissionController(cfg, workers, AdmissionObserver.NONE, now::get);
+    }
+
+    private Ticket ticket(String id, long tokens, int priority, Recorder r) {
+        return new Ticket(id, tokens, priority, "t", Long.MAX_VALUE, Runnable::run, r);
+    }
+
+    private void advance(double seconds) {
+        now.addAndGet((long) (seconds * 1e9));
+    }
+
+    /** Submits a burst; returns the recorders, and the immediate rejections in {@code rejected}. */
+    private List<Recorder> burst(AdmissionController c, int n, List<Rejection> rejected) {
+        List<Recorder> out = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            Recorder r = new Recorder();
+            out.add(r);
+            Ticket t = ticket("b" + i, PROMPT, 1, r);
+            tickets.put(r, t);
+            Rejection no = c.submit(t);
+            if (no != null) {
+                rejected.add(no);
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void withAPriorTheBurstIsCutAtWhatTheDeadlineAllowsAtOnce() {
+        AdmissionController c = controller(incident(prior(2_500), QueueOrder.EDF));
+        assertThat(c.snapshot().throughputMeasured()).as("a configured prior is trusted").isTrue();
+        List<Rejection> rejected = new ArrayList<>();
+        burst(c, 20, rejected);
+
+        // 6 x 4.4 s = 26.4 s fits in 30 s, the 7th (30.8 s) does not: 14 refused at arrival, not after waiting
+        assertThat(rejected).hasSize(14).allMatch(r -> r.reason() == RejectReason.DEADLINE_UNREACHABLE);
+        AdmissionSnapshot s = c.snapshot();
+        assertThat(s.queued() + s.dispatched()).isEqualTo(6);
+        assertThat(s.prefillRates().values()).singleElement()
+                .satisfies(r -> assertThat(r.source()).isEqualTo("configured"));
+        // the first refusal's Retry-After is the predicted wait, about 30.8 s
+        assertThat(rejected.get(0).retryAfterSeconds()).isBetween(30L, 32L);
+    }
+
+    @Test
+    void whenTheFirstPrefillShowsTheRateTheQueuedThatCannotMakeItAreAnsweredAtOnceAndStopCountingAhead() {
+        AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
+        assertThat(c.snapshot().throughputMeasured()).as("the guess is not trusted").isFalse();
+        List<Rejection> atArrival = new ArrayList<>();
+        List<Recorder> burst = burst(c, 20, atArrival);
+        // without a trusted rate only the token budget (131,072 = 11 prompts) refuses
+        assertThat(atArrival).hasSize(9).allMatch(r -> r.reason() == RejectReason.TOKEN_BUDGET_EXCEEDED);
+        c.expire();
+        assertThat(burst.stream().filter(r -> r.rejection != null)).as("nothing judged on a guess").isEmpty();
+
+        // 4.4 s in, the first prefill completes: 2,500 tokens/s measured
+        advance(4.4);
+        Ticket first = tickets.get(burst.get(0));
+        c.prefillDone(first);
+        c.expire(); // the next sweep (every 20 ms on the control loop)
+
+        // in prefill or queued: #2 (due 8.8 s), #3 (13.2), #4 (17.6), #5 (22.0), #6 (26.4) make it; #7..#11 cannot
+        List<Recorder> answered = burst.subList(0, 11).stream().filter(r -> r.rejection != null).toList();
+        assertThat(answered).hasSize(5).allMatch(r -> r.rejection.reason() == RejectReason.DEADLINE_UNREACHABLE);
+        assertThat(burst.subList(6, 11)).allMatch(r -> r.rejection != null);
+        assertThat(burst.subList(0, 6)).allMatch(r -> r.rejection == null);
+
+        // an arrival at 13.5 s (first token due by 43.5 s) no longer sees the dropped five ahead of it
+        advance(13.5 - 4.4);
+        Recorder late = new Recorder();
+        assertThat(c.submit(ticket("late", PROMPT, 1, late))).isNull();
+        c.release(first);
+    }
+
+    /** Each burst ticket by its recorder. */
+    private final Map<Recorder, Ticket> tickets = new java.util.IdentityHashMap<>();
+
+    @Test
+    void workInPrefillIsCountedWithItsProgressNotAsDispatched() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        Recorder running = new Recorder();
+        c.submit(ticket("running", 10_000, 1, running)); // 10 s of prefill, dispatched at once
+        assertThat(running.granted()).isTrue();
+        advance(9);
+        // 1,000 tokens of it are left: 1 s, then its own 1,000 tokens: 2 s < 3 s
+        Rejection r = c.submit(new Ticket("x", 1_000, 1, "t", now.get() + Duration.ofSeconds(3).toNanos(),
+                Runnable::run, new Recorder()));
+        assertThat(r).isNull();
+        // 0.5 s: cannot be met
+        Rejection no = c.submit(new Ticket("y", 1_000, 1, "t", now.get() + Duration.ofMillis(500).toNanos(),
+                Runnable::run, new Recorder()));
+        assertThat(no.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+    }
+
+    @Test
+    void earliestDeadlineFirstWithinAClassAndArrivalOrderWithFifo() {
+        for (QueueOrder order : QueueOrder.values()) {
+            AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                    .toBuilder().scheduling(new SchedulingConfig(order, Duration.ofMillis(200))).build());
+            Recorder blocker = new Recorder();
+            Ticket first = ticket("first", 1_000, 1, blocker);
+            c.submit(first);
+            Recorder relaxed = new Recorder();
+            Recorder urgent = new Recorder();
+            c.submit(new Ticket("relaxed", 1_000, 1, "t", now.get() + Duration.ofSeconds(50).toNanos(), Runnable::run,
+                    relaxed));
+            c.submit(new Ticket("urgent", 1_000, 1, "t", now.get() + Duration.ofSeconds(10).toNanos(), Runnable::run,
+                    urgent));
+            advance(0.5);
+            c.prefillDone(first);
+            assertThat(order == QueueOrder.EDF ? urgent.granted() : relaxed.granted()).as(order.name()).isTrue();
+            assertThat(order == QueueOrder.EDF ? relaxed.granted() : urgent.granted()).as(order.name()).isFalse();
+        }
+    }
+
+    @Test
+    void aHigherClassArrivalThatPushesAQueuedRequestPastItsDeadlineGetsItAnsweredAtTheNextSweep() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        c.submit(ticket("running", 5_000, 1, new Recorder())); // 5 s
+        Recorder normal = new Recorder();
+        // 5 s + its 2 s = 7 s, deadline 8 s: fits
+        assertThat(c.submit(new Ticket("normal", 2_000, 1, "t", now.get() + Duration.ofSeconds(8).toNanos(),
+                Runnable::run, normal))).isNull();
+        // a high-class 3 s request goes first: the normal one would now come at 10 s
+        assertThat(c.submit(ticket("high", 3_000, 0, new Recorder()))).isNull();
+        assertThat(normal.rejection).isNull();
+        c.expire();
+        assertThat(normal.rejection.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        assertThat(normal.rejection.message()).contains("waited 0 ms in the queue");
+        assertThat(c.snapshot().queued()).isEqualTo(1);
+    }
+
+    @Test
+    void aWorkersOwnTelemetryIsAPriorAndAMeasurementReplacesIt() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(new PrefillRateConfig(OptionalDouble.empty(), Map.of(), true,
+                        Optional.empty())).build());
+        Worker prefill = workers.prefill().get(0);
+        assertThat(c.snapshot().throughputMeasured()).isFalse();
+        prefill.telemetry(new WorkerTelemetry(System.nanoTime(), true,
+                Map.of(WorkerTelemetry.Field.PREFILL_COMPUTE_RATE, 3_000.0)));
+        AdmissionSnapshot s = c.snapshot();
+        assertThat(s.throughputMeasured()).isTrue();
+        assertThat(s.prefillRates().get(prefill).source()).isEqualTo("telemetry");
+        assertThat(s.prefillTokensPerSecond()).isEqualTo(3_000.0);
+
+        Recorder r = new Recorder();
+        Ticket t = ticket("m", 10_000, 1, r);
+        c.submit(t);
+        advance(5); // 2,000 tokens/s as the gateway sees it
+        c.prefillDone(t);
+        c.release(t);
+        s = c.snapshot();
+        assertThat(s.prefillRates().get(prefill).source()).isEqualTo("measured");
+        assertThat(s.prefillTokensPerSecond()).isEqualTo(2_000.0);
+    }
+
+    @Test
+    void aStateFileRateIsAPriorOnlyWhereNothingBetterIsKnown() {
+        AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
+        Worker prefill = workers.prefill().get(0);
+        c.savedRates(Map.of(prefill.url(), 2_400.0, "http://elsewhere:1", 9_999.0));
+        AdmissionSnapshot s = c.snapshot();
+        assertThat(s.prefillRates().get(prefill)).isEqualTo(new AdmissionSnapshot.PrefillRate(2_400.0, "state_file"));
+        assertThat(s.throughputMeasured()).isTrue();
+        AdmissionController configured = controller(incident(prior(2_500), QueueOrder.EDF));
+        configured.savedRates(Map.of(prefill.url(), 2_400.0));
+        assertThat(configured.snapshot().prefillRates().get(prefill).source()).isEqualTo("configured");
+    }
+}
