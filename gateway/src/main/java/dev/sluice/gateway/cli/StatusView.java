@@ -23,9 +23,9 @@ final class StatusView {
                 l.path("max_pending_tokens").asDouble()), q.path("pending_tokens").asLong(),
                 l.path("max_pending_tokens").asLong()));
         b.append(String.format("prefill  %d tokens/s (%s)   in prefill %d tokens   dispatched %d   live %d%n",
-                q.path("prefill_tokens_per_second").asLong(), q.path("throughput_measured").asBoolean() ? "measured"
-                        : "initial guess", q.path("inflight_prefill_tokens").asLong(), q.path("dispatched").asLong(),
-                s.path("live_requests").asLong()));
+                q.path("prefill_tokens_per_second").asLong(), q.path("throughput_measured").asBoolean() ? rateSources(s)
+                        : "guess: deadline checks off", q.path("inflight_prefill_tokens").asLong(),
+                q.path("dispatched").asLong(), s.path("live_requests").asLong()));
         b.append("classes ");
         for (Iterator<Map.Entry<String, JsonNode>> it = q.path("by_class").fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> c = it.next();
@@ -77,6 +77,17 @@ final class StatusView {
                     e.path("status").asInt(), e.path("outcome").asText(), truncate(e.path("detail").asText(), 80)));
         }
         return b.toString();
+    }
+
+    /** Where the prefill workers' rates come from: "measured", "configured", "telemetry", "state_file", or a mix. */
+    private static String rateSources(JsonNode s) {
+        java.util.Set<String> sources = new java.util.TreeSet<>();
+        for (JsonNode w : s.path("workers")) {
+            if (w.has("prefill_rate")) {
+                sources.add(w.path("prefill_rate").path("source").asText());
+            }
+        }
+        return sources.isEmpty() ? "trusted" : String.join("+", sources);
     }
 
     private static String bar(double value, double limit) {

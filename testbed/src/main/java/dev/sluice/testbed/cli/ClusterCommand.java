@@ -108,6 +108,11 @@ public final class ClusterCommand implements Callable<Integer> {
                     + "(default: ${DEFAULT-VALUE}).")
     boolean enableMetrics;
 
+    @Option(names = "--device-timer-metrics", defaultValue = "false",
+            description = "Export sglang:gpu_execution_seconds_total, as SGLang does with "
+                    + "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 (a gateway derives the prefill rate from it).")
+    boolean deviceTimerMetrics;
+
     @Option(names = "--context-length", defaultValue = "" + SimConfig.DEFAULT_CONTEXT_LENGTH,
             description = "The model's context length; longer requests are refused (default: ${DEFAULT-VALUE}).")
     int contextLength;
@@ -133,7 +138,7 @@ public final class ClusterCommand implements Callable<Integer> {
         SimCluster cluster;
         try {
             cfg = cfg.withHealthGeneration(healthGeneration).withHealthCheckTimeout(healthCheckTimeout)
-                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withContextLength(contextLength)
+                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withDeviceTimerMetrics(deviceTimerMetrics).withContextLength(contextLength)
                     .withAdminApiKey(adminApiKey).withMaxQueuedRequests(maxQueuedRequests);
             cluster = SimCluster.start(prefills, decode, basePort, cfg, simMode);
         } catch (IllegalArgumentException e) {

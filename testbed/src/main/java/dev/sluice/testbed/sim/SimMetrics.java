@@ -132,6 +132,7 @@ final class SimMetrics {
         counter(b, labels, "num_transfer_failed_reqs_total", "Number of transfer failed requests.",
                 s.kvTransferFailures());
         histogram(b, "sglang:time_to_first_token_seconds", labels.substring(1, labels.length() - 1));
+        prefillCounters(b, w, labels);
         // not SGLang's: the simulator's own accounting (definitions in WorkerStats)
         simCounter(b, labels, "work_for_departed_clients_total",
                 "Requests whose prefill or first decode step began after their client gave up.",
@@ -139,6 +140,33 @@ final class SimMetrics {
         simCounter(b, labels, "departed_client_work_seconds_total",
                 "GPU seconds spent on requests after their client gave up.", s.departedClientWorkSeconds());
         return b.toString();
+    }
+
+    /**
+     * SGLang's prefill work counters: {@code sglang:realtime_tokens_total} by {@code mode} (prompt
+     * tokens computed, and those found in the prefix cache) and, with the device timer
+     * ({@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), {@code sglang:gpu_execution_seconds_total} by
+     * {@code category} (the scheduler's forward passes are timed under "forward"):
+     * sgl-project/sglang@00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538 python/sglang/srt/metrics/collector.py
+     * SchedulerMetricsCollector.__init__, increment_realtime_tokens, increment_gpu_execution_seconds; the
+     * timer's gate: scheduler_metrics_mixin.py ({@code if ENABLE_METRICS_DEVICE_TIMER: DeviceTimer(
+     * reporter=increment_gpu_execution_seconds)}, index id 65776473473). The simulator's forward time is
+     * its prefill compute time (a PD prefill runs no decode passes).
+     */
+    private static void prefillCounters(StringBuilder b, SimWorker w, String labels) {
+        String base = labels.substring(0, labels.length() - 1);
+        b.append("# HELP sglang:realtime_tokens_total Total number of tokens processed (updated on each log interval). "
+                + "mode: prefill_compute, prefill_cache, decode.\n");
+        b.append("# TYPE sglang:realtime_tokens_total counter\n");
+        b.append("sglang:realtime_tokens_total").append(base).append(",mode=\"prefill_compute\"} ")
+                .append(num(w.promptTokensProcessed)).append('\n');
+        if (w.cfg.deviceTimerMetrics()) {
+            b.append("# HELP sglang:gpu_execution_seconds_total Total time that GPU is busy executing a workload. "
+                    + "Refer to ForwardMode for category labels.\n");
+            b.append("# TYPE sglang:gpu_execution_seconds_total counter\n");
+            b.append("sglang:gpu_execution_seconds_total").append(base).append(",category=\"forward\"} ")
+                    .append(num(w.prefillBusyNanos / 1e9)).append('\n');
+        }
     }
 
     /** SGLang's scheduler labels of one rank, in braces. */
