@@ -12,7 +12,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice-testbed", mixinStandardHelpOptions = true, version = "sluice-testbed 0.1.0",
         description = "Simulated SGLang and vLLM workers (PD or unified) for developing and testing the Sluice gateway.",
         subcommands = {ClusterCommand.class, LoadCommand.class, CompareCommand.class,
-                StaticBackendCommand.class, RelayBenchCommand.class})
+                StaticBackendCommand.class, RelayBenchCommand.class, dev.sluice.testbed.cli.OfflineCommand.class})
 public final class TestbedMain implements Runnable {
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
