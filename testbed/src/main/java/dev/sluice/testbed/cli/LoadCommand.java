@@ -72,6 +72,10 @@ public final class LoadCommand implements Callable<Integer> {
                     + "TTFT objective, and carry X-Sluice-Priority: NAME through the gateway. "
                     + "Replaces --client-timeout and --slo-ttft.")
     List<String> classes = new ArrayList<>();
+    @Option(names = "--metrics-url", paramLabel = "URL",
+            description = "gateway: the base URL whose /metrics the queue timeline reads, e.g. Sluice's admin "
+                    + "listener http://127.0.0.1:8081 (default: --url).")
+    URI metricsUrl;
     @Option(names = "--router", paramLabel = "sglang-router|mini-lb",
             description = "direct: the router played. sglang-router: on a give-up only the decode connection closes, "
                     + "the prefill half is read to its end; mini-lb: SGLang's Python mini_lb, a streamed give-up "
@@ -166,7 +170,7 @@ public final class LoadCommand implements Callable<Integer> {
             }
             LoadOptions options = LoadOptions.DEFAULTS.withStream(stream)
                     .withClasses(classes.stream().map(c -> ClientClass.parse(c, DurationConverter::parse)).toList())
-                    .withRouter(router == null ? null : LoadOptions.Router.parse(router));
+                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl);
             if (promptTokensRange != null) {
                 int[] range = range(promptTokensRange);
                 options = options.withPromptRange(range[0], range[1]);

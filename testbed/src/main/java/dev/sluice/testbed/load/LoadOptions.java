@@ -16,8 +16,11 @@ import java.util.Set;
  *                      {@code --prompt-tokens}
  * @param classes       client classes, shares summing to 1; empty: one class, {@code --client-timeout}
  * @param router        direct target only: the router played; null = {@link Router#SGLANG_ROUTER}
+ * @param metricsUrl    gateway target only: the base URL whose {@code /metrics} the timeline reads (Sluice
+ *                      serves it on its admin listener); null = the gateway's URL
  */
-public record LoadOptions(boolean stream, int promptMin, int promptMax, List<ClientClass> classes, Router router) {
+public record LoadOptions(boolean stream, int promptMin, int promptMax, List<ClientClass> classes, Router router,
+                          java.net.URI metricsUrl) {
 
     /** The unprotected router the direct target plays. */
     public enum Router {
@@ -48,7 +51,7 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     /** Streamed requests of one fixed size, one class, SGLang's router: what the load command did before. */
-    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null);
+    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null, null);
 
     public LoadOptions {
         classes = List.copyOf(Objects.requireNonNull(classes, "classes"));
@@ -85,18 +88,22 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     public LoadOptions withStream(boolean v) {
-        return new LoadOptions(v, promptMin, promptMax, classes, router);
+        return new LoadOptions(v, promptMin, promptMax, classes, router, metricsUrl);
     }
 
     public LoadOptions withPromptRange(int min, int max) {
-        return new LoadOptions(stream, min, max, classes, router);
+        return new LoadOptions(stream, min, max, classes, router, metricsUrl);
     }
 
     public LoadOptions withClasses(List<ClientClass> v) {
-        return new LoadOptions(stream, promptMin, promptMax, v, router);
+        return new LoadOptions(stream, promptMin, promptMax, v, router, metricsUrl);
+    }
+
+    public LoadOptions withMetricsUrl(java.net.URI v) {
+        return new LoadOptions(stream, promptMin, promptMax, classes, router, v);
     }
 
     public LoadOptions withRouter(Router v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, v);
+        return new LoadOptions(stream, promptMin, promptMax, classes, v, metricsUrl);
     }
 }

@@ -72,7 +72,8 @@ public final class LoadRun {
         // time zero of the per-request times and the timeline: the first send
         long zero = start + (offsets.length > 0 ? offsets[0] : 0);
         TimelineSampler timeline = new TimelineSampler(spec.target() == Target.GATEWAY,
-                spec.target() == Target.GATEWAY ? List.of(spec.url()) : spec.prefills(), zero);
+                spec.target() == Target.GATEWAY ? List.of(spec.options().metricsUrl() == null ? spec.url()
+                        : spec.options().metricsUrl()) : spec.prefills(), zero);
         if (chat != null) {
             List<ChatSessions.Session> sessions = chat.sessions();
             progress.printf("[load] %s: %d conversations x %d turns, starting over %.1f s%n", spec.label(),

@@ -104,6 +104,10 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
             throw new IllegalArgumentException("--slo-ttft: with --class each class's patience is its TTFT "
                     + "objective (drop --slo-ttft)");
         }
+        if (target == Target.DIRECT && options.metricsUrl() != null) {
+            throw new IllegalArgumentException("--metrics-url applies to --target gateway (straight to the workers, "
+                    + "the timeline reads each prefill's /metrics)");
+        }
         if (target == Target.GATEWAY && options.router() != null) {
             throw new IllegalArgumentException("--router applies to --target direct (through the gateway, the "
                     + "gateway is the router)");
@@ -142,6 +146,8 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
             classes.addObject().put("name", c.name()).put("share", c.share()).put("patience_ms", c.patience().toMillis());
         }
         o.put("router", target == Target.DIRECT ? options.routerOrDefault().wireName() : null);
+        o.put("metrics_url", target == Target.GATEWAY ? (options.metricsUrl() == null ? url : options.metricsUrl())
+                .toString() : null);
         if (sessions == null) {
             o.putObject("workload").put("name", "independent");
         } else {

@@ -52,6 +52,9 @@ class LoadOptionsTest {
         assertThatThrownBy(() -> spec(LoadSpec.Target.GATEWAY, null,
                 LoadOptions.DEFAULTS.withRouter(LoadOptions.Router.MINI_LB)))
                 .hasMessageContaining("--router applies to --target direct");
+        assertThatThrownBy(() -> spec(LoadSpec.Target.DIRECT, null,
+                LoadOptions.DEFAULTS.withMetricsUrl(URI.create("http://127.0.0.1:9"))))
+                .hasMessageContaining("--metrics-url applies to --target gateway");
         assertThatThrownBy(() -> LoadOptions.Router.parse("nginx"))
                 .hasMessage("--router: 'nginx' (expected: sglang-router or mini-lb)");
     }
@@ -69,6 +72,8 @@ class LoadOptionsTest {
         assertThat(json.at("/classes/1/name").asText()).isEqualTo("batch");
         assertThat(json.at("/classes/1/patience_ms").asLong()).isEqualTo(60_000);
         assertThat(spec(LoadSpec.Target.GATEWAY, null, LoadOptions.DEFAULTS).toJson().get("router").isNull()).isTrue();
+        assertThat(spec(LoadSpec.Target.GATEWAY, null, LoadOptions.DEFAULTS).toJson().get("metrics_url").asText())
+                .isEqualTo(GW.toString());
     }
 
     @Test
