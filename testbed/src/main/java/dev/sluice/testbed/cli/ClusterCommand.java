@@ -1,5 +1,6 @@
 package dev.sluice.testbed.cli;
 
+import dev.sluice.testbed.sim.AbortOnDisconnect;
 import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
@@ -126,6 +127,13 @@ public final class ClusterCommand implements Callable<Integer> {
                     + "ignore it, as SGLang does (default: ${DEFAULT-VALUE}).")
     int maxQueuedRequests;
 
+    @Option(names = "--abort-on-disconnect", defaultValue = "sglang",
+            description = "When an SGLang server aborts a request whose client closed its connection: sglang (as "
+                    + "the real server: a started stream 2 s after the disconnect, otherwise at the next 4 s "
+                    + "is_disconnected check or, non-streamed, at the next 50-token output), immediate, or never "
+                    + "(it runs to its end). vLLM servers always abort at once (default: ${DEFAULT-VALUE}).")
+    String abortOnDisconnect;
+
     @Override
     public Integer call() throws Exception {
         SimMode simMode = parseMode();
@@ -138,8 +146,10 @@ public final class ClusterCommand implements Callable<Integer> {
         SimCluster cluster;
         try {
             cfg = cfg.withHealthGeneration(healthGeneration).withHealthCheckTimeout(healthCheckTimeout)
-                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withDeviceTimerMetrics(deviceTimerMetrics).withContextLength(contextLength)
-                    .withAdminApiKey(adminApiKey).withMaxQueuedRequests(maxQueuedRequests);
+                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withDeviceTimerMetrics(deviceTimerMetrics)
+                    .withContextLength(contextLength).withAdminApiKey(adminApiKey)
+                    .withMaxQueuedRequests(maxQueuedRequests)
+                    .withAbortOnDisconnect(AbortOnDisconnect.parse(abortOnDisconnect));
             cluster = SimCluster.start(prefills, decode, basePort, cfg, simMode);
         } catch (IllegalArgumentException e) {
             throw new ParameterException(spec.commandLine(), e.getMessage());

@@ -2,6 +2,8 @@ package dev.sluice.testbed.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.testbed.load.ClientClass;
+import dev.sluice.testbed.load.LoadOptions;
 import dev.sluice.testbed.load.LoadRun;
 import dev.sluice.testbed.load.LoadSpec;
 import dev.sluice.testbed.load.SessionWorkload;
@@ -20,7 +22,7 @@ import picocli.CommandLine.Spec;
 
 /** {@code sluice-testbed load}: streaming chat load through Sluice, or straight to the workers as SGLang's router. */
 @Command(name = "load", mixinStandardHelpOptions = true, sortOptions = false,
-        description = "Send streaming chat completions and report TTFT/TPOT/ITL/E2E, goodput, rejections, client "
+        description = "Send chat completions (streamed or not) and report TTFT/TPOT/ITL/E2E, goodput, rejections, client "
                 + "give-ups and, from the workers, KV transfer failures, work done for departed clients, prefix "
                 + "cache hits, prefill GPU time and how it was spread over the prefill workers.")
 public final class LoadCommand implements Callable<Integer> {
@@ -55,15 +57,37 @@ public final class LoadCommand implements Callable<Integer> {
     double rate;
     @Option(names = "--seed", defaultValue = "1", description = "Seed of arrivals and prompts (default: ${DEFAULT-VALUE}).")
     long seed;
-    @Option(names = "--prompt-tokens", defaultValue = "1000", description = "Prompt size, ~4 bytes per token, ±10%% (default: ${DEFAULT-VALUE}).")
-    int promptTokens;
+    @Option(names = "--prompt-tokens", description = "Prompt size, ~4 bytes per token, ±10%% (default: 1000).")
+    Integer promptTokens;
+    @Option(names = "--prompt-tokens-range", paramLabel = "MIN-MAX",
+            description = "Prompt sizes log-uniform between MIN and MAX tokens (each doubling equally likely), "
+                    + "drawn per request from --seed; instead of --prompt-tokens.")
+    String promptTokensRange;
+    @Option(names = "--stream", defaultValue = "true", arity = "1", paramLabel = "true|false",
+            description = "Streamed (SSE) requests, or one JSON answer each (default: ${DEFAULT-VALUE}).")
+    boolean stream;
+    @Option(names = "--class", paramLabel = "NAME:SHARE:PATIENCE",
+            description = "A client class (repeatable; shares sum to 1): that share of the requests, drawn per "
+                    + "request from --seed, give up after PATIENCE without a first token, have PATIENCE as their "
+                    + "TTFT objective, and carry X-Sluice-Priority: NAME through the gateway. "
+                    + "Replaces --client-timeout and --slo-ttft.")
+    List<String> classes = new ArrayList<>();
+    @Option(names = "--metrics-url", paramLabel = "URL",
+            description = "gateway: the base URL whose /metrics the queue timeline reads, e.g. Sluice's admin "
+                    + "listener http://127.0.0.1:8081 (default: --url).")
+    URI metricsUrl;
+    @Option(names = "--router", paramLabel = "sglang-router|mini-lb",
+            description = "direct: the router played. sglang-router: on a give-up only the decode connection closes, "
+                    + "the prefill half is read to its end; mini-lb: SGLang's Python mini_lb, a streamed give-up "
+                    + "closes both connections, a non-streamed one neither (default: sglang-router).")
+    String router;
     @Option(names = "--max-tokens", defaultValue = "128", description = "max_tokens of each request (default: ${DEFAULT-VALUE}).")
     int maxTokens;
     @Option(names = "--model", defaultValue = "sim-model", description = "model field (default: ${DEFAULT-VALUE}).")
     String model;
-    @Option(names = "--client-timeout", defaultValue = "30s", converter = DurationConverter.class,
+    @Option(names = "--client-timeout", converter = DurationConverter.class,
             description = "A client gives up (closes its connection) when no first token came this long after "
-                    + "sending, or no byte this long after that (default: ${DEFAULT-VALUE}).")
+                    + "sending, or no byte this long after that (default: 30s).")
     Duration clientTimeout;
     @Option(names = "--slo-ttft", converter = DurationConverter.class, description = "TTFT objective for goodput.")
     Duration sloTtft;
@@ -137,9 +161,24 @@ public final class LoadCommand implements Callable<Integer> {
                 default -> throw new IllegalArgumentException("--workload: '" + workload
                         + "' (expected: independent or chat-sessions)");
             };
+            if (promptTokens != null && promptTokensRange != null) {
+                throw new IllegalArgumentException("give --prompt-tokens or --prompt-tokens-range, not both");
+            }
+            if (clientTimeout != null && !classes.isEmpty()) {
+                throw new IllegalArgumentException("--client-timeout: with --class each class's patience is its "
+                        + "clients' timeout (drop --client-timeout)");
+            }
+            LoadOptions options = LoadOptions.DEFAULTS.withStream(stream)
+                    .withClasses(classes.stream().map(c -> ClientClass.parse(c, DurationConverter::parse)).toList())
+                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl);
+            if (promptTokensRange != null) {
+                int[] range = range(promptTokensRange);
+                options = options.withPromptRange(range[0], range[1]);
+            }
             s = new LoadSpec(t, url, prefills, bootstrapPorts, decodes, requests, duration, a, burst, rate, seed,
-                    promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
-                    settle, label == null ? target : label, chat);
+                    promptTokens == null ? 1000 : promptTokens, maxTokens,
+                    clientTimeout == null ? Duration.ofSeconds(30) : clientTimeout, sloTtft, sloTpot, sloE2e,
+                    concurrencyLimit, model, workers, settle, label == null ? target : label, chat, options);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
@@ -150,5 +189,18 @@ public final class LoadCommand implements Callable<Integer> {
             new ObjectMapper().writerWithDefaultPrettyPrinter().writeValue(json, report);
         }
         return 0;
+    }
+
+    /** {@code MIN-MAX}, e.g. {@code 1000-16000}. */
+    static int[] range(String v) {
+        String[] parts = v.trim().split("-");
+        try {
+            if (parts.length == 2) {
+                return new int[] {Integer.parseInt(parts[0].trim()), Integer.parseInt(parts[1].trim())};
+            }
+        } catch (NumberFormatException e) {
+            // reported below
+        }
+        throw new IllegalArgumentException("--prompt-tokens-range: '" + v + "' (expected: MIN-MAX, e.g. 1000-16000)");
     }
 }

@@ -20,17 +20,24 @@ import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
 /**
- * One measured client: posts a streaming request on its own connection, parses the answer's SSE
- * as it arrives, times the first content chunk and the gaps between chunks, and gives up, by
- * closing its connection, when no first token came {@code timeout} after sending or no byte came
- * for {@code timeout} after that. Reports exactly one {@link RequestResult}. Confined to its
- * channel's event loop.
+ * One measured client: posts a request on its own connection, parses the answer's SSE as it
+ * arrives (or, not streamed, the one JSON answer: its arrival is the first token), times the first
+ * content chunk and the gaps between chunks, and gives up, by closing its connection, when no first
+ * token came {@code timeout} after sending or no byte came for {@code timeout} after that. Reports
+ * exactly one {@link RequestResult}. Confined to its channel's event loop.
+ *
+ * <p>With {@code readOnAfterGiveUp} the connection is the upstream leg of a router that does not
+ * notice its client leaving (mini_lb with a non-streamed request): the give-up is reported, but the
+ * answer is still read to its end before the connection closes.
  */
 final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
     static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_ERROR_BODY = 64 << 10;
 
+    private static final int MAX_JSON_BODY = 4 << 20;
     private final int index;
+    private final PlannedRequest plan;
+    private final boolean readOnAfterGiveUp;
     private final long sendNanos;
     private final long timeoutNanos;
     private final FullHttpRequest request;
@@ -42,6 +49,9 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
     private int status;
     private String retryAfter;
     private boolean eventStream;
+    /** A 200 that is not an event stream: a non-streamed answer. */
+    private boolean jsonAnswer;
+    private final StringBuilder jsonBody = new StringBuilder();
     private long firstTokenAt = -1;
     private long lastTokenAt;
     private long lastByteAt;
@@ -53,9 +63,11 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
     private String gaveUp;
     private boolean finished;
 
-    private ClientStream(int index, long sendNanos, long timeoutNanos, FullHttpRequest request,
-                         Consumer<RequestResult> done) {
-        this.index = index;
+    private ClientStream(PlannedRequest plan, boolean readOnAfterGiveUp, long sendNanos, long timeoutNanos,
+                         FullHttpRequest request, Consumer<RequestResult> done) {
+        this.index = plan.index();
+        this.plan = plan;
+        this.readOnAfterGiveUp = readOnAfterGiveUp;
         this.sendNanos = sendNanos;
         this.timeoutNanos = timeoutNanos;
         this.request = request;
@@ -65,7 +77,20 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
     /** Connects and sends; {@code done} is called once, on an event loop, when the client is done. */
     static void start(io.netty.channel.EventLoopGroup group, java.net.URI base, String path, byte[] body, int index,
                       long sendNanos, long timeoutNanos, Consumer<RequestResult> done) {
-        ClientStream c = new ClientStream(index, sendNanos, timeoutNanos, HttpCalls.post(base, path, body), done);
+        start(group, base, path, body, new PlannedRequest(index, 0, null, timeoutNanos, -1), java.util.Map.of(),
+                false, sendNanos, done);
+    }
+
+    /**
+     * Connects and sends {@code body} with {@code headers}; the client gives up after the plan's
+     * patience. {@code done} is called once, on an event loop, when the client is done.
+     */
+    static Channel start(io.netty.channel.EventLoopGroup group, java.net.URI base, String path, byte[] body,
+                         PlannedRequest plan, java.util.Map<String, String> headers, boolean readOnAfterGiveUp,
+                         long sendNanos, Consumer<RequestResult> done) {
+        FullHttpRequest req = HttpCalls.post(base, path, body);
+        headers.forEach((k, v) -> req.headers().set(k, v));
+        ClientStream c = new ClientStream(plan, readOnAfterGiveUp, sendNanos, plan.patienceNanos(), req, done);
         ChannelFuture f = HttpCalls.open(group, base, c);
         c.channel = f.channel();
         f.channel().eventLoop().execute(c::armFirstTokenDeadline);
@@ -76,6 +101,7 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
             }
         });
         f.channel().closeFuture().addListener(x -> c.closed());
+        return f.channel();
     }
 
     private void armFirstTokenDeadline() {
@@ -96,6 +122,10 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
             }
         }
         gaveUp = firstTokenAt < 0 ? "before_first_token" : "mid_stream";
+        if (readOnAfterGiveUp) {
+            finish(Outcome.GAVE_UP, gaveUp, null); // the router in between keeps reading the answer
+            return;
+        }
         channel.close(); // what a client that stops waiting does; closed() reports it
     }
 
@@ -113,11 +143,20 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
             retryAfter = res.headers().get(HttpHeaderNames.RETRY_AFTER);
             String type = res.headers().get(HttpHeaderNames.CONTENT_TYPE, "");
             eventStream = status == 200 && type.startsWith("text/event-stream");
+            jsonAnswer = status == 200 && !eventStream;
         }
         if (msg instanceof HttpContent content) {
             lastByteAt = now;
             if (eventStream) {
                 sse.feed(content.content(), data -> onData(data, now));
+            } else if (jsonAnswer) {
+                if (firstTokenAt < 0 && !finished) {
+                    firstTokenAt = now; // the whole answer is its first token
+                    lastTokenAt = now;
+                }
+                if (jsonBody.length() < MAX_JSON_BODY) {
+                    jsonBody.append(content.content().toString(StandardCharsets.UTF_8));
+                }
             } else if (errorBody.length() < MAX_ERROR_BODY) {
                 errorBody.append(content.content().toString(StandardCharsets.UTF_8));
             }
@@ -171,7 +210,9 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
     }
 
     private void ended() {
-        if (!eventStream) {
+        if (jsonAnswer) {
+            answered();
+        } else if (!eventStream) {
             String code = null;
             String message = errorBody.toString();
             try {
@@ -193,6 +234,38 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
             finish(Outcome.FAILED, "incomplete", "the stream ended without [DONE]");
         } else if (chunks == 0) {
             finish(Outcome.FAILED, "empty_stream", "no content in the stream");
+        } else {
+            finish(Outcome.COMPLETED, null, null);
+        }
+    }
+
+    /** A non-streamed 200: content in its choices counts as the answer (one chunk, no ITL). */
+    private void answered() {
+        JsonNode body;
+        try {
+            body = JSON.readTree(jsonBody.toString());
+        } catch (Exception e) {
+            finish(Outcome.FAILED, "unparseable_answer", "the answer is not JSON");
+            return;
+        }
+        if (body.hasNonNull("error")) {
+            JsonNode err = body.get("error");
+            finish(Outcome.FAILED, "answer_error", err.isObject() ? err.path("message").asText(err.toString())
+                    : err.asText());
+            return;
+        }
+        for (JsonNode choice : body.path("choices")) {
+            String text = choice.path("message").path("content").asText(choice.path("text").asText(""));
+            if (!text.isEmpty()) {
+                chunks = Math.max(chunks, 1);
+            }
+        }
+        JsonNode usage = body.get("usage");
+        if (usage != null && usage.has("completion_tokens")) {
+            usageTokens = usage.get("completion_tokens").asInt();
+        }
+        if (chunks == 0) {
+            finish(Outcome.FAILED, "empty_answer", "no content in the answer");
         } else {
             finish(Outcome.COMPLETED, null, null);
         }
@@ -230,6 +303,6 @@ final class ClientStream extends SimpleChannelInboundHandler<HttpObject> {
         int tokens = usageTokens >= 0 ? usageTokens : chunks;
         done.accept(new RequestResult(index, outcome, status, code, retryAfter, kind, message,
                 firstTokenAt < 0 ? -1 : firstTokenAt - sendNanos, end - sendNanos,
-                Arrays.copyOf(itl, Math.max(0, chunks - 1)), tokens));
+                Arrays.copyOf(itl, Math.max(0, chunks - 1)), tokens, plan, sendNanos));
     }
 }

@@ -1,5 +1,6 @@
 package dev.sluice.testbed.load;
 
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoopGroup;
@@ -17,26 +18,29 @@ import java.util.function.Consumer;
  * The prefill half as SGLang's router treats it: sent, then read to the end and dropped. Nobody
  * closes it when the client leaves (the router never aborts it), so it runs until the prefill
  * answers. Reports how the answer ended: {@code ok}, {@code kv_transfer_error},
- * {@code bootstrap_failed}, {@code aborted}, {@code error_<status>} or {@code connection}.
+ * {@code bootstrap_failed}, {@code aborted}, {@code error_<status>}, {@code connection} or, when a
+ * router closed it before its end ({@link #closeByRouter}), {@code closed_by_router}.
  */
 final class DiscardCall extends SimpleChannelInboundHandler<HttpObject> {
     private static final int TAIL = 4096;
     private final FullHttpRequest request;
     private final Consumer<String> done;
     private final StringBuilder tail = new StringBuilder();
+    private static final io.netty.util.AttributeKey<DiscardCall> CALL = io.netty.util.AttributeKey.valueOf("discardCall");
     private int status;
     private boolean finished;
+    private boolean closedByRouter;
 
     private DiscardCall(FullHttpRequest request, Consumer<String> done) {
         this.request = request;
         this.done = done;
     }
 
-    static void start(EventLoopGroup group, URI base, String path, byte[] body, Consumer<String> done) {
-        start(group, base, HttpCalls.post(base, path, body), done);
+    static Channel start(EventLoopGroup group, URI base, String path, byte[] body, Consumer<String> done) {
+        return start(group, base, HttpCalls.post(base, path, body), done);
     }
 
-    static void start(EventLoopGroup group, URI base, FullHttpRequest request, Consumer<String> done) {
+    static Channel start(EventLoopGroup group, URI base, FullHttpRequest request, Consumer<String> done) {
         DiscardCall c = new DiscardCall(request, done);
         ChannelFuture f = HttpCalls.open(group, base, c);
         f.addListener(x -> {
@@ -45,7 +49,23 @@ final class DiscardCall extends SimpleChannelInboundHandler<HttpObject> {
                 c.finish("connection");
             }
         });
-        f.channel().closeFuture().addListener(x -> c.finish("connection"));
+        f.channel().closeFuture().addListener(x -> c.finish(c.closedByRouter ? "closed_by_router" : "connection"));
+        f.channel().attr(CALL).set(c);
+        return f.channel();
+    }
+
+    /**
+     * The router closes this half itself (mini_lb's aiohttp session closing): reported as
+     * {@code closed_by_router} unless the answer had already ended. Any thread.
+     */
+    static void closeByRouter(Channel ch) {
+        ch.eventLoop().execute(() -> {
+            DiscardCall c = ch.attr(CALL).get();
+            if (c != null) {
+                c.closedByRouter = true;
+            }
+            ch.close();
+        });
     }
 
     @Override

@@ -19,6 +19,8 @@ import java.util.TreeMap;
  */
 final class LoadReport {
     private static final JsonNodeFactory F = JsonNodeFactory.instance;
+    /** A rejection that came later than this after its send had waited (in a queue) before being refused. */
+    static final long REJECTED_AFTER_WAIT_NANOS = 1_000_000_000L;
 
     private LoadReport() {
     }
@@ -28,6 +30,7 @@ final class LoadReport {
         if (r.outcome() != Outcome.COMPLETED) {
             return false;
         }
+        ttft = r.sloTtft(ttft);
         if (ttft != null && (r.ttftNanos() < 0 || r.ttftNanos() > ttft.toNanos())) {
             return false;
         }
@@ -57,6 +60,8 @@ final class LoadReport {
         long rejected = 0;
         long good = 0;
         long outputTokens = 0;
+        long rejectedAfterWait = 0;
+        long maxRejectionWait = 0;
         for (RequestResult r : results) {
             switch (r.outcome()) {
                 case COMPLETED -> {
@@ -82,6 +87,10 @@ final class LoadReport {
                 case REJECTED -> {
                     rejected++;
                     rejection.addNanos(r.e2eNanos());
+                    if (r.e2eNanos() > REJECTED_AFTER_WAIT_NANOS) {
+                        rejectedAfterWait++;
+                    }
+                    maxRejectionWait = Math.max(maxRejectionWait, r.e2eNanos());
                     rejectedByStatus.merge(String.valueOf(r.status()), 1L, Long::sum);
                     rejectedByCode.merge(r.errorCode() == null ? "none" : r.errorCode(), 1L, Long::sum);
                     try {
@@ -108,6 +117,10 @@ final class LoadReport {
         o.set("rejected_by_status", toObject(rejectedByStatus));
         o.set("rejected_by_code", toObject(rejectedByCode));
         o.set("rejection_latency_ms", rejection.toJson());
+        ObjectNode waited = o.putObject("rejected_after_wait");
+        waited.put("threshold_ms", REJECTED_AFTER_WAIT_NANOS / 1_000_000);
+        waited.put("count", rejectedAfterWait);
+        waited.put("max_wait_ms", round(maxRejectionWait / 1e6));
         ObjectNode ra = o.putObject("retry_after_s");
         ra.put("count", retryAfter.size());
         Summary.put(ra, "min", retryAfter.stream().mapToDouble(d -> d).min().orElse(Double.NaN));
@@ -128,6 +141,46 @@ final class LoadReport {
         lat.set("tpot", tpot.toJson());
         lat.set("itl", itl.toJson());
         lat.set("e2e", e2e.toJson());
+        return o;
+    }
+
+    /**
+     * Per client class: sent, completed, good (met its class's TTFT objective and the common ones),
+     * gave up, rejected, failed, goodput per second and TTFT p50/p99. Empty without classes.
+     */
+    static ObjectNode byClass(Collection<RequestResult> results, double durationSeconds, Duration sloTpot,
+                              Duration sloE2e) {
+        Map<String, List<RequestResult>> groups = new TreeMap<>();
+        for (RequestResult r : results) {
+            if (r.className() != null) {
+                groups.computeIfAbsent(r.className(), k -> new ArrayList<>()).add(r);
+            }
+        }
+        ObjectNode o = F.objectNode();
+        groups.forEach((name, rs) -> {
+            ObjectNode c = o.putObject(name);
+            Summary ttft = new Summary();
+            long good = 0;
+            Map<Outcome, Long> counts = new java.util.EnumMap<>(Outcome.class);
+            for (RequestResult r : rs) {
+                counts.merge(r.outcome(), 1L, Long::sum);
+                good += good(r, null, sloTpot, sloE2e) ? 1 : 0;
+                if (r.outcome() == Outcome.COMPLETED) {
+                    ttft.addNanos(r.ttftNanos());
+                }
+            }
+            c.put("sent", rs.size());
+            c.put("completed", counts.getOrDefault(Outcome.COMPLETED, 0L));
+            c.put("good_requests", good);
+            c.put("gave_up", counts.getOrDefault(Outcome.GAVE_UP, 0L));
+            c.put("rejected", counts.getOrDefault(Outcome.REJECTED, 0L));
+            c.put("failed", counts.getOrDefault(Outcome.FAILED, 0L));
+            c.put("goodput_requests_per_s", round(good / Math.max(durationSeconds, 1e-9)));
+            c.put("slo_ttft_ms", rs.get(0).plan() == null || rs.get(0).plan().sloTtftNanos() < 0 ? null
+                    : round(rs.get(0).plan().sloTtftNanos() / 1e6));
+            ObjectNode lat = ttft.toJson();
+            c.set("ttft_ms", lat);
+        });
         return o;
     }
 
@@ -176,10 +229,32 @@ final class LoadReport {
      * {@code turns} > 0 (chat-sessions): each also names its session and turn.
      */
     static com.fasterxml.jackson.databind.node.ArrayNode perRequest(Collection<RequestResult> results, int turns) {
+        return perRequest(results, turns, Long.MIN_VALUE);
+    }
+
+    /**
+     * As above; with {@code runStartNanos} (the run's first send) each line also carries what the
+     * offline scheduler and the charts need: {@code send_ms}, {@code first_token_ms}, {@code end_ms}
+     * and, for a rejection, {@code rejected_ms}, all since the run's start; {@code prompt_tokens},
+     * {@code class}, {@code patience_ms}, {@code slo_ttft_ms}.
+     */
+    static com.fasterxml.jackson.databind.node.ArrayNode perRequest(Collection<RequestResult> results, int turns,
+                                                                    long runStartNanos) {
         var out = F.arrayNode();
         results.stream().sorted(java.util.Comparator.comparingInt(RequestResult::index)).forEach(r -> {
             ObjectNode o = out.addObject();
             o.put("index", r.index());
+            if (runStartNanos != Long.MIN_VALUE && r.plan() != null) {
+                double send = (r.sentAtNanos() - runStartNanos) / 1e6;
+                o.put("send_ms", round(send));
+                o.put("prompt_tokens", r.plan().promptTokens());
+                o.put("class", r.plan().className());
+                o.put("patience_ms", round(r.plan().patienceNanos() / 1e6));
+                o.put("slo_ttft_ms", r.plan().sloTtftNanos() < 0 ? null : round(r.plan().sloTtftNanos() / 1e6));
+                o.put("first_token_ms", r.ttftNanos() < 0 ? null : round(send + r.ttftNanos() / 1e6));
+                o.put("end_ms", round(send + r.e2eNanos() / 1e6));
+                o.put("rejected_ms", r.outcome() == Outcome.REJECTED ? round(send + r.e2eNanos() / 1e6) : null);
+            }
             if (turns > 0) {
                 o.put("session", r.index() / turns);
                 o.put("turn", r.index() % turns);

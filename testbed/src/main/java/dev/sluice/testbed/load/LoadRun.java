@@ -32,6 +32,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class LoadRun {
     static final String PATH = "/v1/chat/completions";
+    /** The request header that carries a client's class to Sluice ({@code admission.priorities}). */
+    static final String PRIORITY_HEADER = "X-Sluice-Priority";
     private static final long SETTLE_POLL_MS = 200;
     private final LoadSpec spec;
     private final PrintStream progress;
@@ -67,6 +69,11 @@ public final class LoadRun {
         warmUp(group);
         String startedAt = Instant.now().toString();
         long start = System.nanoTime();
+        // time zero of the per-request times and the timeline: the first send
+        long zero = start + (offsets.length > 0 ? offsets[0] : 0);
+        TimelineSampler timeline = new TimelineSampler(spec.target() == Target.GATEWAY,
+                spec.target() == Target.GATEWAY ? List.of(spec.options().metricsUrl() == null ? spec.url()
+                        : spec.options().metricsUrl()) : spec.prefills(), zero);
         if (chat != null) {
             List<ChatSessions.Session> sessions = chat.sessions();
             progress.printf("[load] %s: %d conversations x %d turns, starting over %.1f s%n", spec.label(),
@@ -79,7 +86,8 @@ public final class LoadRun {
         try {
             for (int i = 0; i < offsets.length; i++) {
                 int index = i;
-                clock.schedule(() -> limiter.submit(() -> send(group, index, userPrompt(index), r -> {
+                PlannedRequest plan = PlannedRequest.of(spec, index);
+                clock.schedule(() -> limiter.submit(() -> send(group, plan, userPrompt(plan), r -> {
                     results.add(r);
                     clientsDone.countDown();
                     limiter.release();
@@ -96,13 +104,16 @@ public final class LoadRun {
                     10, 10, TimeUnit.SECONDS);
             clientsDone.await();
             long end = System.nanoTime();
+            timeline.close();
             long settleStart = end;
             boolean settled = settle(probe, workers, settleStart);
             double settleSeconds = (System.nanoTime() - settleStart) / 1e9;
             awaitPrefills(settleStart);
             List<WorkerProbe.Snapshot> after = readAll(probe, workers);
-            return report(startedAt, (end - start) / 1e9, before, after, settled, settleSeconds, chat);
+            return report(startedAt, (end - start) / 1e9, before, after, settled, settleSeconds, chat, zero,
+                    timeline);
         } finally {
+            timeline.close();
             clock.shutdownNow();
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         }
@@ -132,7 +143,7 @@ public final class LoadRun {
             for (ChatSessions.Message m : chat.messages(session.id(), turn)) {
                 messages.addObject().put("role", m.role()).put("content", m.content());
             }
-            limiter.submit(() -> LoadRun.this.send(group, index, messages, r -> {
+            limiter.submit(() -> LoadRun.this.send(group, PlannedRequest.of(spec, index), messages, r -> {
                 results.add(r);
                 clientsDone.countDown();
                 limiter.release();
@@ -143,55 +154,84 @@ public final class LoadRun {
         }
     }
 
-    private ArrayNode userPrompt(int index) {
+    private ArrayNode userPrompt(PlannedRequest plan) {
         ArrayNode messages = ClientStream.JSON.createArrayNode();
-        messages.addObject().put("role", "user").put("content", Prompts.of(spec.seed(), index, spec.promptTokens()));
+        messages.addObject().put("role", "user").put("content", Prompts.of(spec.seed(), plan.index(),
+                plan.promptTokens()));
         return messages;
     }
 
-    private void send(EventLoopGroup group, int index, ArrayNode messages,
+    private void send(EventLoopGroup group, PlannedRequest plan, ArrayNode messages,
                       java.util.function.Consumer<RequestResult> done) {
+        boolean stream = spec.options().stream();
         ObjectNode body = ClientStream.JSON.createObjectNode();
         body.put("model", spec.model());
         body.set("messages", messages);
         body.put("max_tokens", spec.maxTokens());
-        body.put("stream", true);
-        body.putObject("stream_options").put("include_usage", true);
+        body.put("stream", stream);
+        if (stream) {
+            body.putObject("stream_options").put("include_usage", true);
+        }
         // the clock starts once the body is built (as in vLLM's bench): building it is not latency
         long sendNanos = System.nanoTime();
         // read only by the simulator, to count GPU work done after this client has left
-        body.put("sim_client_gives_up_at_ms", System.currentTimeMillis() + spec.clientTimeout().toMillis());
-        long timeout = spec.clientTimeout().toNanos();
+        body.put("sim_client_gives_up_at_ms", System.currentTimeMillis() + plan.patienceNanos() / 1_000_000);
         if (spec.target() == Target.GATEWAY) {
-            ClientStream.start(group, spec.url(), PATH, bytes(body), index, sendNanos, timeout, done);
+            Map<String, String> headers = plan.className() == null ? Map.of()
+                    : Map.of(PRIORITY_HEADER, plan.className());
+            ClientStream.start(group, spec.url(), PATH, bytes(body), plan, headers, false, sendNanos, done);
         } else {
-            sendDirect(group, body, index, sendNanos, timeout, done);
+            sendDirect(group, body, plan, sendNanos, done);
         }
     }
 
     /**
-     * What SGLang's router does: one prefill and one decode round robin, the same body to both at
-     * once with bootstrap_host/port/room and rid added; the decode stream is the client's. When
-     * the client gives up only the decode connection closes: the router never calls
-     * /abort_request, and the prefill half is read to its end and dropped.
+     * The router the direct target plays: one prefill and one decode, the same body to both at
+     * once with bootstrap_host/port/room added; the decode's answer is the client's, the prefill's is
+     * read and dropped. What happens when the client gives up depends on the router
+     * ({@link LoadOptions.Router}): SGLang's router closes only the decode connection (it never calls
+     * /abort_request; the prefill half runs to its end); mini_lb closes both with a stream, and
+     * neither without one.
      */
-    private void sendDirect(EventLoopGroup group, ObjectNode body, int index, long sendNanos, long timeout,
+    private void sendDirect(EventLoopGroup group, ObjectNode body, PlannedRequest plan, long sendNanos,
                             java.util.function.Consumer<RequestResult> done) {
+        LoadOptions.Router router = spec.options().routerOrDefault();
         int n = roundRobin.getAndIncrement();
-        int p = n % spec.prefills().size();
+        int p;
+        int d;
+        if (router == LoadOptions.Router.MINI_LB) { // select_pair: random.randint over each list
+            java.util.SplittableRandom pick = new java.util.SplittableRandom(spec.seed() * 31 + plan.index());
+            p = pick.nextInt(spec.prefills().size());
+            d = pick.nextInt(spec.decodes().size());
+        } else {
+            p = n % spec.prefills().size();
+            d = n % spec.decodes().size();
+        }
         URI prefill = spec.prefills().get(p);
-        URI decode = spec.decodes().get(n % spec.decodes().size());
+        URI decode = spec.decodes().get(d);
         body.put("bootstrap_host", prefill.getHost());
         body.put("bootstrap_port", spec.bootstrapPorts().get(p));
         body.put("bootstrap_room", ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE);
-        body.put("rid", "load-" + runId + "-" + index);
+        if (router == LoadOptions.Router.SGLANG_ROUTER) {
+            body.put("rid", "load-" + runId + "-" + plan.index()); // mini_lb adds no rid
+        }
         byte[] bytes = bytes(body);
         prefillsOpen.incrementAndGet();
-        DiscardCall.start(group, prefill, PATH, bytes, how -> {
+        io.netty.channel.Channel prefillCall = DiscardCall.start(group, prefill, PATH, bytes, how -> {
             prefillAnswers.merge(how, 1, Integer::sum);
             prefillsOpen.decrementAndGet();
         });
-        ClientStream.start(group, decode, PATH, bytes, index, sendNanos, timeout, done);
+        if (router == LoadOptions.Router.MINI_LB && spec.options().stream()) {
+            // the client's end (answer, give-up, failure) ends mini_lb's stream generator: its aiohttp
+            // session closes, and with it the prefill connection
+            ClientStream.start(group, decode, PATH, bytes, plan, Map.of(), false, sendNanos, r -> {
+                DiscardCall.closeByRouter(prefillCall);
+                done.accept(r);
+            });
+        } else {
+            boolean readOn = router == LoadOptions.Router.MINI_LB; // a non-streamed handler runs to its end
+            ClientStream.start(group, decode, PATH, bytes, plan, Map.of(), readOn, sendNanos, done);
+        }
     }
 
     /**
@@ -249,13 +289,14 @@ public final class LoadRun {
 
     private ObjectNode report(String startedAt, double seconds, List<WorkerProbe.Snapshot> before,
                               List<WorkerProbe.Snapshot> after, boolean settled, double settleSeconds,
-                              ChatSessions chat) {
+                              ChatSessions chat, long zero, TimelineSampler timeline) {
         ObjectNode o = ClientStream.JSON.createObjectNode();
         o.put("label", spec.label());
         o.put("target", spec.target().name().toLowerCase());
         o.put("started_at", startedAt);
         o.set("config", spec.toJson());
         o.setAll(LoadReport.clients(results, seconds, spec.sloTtft(), spec.sloTpot(), spec.sloE2e()));
+        o.set("by_class", LoadReport.byClass(results, seconds, spec.sloTpot(), spec.sloE2e()));
         if (spec.target() == Target.DIRECT) {
             ObjectNode router = o.putObject("router");
             ObjectNode answers = router.putObject("prefill_answers");
@@ -272,7 +313,9 @@ public final class LoadRun {
             plan.put("cacheable_tokens", bound[1]);
             Summary.put(plan, "cacheable_share", bound[0] == 0 ? Double.NaN : (double) bound[1] / bound[0]);
         }
-        o.set("requests", LoadReport.perRequest(results, chat == null ? 0 : chat.turns()));
+        o.set("requests", LoadReport.perRequest(results, chat == null ? 0 : chat.turns(),
+                chat == null ? zero : Long.MIN_VALUE));
+        o.set("timeline", timeline.toJson());
         return o;
     }
 

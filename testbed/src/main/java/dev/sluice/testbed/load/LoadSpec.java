@@ -21,12 +21,13 @@ import java.util.Objects;
  *                       {@code arrival}, {@code burst}, {@code rate} and {@code promptTokens} are then not
  *                       used; {@code duration} bounds the conversations' starts); null: independent
  *                       requests, one distinct prompt each
+ * @param options        streaming, prompt size distribution, client classes, the router played in direct mode
  */
 public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer> bootstrapPorts, List<URI> decodes,
                        int requests, Duration duration, Arrival arrival, int burst, double rate, long seed,
                        int promptTokens, int maxTokens, Duration clientTimeout, Duration sloTtft, Duration sloTpot,
                        Duration sloE2e, int concurrencyLimit, String model, List<URI> workers, Duration settle,
-                       String label, SessionWorkload sessions) {
+                       String label, SessionWorkload sessions, LoadOptions options) {
 
     public enum Target { GATEWAY, DIRECT }
 
@@ -40,7 +41,25 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
                     String label) {
         this(target, url, prefills, bootstrapPorts, decodes, requests, duration, arrival, burst, rate, seed,
                 promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
-                settle, label, null);
+                settle, label, null, LoadOptions.DEFAULTS);
+    }
+
+    /** With or without the {@code chat-sessions} workload, the overload options at their defaults. */
+    public LoadSpec(Target target, URI url, List<URI> prefills, List<Integer> bootstrapPorts, List<URI> decodes,
+                    int requests, Duration duration, Arrival arrival, int burst, double rate, long seed,
+                    int promptTokens, int maxTokens, Duration clientTimeout, Duration sloTtft, Duration sloTpot,
+                    Duration sloE2e, int concurrencyLimit, String model, List<URI> workers, Duration settle,
+                    String label, SessionWorkload sessions) {
+        this(target, url, prefills, bootstrapPorts, decodes, requests, duration, arrival, burst, rate, seed,
+                promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model, workers,
+                settle, label, sessions, LoadOptions.DEFAULTS);
+    }
+
+    /** The same settings with other overload options. */
+    public LoadSpec withOptions(LoadOptions o) {
+        return new LoadSpec(target, url, prefills, bootstrapPorts, decodes, requests, duration, arrival, burst, rate,
+                seed, promptTokens, maxTokens, clientTimeout, sloTtft, sloTpot, sloE2e, concurrencyLimit, model,
+                workers, settle, label, sessions, o);
     }
 
     public LoadSpec {
@@ -76,6 +95,23 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
         if (clientTimeout.isZero() || clientTimeout.isNegative()) {
             throw new IllegalArgumentException("--client-timeout must be > 0");
         }
+        options = options == null ? LoadOptions.DEFAULTS : options;
+        if (sessions != null && (options.promptRange() || !options.classes().isEmpty())) {
+            throw new IllegalArgumentException("--prompt-tokens-range and --class apply to --workload independent "
+                    + "(chat-sessions has its own sizes and one kind of client)");
+        }
+        if (!options.classes().isEmpty() && sloTtft != null) {
+            throw new IllegalArgumentException("--slo-ttft: with --class each class's patience is its TTFT "
+                    + "objective (drop --slo-ttft)");
+        }
+        if (target == Target.DIRECT && options.metricsUrl() != null) {
+            throw new IllegalArgumentException("--metrics-url applies to --target gateway (straight to the workers, "
+                    + "the timeline reads each prefill's /metrics)");
+        }
+        if (target == Target.GATEWAY && options.router() != null) {
+            throw new IllegalArgumentException("--router applies to --target direct (through the gateway, the "
+                    + "gateway is the router)");
+        }
     }
 
     /** The settings, for the report (durations in ms, absent ones null). */
@@ -102,6 +138,16 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
         o.put("model", model);
         o.put("workers", workersToRead().toString());
         o.put("settle_ms", settle.toMillis());
+        o.put("stream", options.stream());
+        o.put("prompt_tokens_range", options.promptRange() ? options.promptMin() + "-" + options.promptMax() : null);
+        o.put("prompt_distribution", options.promptRange() ? "log-uniform" : "fixed, ±10% bytes");
+        var classes = o.putArray("classes");
+        for (ClientClass c : options.classes()) {
+            classes.addObject().put("name", c.name()).put("share", c.share()).put("patience_ms", c.patience().toMillis());
+        }
+        o.put("router", target == Target.DIRECT ? options.routerOrDefault().wireName() : null);
+        o.put("metrics_url", target == Target.GATEWAY ? (options.metricsUrl() == null ? url : options.metricsUrl())
+                .toString() : null);
         if (sessions == null) {
             o.putObject("workload").put("name", "independent");
         } else {

@@ -10,10 +10,31 @@ package dev.sluice.testbed.load;
  *                       {@code incomplete}; for GAVE_UP: {@code before_first_token} or {@code mid_stream}
  * @param itlNanos       gaps between consecutive content chunks
  * @param outputTokens   {@code usage.completion_tokens} when reported, else the content chunks seen
+ * @param plan           what was sent (prompt size, class, patience, TTFT objective); null in unit tests
+ * @param sentAtNanos    the send, on the {@link System#nanoTime()} clock
  */
 record RequestResult(int index, Outcome outcome, int status, String errorCode, String retryAfter,
                      String failureKind, String message, long ttftNanos, long e2eNanos, long[] itlNanos,
-                     int outputTokens) {
+                     int outputTokens, PlannedRequest plan, long sentAtNanos) {
+
+    /** A result with no plan (unit tests of the statistics). */
+    RequestResult(int index, Outcome outcome, int status, String errorCode, String retryAfter, String failureKind,
+                  String message, long ttftNanos, long e2eNanos, long[] itlNanos, int outputTokens) {
+        this(index, outcome, status, errorCode, retryAfter, failureKind, message, ttftNanos, e2eNanos, itlNanos,
+                outputTokens, null, 0);
+    }
+
+    /** The request's own TTFT objective (its class's), else {@code fallback}; null: none. */
+    java.time.Duration sloTtft(java.time.Duration fallback) {
+        if (plan == null) {
+            return fallback;
+        }
+        return plan.sloTtftNanos() < 0 ? null : java.time.Duration.ofNanos(plan.sloTtftNanos());
+    }
+
+    String className() {
+        return plan == null ? null : plan.className();
+    }
 
     enum Outcome { COMPLETED, GAVE_UP, FAILED, REJECTED }
 

@@ -35,6 +35,18 @@ public final class TextReport {
         line(b, "rejections   by status %s, by code %s; latency p50 %s ms, p99 %s ms; Retry-After %s..%s s",
                 map(r.path("rejected_by_status")), map(r.path("rejected_by_code")), ms(rl.get("p50")),
                 ms(rl.get("p99")), ms(r.at("/retry_after_s/min")), ms(r.at("/retry_after_s/max")));
+        JsonNode waited = r.path("rejected_after_wait");
+        if (waited.path("count").asLong() > 0) {
+            line(b, "             %d rejections came more than %d ms after their send (longest wait %s ms)",
+                    waited.path("count").asLong(), waited.path("threshold_ms").asLong(), ms(waited.get("max_wait_ms")));
+        }
+        r.path("by_class").fields().forEachRemaining(e -> {
+            JsonNode k = e.getValue();
+            line(b, "class %-10s sent %d, good %d (TTFT <= %s ms), completed %d, gave up %d, rejected %d, failed %d; "
+                            + "TTFT p50 %s ms", e.getKey(), k.path("sent").asLong(), k.path("good_requests").asLong(),
+                    ms(k.get("slo_ttft_ms")), k.path("completed").asLong(), k.path("gave_up").asLong(),
+                    k.path("rejected").asLong(), k.path("failed").asLong(), ms(k.at("/ttft_ms/p50")));
+        });
         line(b, "failures     %s", map(r.path("failed_by_kind")));
         if (r.has("router")) {
             line(b, "router       prefill answers (read and dropped) %s", map(r.at("/router/prefill_answers")));

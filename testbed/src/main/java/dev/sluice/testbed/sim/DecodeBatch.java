@@ -164,7 +164,8 @@ final class DecodeBatch {
         if (f.stallAfterTokens() >= 0 && g >= f.stallAfterTokens()) {
             return false;
         }
-        if (ex.request.stream() && !ex.channel.isWritable()) {
+        // a closed channel is never writable: a request the server did not abort (yet) runs on unread
+        if (ex.request.stream() && ex.channel.isActive() && !ex.channel.isWritable()) {
             return false;
         }
         item.text.append(SimItem.token(g));
@@ -180,6 +181,8 @@ final class DecodeBatch {
         boolean last = item.generated >= item.maxTokens;
         if (last) {
             item.finishReason = "length";
+        } else {
+            ex.tokenProduced(item.generated);
         }
         if (ex.request.stream()) {
             ex.send(ex.format.tokenEvent(ex, item, last));

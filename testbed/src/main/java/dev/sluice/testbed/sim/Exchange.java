@@ -30,6 +30,8 @@ final class Exchange {
     boolean dropped;
     /** Top-level fields added to the whole JSON answer (a vLLM prefill leg's {@code kv_transfer_params}). */
     ObjectNode responseExtras;
+    /** When the server hears that the client left ({@link AbortOnDisconnect#SGLANG}). */
+    private final DisconnectWatch disconnect;
 
     Exchange(SimWorker worker, Channel channel, GenerationRequest request, boolean keepAlive, long receivedNanos) {
         this.worker = worker;
@@ -42,6 +44,7 @@ final class Exchange {
             items.add(new SimItem(this, spec));
         }
         this.liveItems = items.size();
+        this.disconnect = new DisconnectWatch(this);
     }
 
     String model() {
@@ -78,6 +81,7 @@ final class Exchange {
             return;
         }
         ended = true;
+        disconnect.cancel();
         if (request.stream()) {
             if (request.includeUsage()) {
                 JsonNode usage = format.usageEvent(this);
@@ -104,6 +108,7 @@ final class Exchange {
             return;
         }
         ended = true;
+        disconnect.cancel();
         for (SimItem other : items) {
             if (other.live()) {
                 worker.endItem(other, SimWorker.Outcome.FAILED, null);
@@ -159,17 +164,44 @@ final class Exchange {
         }
     }
 
-    /** The connection closed: every live item is aborted, nothing more is written. */
+    /**
+     * The connection closed. A kill or a dropped connection fails every live item at once; otherwise
+     * the items are aborted when the server would notice ({@link SimConfig#abortOnDisconnect}): at
+     * once, by SGLang's rule ({@link DisconnectWatch}), or never (they run on; their output goes nowhere).
+     */
     void connectionClosed() {
         if (ended) {
             return;
         }
+        AbortOnDisconnect rule = worker.isVllm() || dropped ? AbortOnDisconnect.IMMEDIATE
+                : worker.config().abortOnDisconnect();
+        switch (rule) {
+            case IMMEDIATE -> abortForDepartedClient();
+            case SGLANG -> disconnect.clientLeft();
+            case NEVER -> { }
+            default -> throw new IllegalStateException();
+        }
+    }
+
+    /** The server aborts the request of a client that left: every live item ends, nothing more is written. */
+    void abortForDepartedClient() {
+        if (ended) {
+            return;
+        }
         ended = true;
+        disconnect.cancel();
         SimWorker.Outcome outcome = dropped ? SimWorker.Outcome.FAILED : SimWorker.Outcome.ABORTED;
         for (SimItem item : items) {
             if (item.live()) {
                 worker.endItem(item, outcome, "abort");
             }
+        }
+    }
+
+    /** An item produced its {@code generated}-th token: an output for SGLang's disconnect checks. */
+    void tokenProduced(int generated) {
+        if (!ended) {
+            disconnect.tokenProduced(generated);
         }
     }
 

@@ -25,12 +25,17 @@ import java.util.Objects;
  *                               counted in {@code strandedKv}
  * @param deviceTimerMetrics     export {@code sglang:gpu_execution_seconds_total} (SGLang does with
  *                               {@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}); {@code realtime_tokens_total} is always there
+ * @param abortOnDisconnect      when an SGLang server aborts a request whose client closed its connection;
+ *                               {@link #defaults()} keeps {@link AbortOnDisconnect#IMMEDIATE} (the in-process
+ *                               tests time aborts by it), the {@code cluster} command defaults to
+ *                               {@link AbortOnDisconnect#SGLANG}, what the real server does
  */
 public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
                         Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
                         int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout,
                         boolean healthGeneration, Duration healthCheckTimeout, int dpSize, boolean enableMetrics,
-                        int contextLength, String adminApiKey, int maxQueuedRequests, boolean deviceTimerMetrics) {
+                        int contextLength, String adminApiKey, int maxQueuedRequests,
+                        AbortOnDisconnect abortOnDisconnect, boolean deviceTimerMetrics) {
 
     /**
      * The prefix cache size the {@code cluster} command uses by default (a real server caches
@@ -78,6 +83,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         check(contextLength > 0, "contextLength", contextLength, "> 0");
         check(adminApiKey == null || !adminApiKey.isEmpty(), "adminApiKey", "\"\"", "null or non-empty");
         check(maxQueuedRequests >= 0, "maxQueuedRequests", maxQueuedRequests, ">= 0 (0: unbounded)");
+        Objects.requireNonNull(abortOnDisconnect, "abortOnDisconnect");
     }
 
     /** The settings before the real-server components were added: those take their defaults. */
@@ -86,7 +92,8 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
                      int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout) {
         this(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
                 defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, true,
-                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, false);
+                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
+                false);
     }
 
     private static void check(boolean ok, String name, Object value, String expected) {
@@ -102,7 +109,8 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
     public static SimConfig defaults() {
         return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
                 Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT, true,
-                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, false);
+                DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
+                false);
     }
 
     public SimConfig withHost(String v) {
@@ -185,6 +193,10 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         return copy(c -> c.deviceTimerMetrics = v);
     }
 
+    public SimConfig withAbortOnDisconnect(AbortOnDisconnect v) {
+        return copy(c -> c.abortOnDisconnect = v);
+    }
+
     /** A copy with one change, validated as a new record (one place spells the components out). */
     private SimConfig copy(java.util.function.Consumer<Copy> change) {
         Copy c = new Copy();
@@ -214,12 +226,13 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         String adminApiKey = SimConfig.this.adminApiKey;
         int maxQueuedRequests = SimConfig.this.maxQueuedRequests;
         boolean deviceTimerMetrics = SimConfig.this.deviceTimerMetrics;
+        AbortOnDisconnect abortOnDisconnect = SimConfig.this.abortOnDisconnect;
 
         SimConfig build() {
             return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
                     model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
                     healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                    maxQueuedRequests, deviceTimerMetrics);
+                    maxQueuedRequests, abortOnDisconnect, deviceTimerMetrics);
         }
     }
 }
