@@ -34,6 +34,8 @@ public final class LoadRun {
     static final String PATH = "/v1/chat/completions";
     /** The request header that carries a client's class to Sluice ({@code admission.priorities}). */
     static final String PRIORITY_HEADER = "X-Sluice-Priority";
+    /** Sluice's per-request first-token deadline (docs/admission.md): each client sends its patience. */
+    static final String DEADLINE_HEADER = "X-Sluice-Deadline-Ms";
     private static final long SETTLE_POLL_MS = 200;
     private final LoadSpec spec;
     private final PrintStream progress;
@@ -177,8 +179,12 @@ public final class LoadRun {
         // read only by the simulator, to count GPU work done after this client has left
         body.put("sim_client_gives_up_at_ms", System.currentTimeMillis() + plan.patienceNanos() / 1_000_000);
         if (spec.target() == Target.GATEWAY) {
-            Map<String, String> headers = plan.className() == null ? Map.of()
-                    : Map.of(PRIORITY_HEADER, plan.className());
+            // a client that knows how long it will wait says so (the gateway's first-token deadline)
+            Map<String, String> headers = new java.util.HashMap<>();
+            headers.put(DEADLINE_HEADER, String.valueOf(plan.patienceNanos() / 1_000_000));
+            if (plan.className() != null) {
+                headers.put(PRIORITY_HEADER, plan.className());
+            }
             ClientStream.start(group, spec.url(), PATH, bytes(body), plan, headers, false, sendNanos, done);
         } else {
             sendDirect(group, body, plan, sendNanos, done);

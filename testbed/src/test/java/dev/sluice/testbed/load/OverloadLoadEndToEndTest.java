@@ -145,6 +145,11 @@ class OverloadLoadEndToEndTest {
             List<String> seen = u.journal().stream().filter(q -> q.path().equals("/v1/chat/completions"))
                     .map(q -> q.headers().get("x-sluice-priority")).sorted().toList();
             assertThat(seen).isEqualTo(sent.stream().sorted().toList()).hasSize(8).contains("high", "low");
+            // each client tells the gateway how long it will wait: its class's patience
+            List<String> deadlines = u.journal().stream().filter(q -> q.path().equals("/v1/chat/completions"))
+                    .map(q -> q.headers().get("x-sluice-priority") + "=" + q.headers().get("x-sluice-deadline-ms"))
+                    .distinct().sorted().toList();
+            assertThat(deadlines).containsExactly("high=10000", "low=20000");
         }
     }
 }
