@@ -297,12 +297,24 @@ public final class AdmissionController {
     /**
      * How long the ticket's prefill should take: the prompt tokens its prefill worker had to get
      * through when it was dispatched (its own included) at that worker's rate (measured, else its
-     * prior, else the guess). The stall watchdog allows a multiple of this.
+     * prior). The stall watchdog allows a multiple of this. A rate that is only the guess
+     * ({@code initial_prefill_tokens_per_second}) may be wrong by several times: it is divided by
+     * {@link #GUESS_SLACK} here, so that a slow but healthy first prefill is not taken for a stall
+     * (and retried, its work thrown away) before anything is known of the worker.
      */
     public long expectedPrefillNanos(Ticket t) {
-        double rate = decisions.read(() -> t.prefill == null ? prefill.clusterRate() : prefill.rateOf(t.prefill));
+        double rate = decisions.read(() -> {
+            if (t.prefill == null) {
+                return prefill.known() ? prefill.clusterRate() : prefill.clusterRate() / GUESS_SLACK;
+            }
+            double r = prefill.rateOf(t.prefill);
+            return prefill.sourceOf(t.prefill) == PrefillRates.Source.GUESS ? r / GUESS_SLACK : r;
+        });
         return (long) (t.windowTokensAtDispatch / rate * 1e9);
     }
+
+    /** How much slower than the guessed rate a worker may be before its prefill counts as stalled. */
+    static final double GUESS_SLACK = 4;
 
     /** Runs the dispatcher (a worker became routable again). */
     public void kick() {

@@ -90,7 +90,11 @@ final class PrefillRates {
         WorkerRate r = of(w);
         r.inPrefillTokens -= tokens;
         if (completed) {
-            r.measured.completed(tokens, now);
+            double prior = prior(w);
+            if (!Double.isNaN(prior)) {
+                r.measured.seed(prior); // until measured: the first samples are weighed against it
+            }
+            r.measured.completed(tokens, now, r.inPrefillTokens > 0);
         }
         r.lastProgressNanos = now;
         if (r.inPrefillTokens == 0) {

@@ -10,8 +10,16 @@ package dev.sluice.gateway.admission;
  * compute: a stream of 10-token requests would "measure" a GPU at 100 tokens/s and then reject
  * a long prompt as hopeless. So a sample counts only when it holds enough tokens, at enough
  * tokens per request, for compute to dominate; traffic of short prompts leaves the estimate
- * where it was (and predictions stay off until a real measurement exists). Guarded by the
- * controller's lock.
+ * where it was (and predictions stay off until a real measurement exists).
+ *
+ * <p>The first completion of a busy period carries the request's fixed overhead (the HTTP hops,
+ * the KV handoff, the first decode step) on top of its prefill; the later ones of the same period
+ * do not, their predecessors' overhead overlapping their own prefill. So when the worker stays busy
+ * after it, that first interval is left out and the next completion measures the compute alone
+ * (a lone request, the worker idle after it, still counts: at light load it is all there is).
+ * Rejections cannot be taken back, so a rate biased low would cost requests that could have been
+ * served. A prior ({@link #seed}) is the starting point the first samples are weighed against, not
+ * a value they replace. Guarded by the controller's lock.
  */
 final class PrefillThroughput {
     /** A sample must hold at least this many prompt tokens... */
@@ -22,7 +30,9 @@ final class PrefillThroughput {
     private final double horizonSeconds;
     private double tokensPerSecond;
     private boolean measured;
+    private boolean seeded;
     private boolean busy;
+    private boolean periodStart; // no completion yet in this busy period
     private long sampleTokens;
     private long sampleRequests;
     private long sampleBusyNanos;
@@ -45,6 +55,7 @@ final class PrefillThroughput {
     void busy(boolean nowBusy, long now) {
         if (nowBusy && !busy) {
             busy = true;
+            periodStart = true;
             lastNanos = now;
         } else if (!nowBusy && busy) {
             sampleBusyNanos += now - lastNanos;
@@ -56,8 +67,27 @@ final class PrefillThroughput {
         }
     }
 
-    /** A prefill finished {@code tokens} prompt tokens. */
+    /** Until measured: the prior the first samples are weighed against (exponentially, not replaced). */
+    void seed(double prior) {
+        if (!measured) {
+            tokensPerSecond = prior;
+            seeded = true;
+        }
+    }
+
+    /** A prefill finished {@code tokens} prompt tokens (the worker idle after it, or not told). */
     void completed(long tokens, long now) {
+        completed(tokens, now, false);
+    }
+
+    /** A prefill finished {@code tokens} prompt tokens; {@code stillBusy}: more is in flight on the worker. */
+    void completed(long tokens, long now, boolean stillBusy) {
+        boolean first = periodStart;
+        periodStart = false;
+        if (first && stillBusy && busy) {
+            lastNanos = now; // its interval holds the request's fixed overhead: measured from here on
+            return;
+        }
         sampleTokens += tokens;
         sampleRequests++;
         if (busy) {
@@ -75,10 +105,11 @@ final class PrefillThroughput {
         boolean computeBound = sampleRequests > 0 && sampleTokens / sampleRequests >= MIN_TOKENS_PER_REQUEST;
         if (seconds > 0 && computeBound) {
             double rate = sampleTokens / seconds;
-            if (!measured) {
+            if (!measured && !seeded) {
                 tokensPerSecond = rate;
                 measured = true;
             } else {
+                measured = true;
                 double alpha = Math.min(1.0, seconds / horizonSeconds);
                 tokensPerSecond += alpha * (rate - tokensPerSecond);
             }

@@ -104,23 +104,33 @@ class PredictiveAdmissionTest {
         c.expire();
         assertThat(burst.stream().filter(r -> r.rejection != null)).as("nothing judged on a guess").isEmpty();
 
-        // 4.4 s in, the first prefill completes: 2,500 tokens/s measured
+        // 4.4 s in, the first prefill completes; its interval also holds the handoff's overhead and the
+        // worker stays busy: no sample yet
         advance(4.4);
         Ticket first = tickets.get(burst.get(0));
         c.prefillDone(first);
+        c.expire();
+        assertThat(c.snapshot().throughputMeasured()).isFalse();
+        assertThat(burst.stream().filter(r -> r.rejection != null)).isEmpty();
+        // 8.8 s: the second, its prefill alone: 2,500 tokens/s measured
+        advance(4.4);
+        Ticket second = tickets.get(burst.get(1));
+        c.prefillDone(second);
+        assertThat(c.snapshot().prefillTokensPerSecond()).isEqualTo(2_500.0);
         c.expire(); // the next sweep (every 20 ms on the control loop)
 
-        // in prefill or queued: #2 (due 8.8 s), #3 (13.2), #4 (17.6), #5 (22.0), #6 (26.4) make it; #7..#11 cannot
+        // in prefill or queued: #3 (due 13.2 s), #4 (17.6), #5 (22.0), #6 (26.4) make it; #7..#11 cannot
         List<Recorder> answered = burst.subList(0, 11).stream().filter(r -> r.rejection != null).toList();
         assertThat(answered).hasSize(5).allMatch(r -> r.rejection.reason() == RejectReason.DEADLINE_UNREACHABLE);
         assertThat(burst.subList(6, 11)).allMatch(r -> r.rejection != null);
         assertThat(burst.subList(0, 6)).allMatch(r -> r.rejection == null);
 
         // an arrival at 13.5 s (first token due by 43.5 s) no longer sees the dropped five ahead of it
-        advance(13.5 - 4.4);
+        advance(13.5 - 8.8);
         Recorder late = new Recorder();
         assertThat(c.submit(ticket("late", PROMPT, 1, late))).isNull();
         c.release(first);
+        c.release(second);
     }
 
     /** Each burst ticket by its recorder. */
@@ -205,7 +215,21 @@ class PredictiveAdmissionTest {
         c.release(t);
         s = c.snapshot();
         assertThat(s.prefillRates().get(prefill).source()).isEqualTo("measured");
-        assertThat(s.prefillTokensPerSecond()).isEqualTo(2_000.0);
+        // weighed against the prior over the 10 s horizon: 3,000 + 5/10 x (2,000 - 3,000)
+        assertThat(s.prefillTokensPerSecond()).isEqualTo(2_500.0);
+    }
+
+    @Test
+    void theStallWatchdogGivesAGuessedRateSlackAndAPriorNone() {
+        for (PrefillRateConfig rate : List.of(NO_PRIOR, prior(2_500))) {
+            AdmissionController c = controller(incident(rate, QueueOrder.EDF));
+            Ticket t = ticket("t", PROMPT, 1, new Recorder());
+            c.submit(t);
+            double expected = rate == NO_PRIOR ? PROMPT / (8_000 / AdmissionController.GUESS_SLACK) : PROMPT / 2_500.0;
+            assertThat(c.expectedPrefillNanos(t) / 1e9).as(rate.toString()).isCloseTo(expected,
+                    org.assertj.core.data.Offset.offset(0.01));
+            c.release(t);
+        }
     }
 
     @Test

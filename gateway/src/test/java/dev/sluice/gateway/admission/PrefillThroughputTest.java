@@ -53,4 +53,28 @@ class PrefillThroughputTest {
         }
         assertThat(t.tokensPerSecond()).isCloseTo(2000, within(100.0));
     }
+
+    @Test
+    void theFirstIntervalOfABusyPeriodHoldsOverheadAndIsLeftOutWhenMoreFollows() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        t.busy(true, 0);
+        t.completed(11_000, 5_100 * MS, true); // 4.4 s of prefill + 0.7 s of handoff and first step
+        assertThat(t.measured()).isFalse();
+        t.completed(11_000, 9_500 * MS, true); // the next one: its prefill alone
+        assertThat(t.measured()).isTrue();
+        assertThat(t.tokensPerSecond()).isCloseTo(2500, within(1.0));
+    }
+
+    @Test
+    void aPriorIsWeighedAgainstNotReplacedByTheFirstSamples() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        t.seed(2500);
+        assertThat(t.measured()).isFalse();
+        assertThat(t.tokensPerSecond()).isEqualTo(2500);
+        t.busy(true, 0);
+        t.completed(10_000, 5_000 * MS); // 2,000 tokens/s over 5 s: half the horizon
+        t.busy(false, 5_000 * MS);
+        assertThat(t.measured()).isTrue();
+        assertThat(t.tokensPerSecond()).isCloseTo(2250, within(1.0));
+    }
 }
