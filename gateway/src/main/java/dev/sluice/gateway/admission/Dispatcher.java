@@ -34,13 +34,13 @@ final class Dispatcher {
             if (pair == null) {
                 return;
             }
+            if (!head.direct && ledger.rates.known() && ledger.rates.couldPushLate(pair[0], head, now)) {
+                returnTrials(pair); // it waits (nobody overtakes it) until the earlier one is surely queued there
+                return;
+            }
             queue.poll();
             if (pastUsefulness(head, pair[0], now, config)) {
-                // never sent: a half-open or suspect worker's trial permit goes back for the next one
-                pair[0].returnTrial();
-                if (pair[1] != pair[0]) {
-                    pair[1].returnTrial();
-                }
+                returnTrials(pair); // never sent: a half-open or suspect worker's trial permit goes back
                 ledger.notPending(head);
                 head.state = Ticket.State.ENDED;
                 Rejections.tell(after, observer, head, Rejections.tooLate(config, head, now,
@@ -48,6 +48,13 @@ final class Dispatcher {
                 continue;
             }
             grant(head, pair[0], pair[1], now, after);
+        }
+    }
+
+    private static void returnTrials(Worker[] pair) {
+        pair[0].returnTrial();
+        if (pair[1] != pair[0]) {
+            pair[1].returnTrial();
         }
     }
 
@@ -77,6 +84,7 @@ final class Dispatcher {
     private void grant(Ticket head, Worker p, Worker d, long now, After after) {
         head.prefill = p;
         head.decode = d;
+        head.dispatchedNanos = now;
         ledger.dispatched(head, now);
         windows.dispatched(p, d, head.tokens);
         windows.routed(head);
@@ -86,7 +94,6 @@ final class Dispatcher {
             rates.charge(head.tenant, head.tokens, now); // its prompt: once, however often it is retried
             head.rateCharged = true;
         }
-        head.dispatchedNanos = now;
         after.add(() -> {
             observer.dispatched(head);
             head.executor.execute(() -> head.listener.granted(p, d));

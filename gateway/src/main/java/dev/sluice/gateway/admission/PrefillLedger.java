@@ -40,7 +40,7 @@ final class PrefillLedger {
 
     /** Dispatched to {@code t.prefill} (set before this is called). */
     void dispatched(Ticket t, long now) {
-        rates.dispatched(t.prefill, t.tokens, now);
+        rates.dispatched(t.prefill, t, now);
         inPrefillTokens += t.tokens;
         dispatched++;
     }
@@ -49,7 +49,7 @@ final class PrefillLedger {
     void prefillEnded(Ticket t, long now, boolean completed) {
         inPrefillTokens -= t.tokens;
         // a short prompt a decode prefilled itself (direct) says nothing of a prefill worker's rate
-        rates.prefillEnded(t.prefill, t.tokens, now, completed && !t.direct);
+        rates.prefillEnded(t.prefill, t, now, completed && !t.direct);
     }
 
     /** Its decode stream ended, or it goes back to the queue for another pair. */

@@ -35,6 +35,11 @@ final class PrefillRates {
     }
 
     private static final double HORIZON_SECONDS = 10.0;
+    /**
+     * A request sent to a worker this recently may not have reached its queue yet: one sent after it
+     * can still overtake it (two HTTP requests, and in PD mode two bootstrap handshakes, race).
+     */
+    static final long OVERTAKE_WINDOW_NANOS = 1_000_000_000L;
 
     private final WorkerSet workers;
     private PrefillRateConfig config;
@@ -48,6 +53,8 @@ final class PrefillRates {
         final PrefillThroughput measured;
         long inPrefillTokens;
         long lastProgressNanos;
+        /** Dispatched to it and not yet prefilled, in dispatch order. */
+        final java.util.ArrayList<Ticket> inPrefill = new java.util.ArrayList<>(4);
 
         WorkerRate(double guess) {
             measured = new PrefillThroughput(guess, HORIZON_SECONDS);
@@ -75,20 +82,42 @@ final class PrefillRates {
         return rates.computeIfAbsent(w, k -> new WorkerRate(guess));
     }
 
-    /** A request of {@code tokens} went to {@code w}'s prefill. */
-    void dispatched(Worker w, long tokens, long now) {
+    /** {@code t} went to {@code w}'s prefill ({@code t.dispatchedNanos} set). */
+    void dispatched(Worker w, Ticket t, long now) {
         WorkerRate r = of(w);
         if (r.inPrefillTokens == 0) {
             r.measured.busy(true, now); // only busy time measures the rate
             r.lastProgressNanos = now;
         }
-        r.inPrefillTokens += tokens;
+        r.inPrefillTokens += t.tokens;
+        r.inPrefill.add(t);
     }
 
-    /** Its prefill on {@code w} ended: {@code completed} (a sample of the rate) or abandoned. */
-    void prefillEnded(Worker w, long tokens, long now, boolean completed) {
+    /**
+     * Whether sending {@code next} to {@code w} now could push a request sent there moments ago past
+     * its deadline: if {@code next} overtook it (it may: see {@link #OVERTAKE_WINDOW_NANOS}), that
+     * one's first token would come after all of {@code w}'s work and {@code next}'s prompt.
+     */
+    boolean couldPushLate(Worker w, Ticket next, long now) {
+        WorkerRate r = rates.get(w);
+        if (r == null || r.inPrefill.isEmpty()) {
+            return false;
+        }
+        double finishNanos = now + (remainingTokens(w, now) + next.tokens) / rateOf(w) * 1e9;
+        for (Ticket q : r.inPrefill) {
+            if (now - q.dispatchedNanos < OVERTAKE_WINDOW_NANOS && finishNanos > q.waitDeadline) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code t}'s prefill on {@code w} ended: {@code completed} (a sample of the rate) or abandoned. */
+    void prefillEnded(Worker w, Ticket t, long now, boolean completed) {
         WorkerRate r = of(w);
+        long tokens = t.tokens;
         r.inPrefillTokens -= tokens;
+        r.inPrefill.remove(t);
         if (completed) {
             double prior = prior(w);
             if (!Double.isNaN(prior)) {

@@ -233,6 +233,29 @@ class PredictiveAdmissionTest {
     }
 
     @Test
+    void aRequestThatCouldOvertakeOneSentMomentsAgoAndMakeItLateWaits() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 4, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        Recorder urgent = new Recorder();
+        c.submit(new Ticket("urgent", 2_000, 1, "t", now.get() + Duration.ofSeconds(3).toNanos(), Runnable::run,
+                urgent)); // 2 s of prefill, due in 3 s
+        assertThat(urgent.granted()).isTrue();
+        Recorder next = new Recorder();
+        // room in the window, and 4 s is within its own 10 s; but sent now it could reach the worker
+        // first (two requests racing), and then "urgent" would come at 4 s, past its 3 s
+        c.submit(new Ticket("next", 2_000, 1, "t", now.get() + Duration.ofSeconds(10).toNanos(), Runnable::run,
+                next));
+        assertThat(next.granted()).isFalse();
+        advance(0.5);
+        c.expire();
+        assertThat(next.granted()).isFalse();
+        advance(0.6); // "urgent" has surely reached the worker's queue by now
+        c.expire();
+        assertThat(next.granted()).isTrue();
+        assertThat(next.rejection).isNull();
+    }
+
+    @Test
     void aStateFileRateIsAPriorOnlyWhereNothingBetterIsKnown() {
         AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
         Worker prefill = workers.prefill().get(0);
