@@ -217,7 +217,7 @@ public final class AdmissionController {
 
     /** A forecast from now: what the prefill workers still hold, at the cluster's rate. */
     private Forecast forecast(long now) {
-        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate());
+        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate(), ledger.pace);
     }
 
     private void evict(EvictionPlan room, Ticket newcomer, double waitSeconds, After after) {
@@ -356,6 +356,14 @@ public final class AdmissionController {
                 lastPrune = now;
             }
         });
+    }
+
+    /**
+     * A request generated {@code tokens} tokens in {@code seconds} after its prefill was done: the
+     * decode pace that non-streamed requests' deadline checks add.
+     */
+    public void decodePace(double seconds, long tokens) {
+        decisions.update(() -> ledger.pace.observed(seconds, tokens));
     }
 
     /** A request ended having generated {@code tokens}: its tenant's token rate is charged for them. */

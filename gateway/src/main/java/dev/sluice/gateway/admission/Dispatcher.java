@@ -34,7 +34,7 @@ final class Dispatcher {
             if (pair == null) {
                 return;
             }
-            if (!head.direct && ledger.rates.known() && ledger.rates.couldPushLate(pair[0], head, now)) {
+            if (!head.direct && ledger.rates.known() && ledger.rates.couldPushLate(pair[0], head, now, ledger.pace)) {
                 returnTrials(pair); // it waits (nobody overtakes it) until the earlier one is surely queued there
                 return;
             }
@@ -116,7 +116,8 @@ final class Dispatcher {
         if (t.direct || !rates.known()) {
             return false;
         }
-        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
+        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill)
+                + ledger.pace.seconds(t.answerTokens);
         return now + (long) (seconds * 1e9) > deadline;
     }
 }

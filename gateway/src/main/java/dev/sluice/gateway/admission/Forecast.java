@@ -4,7 +4,8 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * When each queued request's first token would come, at the rates known now: the work still in
+ * When each queued request's first token would come (for a non-streamed request, its whole answer),
+ * at the rates known now: the work still in
  * prefill first, then the queue in the order it will be served, each request's prompt at the
  * cluster's rate. A request that cannot make its deadline adds no work for those behind it: it
  * will be answered, not prefilled. One walk of the queue, O(n); under the admission lock.
@@ -16,21 +17,26 @@ final class Forecast {
 
     private final long now;
     private final double rate;
+    private final DecodePace pace;
     private double ahead; // prompt tokens to compute before the next request in order
 
     /**
      * @param remainingTokens what the prefill workers still have to compute of what they hold
      * @param rate            the cluster's prompt tokens per second
      */
-    Forecast(long now, double remainingTokens, double rate) {
+    Forecast(long now, double remainingTokens, double rate, DecodePace pace) {
         this.now = now;
         this.rate = rate;
+        this.pace = pace;
         this.ahead = remainingTokens;
     }
 
-    /** Seconds until {@code t}'s first token if it were next. */
+    /**
+     * Seconds until {@code t}'s client sees its first byte if it were next: its first token, and for a
+     * non-streamed request its whole answer after that (which delays no one else's prefill).
+     */
     double secondsFor(Ticket t) {
-        return (ahead + t.tokens) / rate;
+        return (ahead + t.tokens) / rate + pace.seconds(t.answerTokens);
     }
 
     /** Whether {@code t}, next in order, would get its first token by its deadline; if so its work counts for those behind. */

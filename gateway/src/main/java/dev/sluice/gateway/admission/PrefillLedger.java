@@ -8,6 +8,7 @@ package dev.sluice.gateway.admission;
  */
 final class PrefillLedger {
     final PrefillRates rates;
+    final DecodePace pace = new DecodePace();
     private long pendingTokens;
     private long inPrefillTokens;
     private int dispatched;

@@ -98,14 +98,15 @@ final class PrefillRates {
      * its deadline: if {@code next} overtook it (it may: see {@link #OVERTAKE_WINDOW_NANOS}), that
      * one's first token would come after all of {@code w}'s work and {@code next}'s prompt.
      */
-    boolean couldPushLate(Worker w, Ticket next, long now) {
+    boolean couldPushLate(Worker w, Ticket next, long now, DecodePace pace) {
         WorkerRate r = rates.get(w);
         if (r == null || r.inPrefill.isEmpty()) {
             return false;
         }
         double finishNanos = now + (remainingTokens(w, now) + next.tokens) / rateOf(w) * 1e9;
         for (Ticket q : r.inPrefill) {
-            if (now - q.dispatchedNanos < OVERTAKE_WINDOW_NANOS && finishNanos > q.waitDeadline) {
+            if (now - q.dispatchedNanos < OVERTAKE_WINDOW_NANOS
+                    && finishNanos + pace.seconds(q.answerTokens) * 1e9 > q.waitDeadline) {
                 return true;
             }
         }

@@ -41,6 +41,11 @@ public final class Ticket {
     RoutingRequest routing;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
     boolean direct;
+    /**
+     * Tokens the client waits for before it sees a first byte beyond the first token: a non-streamed
+     * request's {@code max_tokens} (its whole answer comes at once), 0 for a stream.
+     */
+    long answerTokens;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
     Set<Worker> avoid = Set.of();
 
@@ -73,6 +78,12 @@ public final class Ticket {
      */
     public Ticket prefixKey(String key) {
         this.routing = new RoutingRequest(key, tokens);
+        return this;
+    }
+
+    /** A non-streamed request of up to {@code maxTokens} tokens: its client sees nothing before the last. */
+    public Ticket wholeAnswer(long maxTokens) {
+        this.answerTokens = Math.max(0, maxTokens);
         return this;
     }
 

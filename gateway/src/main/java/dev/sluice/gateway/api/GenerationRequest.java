@@ -211,6 +211,20 @@ public final class GenerationRequest {
         return stream;
     }
 
+    /**
+     * The most tokens the client asked for ({@code max_completion_tokens}, {@code max_tokens}, or
+     * SGLang's {@code sampling_params.max_new_tokens}); 0 when it names none.
+     */
+    public long maxTokens() {
+        for (com.fasterxml.jackson.databind.JsonNode n : new com.fasterxml.jackson.databind.JsonNode[] {
+                body.get("max_completion_tokens"), body.get("max_tokens"), body.path("sampling_params").get("max_new_tokens")}) {
+            if (n != null && n.canConvertToLong() && n.asLong() > 0) {
+                return n.asLong();
+            }
+        }
+        return 0;
+    }
+
     public boolean logprobs() {
         return logprobs;
     }

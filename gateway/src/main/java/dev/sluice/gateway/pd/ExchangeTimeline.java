@@ -86,6 +86,11 @@ final class ExchangeTimeline {
         lastChunkNanos = 0;
     }
 
+    /** When the current attempt's prefill was seen done, or 0. */
+    long prefillDoneNanos() {
+        return prefillDoneNanos;
+    }
+
     void prefillDone(long now) {
         if (prefillDoneNanos == 0) {
             prefillDoneNanos = now;

@@ -102,6 +102,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         List<String> classes = services.admission().config().priorities();
         priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
         ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, this)
+                .wholeAnswer(request.stream() ? 0 : request.maxTokens() * Math.max(1, request.parallelSamples()))
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
                 .prefixKey(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "")
                 .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
@@ -397,6 +398,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             services.admission().release(ticket);
         }
         services.live().remove(this);
+        if (ticket != null && outcome.outcome() == Outcome.OK && timeline.prefillDoneNanos() != 0) {
+            services.admission().decodePace((System.nanoTime() - timeline.prefillDoneNanos()) / 1e9, tokens.completion());
+        }
         RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket, priorityName,
                 client.status(), outcome.outcome(), timeline, outcome.detail()), services, settings.requestLogging(), tokens.completion(),
                 ticket == null ? null : ticket.tenant());

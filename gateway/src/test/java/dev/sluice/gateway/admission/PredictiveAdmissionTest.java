@@ -256,6 +256,21 @@ class PredictiveAdmissionTest {
     }
 
     @Test
+    void aNonStreamedClientWaitsForItsWholeAnswerAndTheCheckCountsTheDecodeForIt() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        c.decodePace(2.56, 128); // 20 ms a token
+        c.submit(ticket("running", 5_000, 1, new Recorder())); // 5 s of prefill ahead
+        long deadline = now.get() + Duration.ofMillis(7_500).toNanos(); // first token at 6 s: in time
+        Rejection streamed = c.submit(new Ticket("s", 1_000, 1, "t", deadline, Runnable::run, new Recorder()));
+        assertThat(streamed).isNull();
+        // the whole answer, 128 tokens later: 6 s + 1 s (behind the first) + 2.56 s, past 7.5 s
+        Rejection whole = c.submit(new Ticket("w", 1_000, 1, "t", deadline, Runnable::run, new Recorder())
+                .wholeAnswer(128));
+        assertThat(whole.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+    }
+
+    @Test
     void aStateFileRateIsAPriorOnlyWhereNothingBetterIsKnown() {
         AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
         Worker prefill = workers.prefill().get(0);
