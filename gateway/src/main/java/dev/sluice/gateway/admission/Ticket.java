@@ -107,11 +107,14 @@ public final class Ticket {
     }
 
     /**
-     * When waiting stops being useful for a ticket queued at {@code enqueuedNanos}: the client's
-     * deadline, or {@code admission.queue_timeout} later, whichever comes first.
+     * When waiting stops being useful for a ticket queued at {@code enqueuedNanos}: the client's own
+     * deadline ({@code X-Sluice-Deadline-Ms}) when it sent one, else {@code admission.queue_timeout}
+     * later. A client that says how long it will wait is taken at its word, longer or shorter than
+     * the operator's default: serving a patient client is goodput, and refusing an impatient one
+     * early saves the GPU work it would leave behind.
      */
     long queueDeadline(long enqueuedNanos, long queueTimeoutNanos) {
-        return Math.min(deadlineNanos, enqueuedNanos + queueTimeoutNanos);
+        return deadlineNanos != Long.MAX_VALUE ? deadlineNanos : enqueuedNanos + queueTimeoutNanos;
     }
 
     void avoid(Worker w) {

@@ -32,7 +32,8 @@ final class AdmissionConfigReader {
         long maxPending = n.child("max_pending_tokens", "Prompt tokens admitted and not yet prefilled (queued and in "
                 + "prefill), all prefill workers together; about target TTFT x measured prefill tokens/s.")
                 .longIn(DEFAULT_MAX_PENDING_TOKENS, 1, Long.MAX_VALUE / 4);
-        Duration queueTimeout = n.child("queue_timeout", "Longest wait in the queue; then 429 queue_timeout.")
+        Duration queueTimeout = n.child("queue_timeout", "First-token deadline of a request that sends no X-Sluice-Deadline-Ms (a "
+                + "client's own deadline replaces it, longer or shorter); past it, 429.")
                 .durationAtLeast(Duration.ofSeconds(30), Duration.ofMillis(1));
         ConfigNode maxRequestNode = n.child("max_request_tokens", "One prompt larger than this can never run: 413 "
                 + "request_too_large at once.").defaultIs("admission.max_pending_tokens")

@@ -115,14 +115,14 @@ class PriorityQueuesTest {
     void aNewQueueTimeoutMovesEveryWaitingTicketsDeadline() {
         PriorityQueues q = new PriorityQueues(3, TIMEOUT, false);
         q.add(ticket("a", 10, 1, "a", 0, Long.MAX_VALUE)); // until 1000
-        q.add(ticket("b", 10, 1, "a", 100, 5_000));        // until 1100
+        q.add(ticket("b", 10, 1, "a", 100, 5_000));        // its client's own deadline, whatever the timeout
         q.add(ticket("c", 10, 1, "a", 100, 250));          // its client's deadline comes first either way
         q.queueTimeout(200);
         assertThat(ids(q.due(199))).isEmpty();
         assertThat(ids(q.due(200))).containsExactly("a");
         assertThat(ids(q.due(250))).containsExactly("c");
-        assertThat(ids(q.due(299))).isEmpty();
-        assertThat(ids(q.due(300))).containsExactly("b");
+        assertThat(ids(q.due(4_999))).isEmpty();
+        assertThat(ids(q.due(5_000))).containsExactly("b");
     }
 
     @Test

@@ -146,7 +146,10 @@ class AdmissionEndToEndTest {
             HttpResponse<String> res = send(prompt(10, "waiting"), "X-Sluice-Deadline-Ms", "2000").get();
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
 
-            assertRejected(res, 429, "queue_timeout");
+            // answered at its deadline: by the expiry (queue_timeout), or by the review a few ms before it,
+            // when even its own 10 tokens can no longer be prefilled in time (deadline_unreachable)
+            assertThat(res.statusCode()).isEqualTo(429);
+            assertThat(JSON.readTree(res.body()).at("/error/code").asText()).isIn("queue_timeout", "deadline_unreachable");
             assertThat(waitedMs).isGreaterThanOrEqualTo(1900);
             assertThat(JSON.readTree(res.body()).at("/error/message").asText()).contains("deadline");
             assertThat(running.get().statusCode()).isEqualTo(200);
