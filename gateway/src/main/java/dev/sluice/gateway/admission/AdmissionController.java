@@ -197,13 +197,17 @@ public final class AdmissionController {
         }
         t.enqueuedNanos = now;
         queue.add(t); // in its place (its class, its tenant's turn, its deadline), to see what is ahead of it
-        Forecast forecast = forecast(now);
-        double predicted = forecast.until(queue.serviceOrder(), t);
-        if (prefill.known() && now + (long) (predicted * 1e9) > t.waitDeadline) {
-            queue.remove(t);
-            return Rejections.deadlineUnreachable(config, (long) forecast.tokensAhead(), rate, predicted);
+        List<Forecast.Late> late = prefill.known() ? forecast(now).late(queue.serviceOrder(), shedLongest())
+                : List.of();
+        for (Forecast.Late l : late) {
+            if (l.ticket() == t) {
+                queue.remove(t); // the others' fate is judged again without it, at the next review
+                return Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());
+            }
         }
-        evict(room, t, forecast.tokensAhead() / rate, after);
+        double ahead = forecast(now).until(queue.serviceOrder(), t);
+        evict(room, t, ahead, after);
+        notServed(late, now, after); // it goes ahead of these (a higher class, an earlier deadline, a shorter prompt)
         t.state = Ticket.State.QUEUED;
         ledger.pending(t);
         dispatch(after, now);
@@ -426,14 +430,26 @@ public final class AdmissionController {
         if (queue.size() == 0 || !prefill.known()) {
             return;
         }
+        notServed(forecast(now).late(queue.serviceOrder(), shedLongest()), now, after);
+    }
+
+    /** Answers the queued requests a forecast says are not to be served. */
+    private void notServed(List<Forecast.Late> late, long now, After after) {
         double rate = prefill.clusterRate();
-        for (Forecast.Late late : forecast(now).late(queue.serviceOrder())) {
-            Ticket t = late.ticket();
+        for (Forecast.Late l : late) {
+            Ticket t = l.ticket();
+            if (t.state != Ticket.State.QUEUED) {
+                continue; // evicted meanwhile: it has its answer
+            }
             removeQueued(t);
             t.state = Ticket.State.ENDED;
-            tell(after, t, Rejections.noLongerReachable(config, t, now, late.tokensAhead(), rate,
-                    late.predictedSeconds()));
+            tell(after, t, l.shed() ? Rejections.shed(config, t, now, l.tokensAhead() / rate)
+                    : Rejections.noLongerReachable(config, t, now, l.tokensAhead(), rate, l.predictedSeconds()));
         }
+    }
+
+    private boolean shedLongest() {
+        return config.scheduling().shed() == AdmissionConfig.Shed.LONGEST;
     }
 
     /** Its prefill is over (done, or the request ended before): the window and pending tokens come back. */

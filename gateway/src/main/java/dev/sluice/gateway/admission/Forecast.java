@@ -11,9 +11,16 @@ import java.util.List;
  * will be answered, not prefilled. One walk of the queue, O(n); under the admission lock.
  */
 final class Forecast {
-    /** A queued request whose first token is predicted past its deadline. */
-    record Late(Ticket ticket, double predictedSeconds, double tokensAhead) {
+    /**
+     * A queued request that is not to be served: its first token is predicted past its deadline, or
+     * ({@code shed}) it gave way so that more requests of its class make theirs.
+     */
+    record Late(Ticket ticket, double predictedSeconds, double tokensAhead, boolean shed) {
     }
+
+    /** Longest prompt first, the later arrival first among equals: who gives way under {@code shed: longest}. */
+    private static final java.util.Comparator<Ticket> LONGEST = java.util.Comparator.<Ticket>comparingLong(
+            t -> t.tokens).thenComparingLong(t -> t.arrival).reversed();
 
     private final long now;
     private final double rate;
@@ -52,15 +59,42 @@ final class Forecast {
         return ahead;
     }
 
-    /** The requests of {@code order} (service order) that can no longer make their deadlines. */
-    List<Late> late(List<Ticket> order) {
+    /**
+     * The requests of {@code order} (service order) not to be served. Each that can no longer make its
+     * deadline is dropped; with {@code shedLongest}, it first tries Moore–Hodgson's move: if the longest
+     * prompt of its class already counted ahead of it is longer than its own, that one gives way when
+     * that lets it in (one longer request for one shorter: the most requests of the class make their
+     * deadlines, for a common arrival; never across classes).
+     */
+    List<Late> late(List<Ticket> order, boolean shedLongest) {
         List<Late> out = new ArrayList<>(0);
+        java.util.PriorityQueue<Ticket> taken = shedLongest ? new java.util.PriorityQueue<>(LONGEST) : null;
+        int lane = -1;
         for (Ticket t : order) {
+            if (taken != null && t.priority != lane) {
+                taken.clear(); // a class gives way only within itself
+                lane = t.priority;
+            }
             double seconds = secondsFor(t);
             double before = ahead;
-            if (!take(t)) {
-                out.add(new Late(t, seconds, before));
+            if (take(t)) {
+                if (taken != null) {
+                    taken.add(t);
+                }
+                continue;
             }
+            Ticket longest = taken == null ? null : taken.peek();
+            if (longest != null && longest.tokens > t.tokens) {
+                ahead -= longest.tokens;
+                if (take(t)) {
+                    taken.poll();
+                    taken.add(t);
+                    out.add(new Late(longest, Double.NaN, before, true));
+                    continue;
+                }
+                ahead += longest.tokens;
+            }
+            out.add(new Late(t, seconds, before, false));
         }
         return out;
     }

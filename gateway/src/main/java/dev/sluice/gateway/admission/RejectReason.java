@@ -16,6 +16,11 @@ public enum RejectReason {
     QUEUE_TIMEOUT(HttpResponseStatus.TOO_MANY_REQUESTS, "queue_timeout"),
     /** The predicted wait (tokens ahead / measured prefill throughput) is already past the deadline. */
     DEADLINE_UNREACHABLE(HttpResponseStatus.TOO_MANY_REQUESTS, "deadline_unreachable"),
+    /**
+     * A queued request that gave way to shorter ones of its class, so that more requests make their
+     * deadlines than could with it (admission.scheduling.shed: longest).
+     */
+    SHED(HttpResponseStatus.TOO_MANY_REQUESTS, "shed"),
     /** A queued request pushed out by a higher-priority arrival while the queue was full. */
     EVICTED(HttpResponseStatus.TOO_MANY_REQUESTS, "evicted"),
     /** A queued request of a tenant over its share, pushed out for a tenant under its share (queue or budget full). */

@@ -68,6 +68,14 @@ final class Rejections {
                         + "deadline", waitedMs, (long) ahead, rate, predictedWait), seconds(config, predictedWait));
     }
 
+    /** Queued, set aside for shorter requests of its class so that more of them make their deadlines. */
+    static Rejection shed(AdmissionConfig config, Ticket t, long now, double waitSeconds) {
+        long waitedMs = (now - t.enqueuedNanos) / 1_000_000;
+        return new Rejection(RejectReason.SHED, "waited " + waitedMs + " ms; its prompt (about " + t.tokens
+                + " tokens) gave way to shorter requests of its class, so that more of them get their first token "
+                + "before their deadlines (admission.scheduling.shed: longest)", seconds(config, waitSeconds));
+    }
+
     static Rejection evictedByPriority(AdmissionConfig config, double waitSeconds) {
         return new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
                 seconds(config, waitSeconds));

@@ -240,6 +240,14 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         }
     }
 
+    /** Which queued request gives way when not all of a class can make their deadlines. */
+    public enum Shed {
+        /** The one that cannot make it. */
+        LATEST,
+        /** The longest prompt ahead of it, when that lets it in (Moore–Hodgson: the most requests served). */
+        LONGEST
+    }
+
     /** The order within a priority class. */
     public enum QueueOrder {
         /** Earliest deadline first (the client's X-Sluice-Deadline-Ms, else arrival + queue_timeout). */
@@ -254,12 +262,19 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      * @param order          within a class (and within a tenant's share of it): earliest deadline first, or arrival
      * @param reviewInterval how often every queued request's predicted first token is checked against its deadline
      *                       even when nothing changed (a change of rate or of the work ahead re-checks at once)
+     * @param shed           who gives way when not all of a class can make their deadlines
      */
-    public record SchedulingConfig(QueueOrder order, Duration reviewInterval) {
-        public static final SchedulingConfig DEFAULTS = new SchedulingConfig(QueueOrder.EDF, Duration.ofMillis(200));
+    public record SchedulingConfig(QueueOrder order, Duration reviewInterval, Shed shed) {
+        public static final SchedulingConfig DEFAULTS = new SchedulingConfig(QueueOrder.EDF, Duration.ofMillis(200),
+                Shed.LONGEST);
+
+        public SchedulingConfig(QueueOrder order, Duration reviewInterval) {
+            this(order, reviewInterval, Shed.LONGEST);
+        }
 
         public SchedulingConfig {
             java.util.Objects.requireNonNull(order, "order");
+            java.util.Objects.requireNonNull(shed, "shed");
             KeyCheck.atLeast("admission.scheduling.review_interval", reviewInterval, Duration.ofMillis(10));
         }
     }

@@ -105,7 +105,7 @@ final class AdmissionConfigReader {
     }
 
     private static AdmissionConfig.SchedulingConfig scheduling(ConfigNode n) {
-        n.allowOnly("order", "review_interval");
+        n.allowOnly("order", "review_interval", "shed");
         ConfigNode orderNode = n.child("order", "Within a class (and a tenant's turn in it): edf serves the earliest "
                 + "deadline first (X-Sluice-Deadline-Ms, else arrival + queue_timeout); fifo serves arrival order.")
                 .rule("edf or fifo");
@@ -122,7 +122,20 @@ final class AdmissionConfigReader {
                 + "against its deadline at least this often (and at once when the rate or the work ahead changes); "
                 + "one that can no longer make it is answered 429 deadline_unreachable.")
                 .durationAtLeast(Duration.ofMillis(200), Duration.ofMillis(10));
-        return new AdmissionConfig.SchedulingConfig(o, review);
+        ConfigNode shedNode = n.child("shed", "When not all queued requests of a class can make their deadlines, who "
+                + "gives way: longest (the longest prompt ahead, when that lets a shorter one in: the most requests "
+                + "served, long prompts wait for quieter times) or latest (the one that cannot make it).")
+                .rule("longest or latest");
+        String shed = shedNode.text("longest");
+        AdmissionConfig.Shed sh = switch (shed) {
+            case "longest" -> AdmissionConfig.Shed.LONGEST;
+            case "latest" -> AdmissionConfig.Shed.LATEST;
+            default -> {
+                shedNode.reject(shed, "longest or latest");
+                yield AdmissionConfig.Shed.LONGEST;
+            }
+        };
+        return new AdmissionConfig.SchedulingConfig(o, review, sh);
     }
 
     private static AdmissionConfig.PrefillRateConfig prefillRate(ConfigNode n) {

@@ -176,7 +176,7 @@ class PredictiveAdmissionTest {
     }
 
     @Test
-    void aHigherClassArrivalThatPushesAQueuedRequestPastItsDeadlineGetsItAnsweredAtTheNextSweep() {
+    void aHigherClassArrivalThatPushesAQueuedRequestPastItsDeadlineGetsItAnsweredAtOnce() {
         AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
                 .toBuilder().prefillRate(prior(1_000)).build());
         c.submit(ticket("running", 5_000, 1, new Recorder())); // 5 s
@@ -184,12 +184,13 @@ class PredictiveAdmissionTest {
         // 5 s + its 2 s = 7 s, deadline 8 s: fits
         assertThat(c.submit(new Ticket("normal", 2_000, 1, "t", now.get() + Duration.ofSeconds(8).toNanos(),
                 Runnable::run, normal))).isNull();
-        // a high-class 3 s request goes first: the normal one would now come at 10 s
+        // a high-class 3 s request goes first: the normal one would now come at 10 s; it is told now, not
+        // at its deadline, and stops counting as work ahead
         assertThat(c.submit(ticket("high", 3_000, 0, new Recorder()))).isNull();
-        assertThat(normal.rejection).isNull();
-        c.expire();
         assertThat(normal.rejection.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
         assertThat(normal.rejection.message()).contains("waited 0 ms in the queue");
+        assertThat(c.snapshot().queued()).isEqualTo(1);
+        c.expire();
         assertThat(c.snapshot().queued()).isEqualTo(1);
     }
 
@@ -268,6 +269,37 @@ class PredictiveAdmissionTest {
         Rejection whole = c.submit(new Ticket("w", 1_000, 1, "t", deadline, Runnable::run, new Recorder())
                 .wholeAnswer(128));
         assertThat(whole.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+    }
+
+    @Test
+    void whenNotAllOfAClassCanMakeItTheLongestPromptGivesWayUnlessShedIsLatest() {
+        for (AdmissionConfig.Shed shed : AdmissionConfig.Shed.values()) {
+            AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                    .toBuilder().prefillRate(prior(1_000)).scheduling(new SchedulingConfig(QueueOrder.EDF,
+                            Duration.ofMillis(200), shed)).build());
+            long due = now.get() + Duration.ofSeconds(10).toNanos();
+            c.submit(ticket("running", 1_000, 1, new Recorder())); // 1 s
+            Recorder long1 = new Recorder();
+            assertThat(c.submit(new Ticket("long", 8_500, 1, "t", due, Runnable::run, long1))).isNull(); // 9.5 s
+            List<Rejection> refused = new ArrayList<>();
+            List<Recorder> shorts = new ArrayList<>();
+            for (int i = 0; i < 3; i++) { // 1 s each: none fits behind the long one; all three do without it
+                Recorder r = new Recorder();
+                shorts.add(r);
+                Rejection no = c.submit(new Ticket("short" + i, 1_000, 1, "t", due, Runnable::run, r));
+                if (no != null) {
+                    refused.add(no);
+                }
+            }
+            if (shed == AdmissionConfig.Shed.LONGEST) {
+                assertThat(long1.rejection.reason()).isEqualTo(RejectReason.SHED);
+                assertThat(refused).isEmpty();
+                assertThat(c.snapshot().queued()).isEqualTo(3);
+            } else {
+                assertThat(long1.rejection).isNull();
+                assertThat(refused).hasSize(3).allMatch(r -> r.reason() == RejectReason.DEADLINE_UNREACHABLE);
+            }
+        }
     }
 
     @Test
