@@ -29,15 +29,20 @@ final class EvictionPlan {
     }
 
     static EvictionPlan plan(Ticket t, PriorityQueues queue, long pendingTokens, AdmissionConfig config) {
+        return plan(t, queue, pendingTokens, config, config.maxPendingTokens());
+    }
+
+    /** @param budget the pending tokens {@code t} may find (admission.max_pending_tokens, or more for a patient request) */
+    static EvictionPlan plan(Ticket t, PriorityQueues queue, long pendingTokens, AdmissionConfig config, long budget) {
         int queued = queue.size();
-        if (queued < config.maxQueuedRequests() && pendingTokens + t.tokens <= config.maxPendingTokens()) {
+        if (queued < config.maxQueuedRequests() && pendingTokens + t.tokens <= budget) {
             return NONE; // the usual case: room in both
         }
         List<Ticket> victims = new ArrayList<>();
         long freed = 0;
         List<Ticket> candidates = null;
         while (queued - victims.size() >= config.maxQueuedRequests()
-                || pendingTokens - freed + t.tokens > config.maxPendingTokens()) {
+                || pendingTokens - freed + t.tokens > budget) {
             if (candidates == null) {
                 candidates = queue.evictionOrder(t.priority);
             }
@@ -50,7 +55,7 @@ final class EvictionPlan {
         }
         int byPriority = victims.size();
         int needSlots = queued - victims.size() - config.maxQueuedRequests() + 1;
-        long needTokens = pendingTokens - freed + t.tokens - config.maxPendingTokens();
+        long needTokens = pendingTokens - freed + t.tokens - budget;
         if ((needSlots > 0 && queued > 0) || needTokens > 0) {
             Map<String, long[]> use = queue.tenantUse();
             for (Ticket v : victims) {
@@ -81,7 +86,7 @@ final class EvictionPlan {
     }
 
     /** Whether the newcomer's tokens would still overrun the pending-token budget after the evictions. */
-    boolean overBudget(Ticket t, long pendingTokens, AdmissionConfig config) {
-        return pendingTokens - freedTokens + t.tokens > config.maxPendingTokens();
+    boolean overBudget(Ticket t, long pendingTokens, long budget) {
+        return pendingTokens - freedTokens + t.tokens > budget;
     }
 }

@@ -46,10 +46,11 @@ final class Rejections {
                 + config.maxQueuedRequests() + " requests", seconds(config, waitSeconds));
     }
 
-    static Rejection tokenBudget(AdmissionConfig config, Ticket t, long pendingTokens, double rate) {
-        long excess = pendingTokens + t.tokens - config.maxPendingTokens();
+    static Rejection tokenBudget(AdmissionConfig config, Ticket t, long pendingTokens, long budget, double rate) {
+        long excess = pendingTokens + t.tokens - budget;
         return new Rejection(RejectReason.TOKEN_BUDGET_EXCEEDED, pendingTokens + " prompt tokens are pending and this "
-                + "request has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens(),
+                + "request has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens()
+                + (budget > config.maxPendingTokens() ? " (" + budget + " for its deadline)" : ""),
                 seconds(config, excess / rate));
     }
 
