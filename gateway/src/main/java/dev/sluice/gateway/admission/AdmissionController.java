@@ -185,16 +185,15 @@ public final class AdmissionController {
         }
         double rate = prefill.clusterRate();
         long pendingTokens = ledger.pendingTokens();
-        long budget = budget(t, now);
-        EvictionPlan room = EvictionPlan.plan(t, queue, pendingTokens, config, budget);
+        EvictionPlan room = EvictionPlan.plan(t, queue, pendingTokens, config);
         // With nobody waiting, a request that a window can take now never waits: it passes even when
         // the queue has no room (max_queued_requests: 0 means "never wait", not "never serve").
         boolean passThroughOnly = room.queueStaysFull(queue, config);
         if (passThroughOnly && queue.size() > 0) {
             return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
         }
-        if (room.overBudget(t, pendingTokens, budget)) {
-            return Rejections.tokenBudget(config, t, pendingTokens, budget, rate);
+        if (room.overBudget(t, pendingTokens, config)) {
+            return Rejections.tokenBudget(config, t, pendingTokens, rate);
         }
         t.enqueuedNanos = now;
         queue.add(t); // in its place (its class, its tenant's turn, its deadline), to see what is ahead of it
@@ -218,21 +217,6 @@ public final class AdmissionController {
             return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
         }
         return null;
-    }
-
-    /** How many times admission.max_pending_tokens a patient request may find pending, at most. */
-    static final int MAX_BUDGET_SCALE = 4;
-
-    /**
-     * The pending tokens {@code t} may find: {@code max_pending_tokens} is sized for the default
-     * deadline ({@code queue_timeout}); a client that says it will wait k times longer may find up to
-     * k times that ahead of it (at most {@link #MAX_BUDGET_SCALE} times), since it can still be served
-     * in time. Whether it actually can is the deadline check's to say.
-     */
-    private long budget(Ticket t, long now) {
-        long timeout = config.queueTimeout().toNanos();
-        double scale = Math.min(MAX_BUDGET_SCALE, Math.max(1.0, (double) (t.queueDeadline(now, timeout) - now) / timeout));
-        return (long) (config.maxPendingTokens() * scale);
     }
 
     /** A forecast from now: what the prefill workers still hold, at the cluster's rate. */

@@ -29,20 +29,15 @@ final class EvictionPlan {
     }
 
     static EvictionPlan plan(Ticket t, PriorityQueues queue, long pendingTokens, AdmissionConfig config) {
-        return plan(t, queue, pendingTokens, config, config.maxPendingTokens());
-    }
-
-    /** @param budget the pending tokens {@code t} may find (admission.max_pending_tokens, or more for a patient request) */
-    static EvictionPlan plan(Ticket t, PriorityQueues queue, long pendingTokens, AdmissionConfig config, long budget) {
         int queued = queue.size();
-        if (queued < config.maxQueuedRequests() && pendingTokens + t.tokens <= budget) {
+        if (queued < config.maxQueuedRequests() && pendingTokens + t.tokens <= config.maxPendingTokens()) {
             return NONE; // the usual case: room in both
         }
         List<Ticket> victims = new ArrayList<>();
         long freed = 0;
         List<Ticket> candidates = null;
         while (queued - victims.size() >= config.maxQueuedRequests()
-                || pendingTokens - freed + t.tokens > budget) {
+                || pendingTokens - freed + t.tokens > config.maxPendingTokens()) {
             if (candidates == null) {
                 candidates = queue.evictionOrder(t.priority);
             }
@@ -55,7 +50,7 @@ final class EvictionPlan {
         }
         int byPriority = victims.size();
         int needSlots = queued - victims.size() - config.maxQueuedRequests() + 1;
-        long needTokens = pendingTokens - freed + t.tokens - budget;
+        long needTokens = pendingTokens - freed + t.tokens - config.maxPendingTokens();
         if ((needSlots > 0 && queued > 0) || needTokens > 0) {
             Map<String, long[]> use = queue.tenantUse();
             for (Ticket v : victims) {
@@ -86,7 +81,7 @@ final class EvictionPlan {
     }
 
     /** Whether the newcomer's tokens would still overrun the pending-token budget after the evictions. */
-    boolean overBudget(Ticket t, long pendingTokens, long budget) {
-        return pendingTokens - freedTokens + t.tokens > budget;
+    boolean overBudget(Ticket t, long pendingTokens, AdmissionConfig config) {
+        return pendingTokens - freedTokens + t.tokens > config.maxPendingTokens();
     }
 }

@@ -46,11 +46,10 @@ final class Rejections {
                 + config.maxQueuedRequests() + " requests", seconds(config, waitSeconds));
     }
 
-    static Rejection tokenBudget(AdmissionConfig config, Ticket t, long pendingTokens, long budget, double rate) {
-        long excess = pendingTokens + t.tokens - budget;
+    static Rejection tokenBudget(AdmissionConfig config, Ticket t, long pendingTokens, double rate) {
+        long excess = pendingTokens + t.tokens - config.maxPendingTokens();
         return new Rejection(RejectReason.TOKEN_BUDGET_EXCEEDED, pendingTokens + " prompt tokens are pending and this "
-                + "request has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens()
-                + (budget > config.maxPendingTokens() ? " (" + budget + " for its deadline)" : ""),
+                + "request has about " + t.tokens + "; admission.max_pending_tokens is " + config.maxPendingTokens(),
                 seconds(config, excess / rate));
     }
 

@@ -74,9 +74,9 @@ class EvictionPlanTest {
         Ticket high = ticket("high", 500, 0, "a");
         EvictionPlan plan = EvictionPlan.plan(high, q, 900, cfg); // 900 + 500 > 1000: 400 short
         assertThat(plan.victims).containsExactly(l2, l1); // newest first: one (300) is not enough
-        assertThat(plan.overBudget(high, 900, cfg.maxPendingTokens())).isFalse();
+        assertThat(plan.overBudget(high, 900, cfg)).isFalse();
         Ticket big = ticket("big", 1_000, 0, "a");
-        assertThat(EvictionPlan.plan(big, q, 900, cfg).overBudget(big, 900, cfg.maxPendingTokens()))
+        assertThat(EvictionPlan.plan(big, q, 900, cfg).overBudget(big, 900, cfg))
                 .as("everything evictable is not enough").isTrue();
     }
 

@@ -303,27 +303,6 @@ class PredictiveAdmissionTest {
     }
 
     @Test
-    void aClientThatWillWaitLongerMayFindProportionallyMorePending() {
-        AdmissionController c = controller(config(8, 10_000, Duration.ofSeconds(10), 10_000, 1, 100_000, 10));
-        c.submit(ticket("running", 8_000, 1, new Recorder()));
-        // the default deadline: 8,000 + 4,000 > 10,000
-        assertThat(c.submit(ticket("default", 4_000, 1, new Recorder())).reason())
-                .isEqualTo(RejectReason.TOKEN_BUDGET_EXCEEDED);
-        // 20 s is twice queue_timeout: up to 20,000 pending
-        assertThat(c.submit(new Ticket("patient", 4_000, 1, "t", now.get() + Duration.ofSeconds(20).toNanos(),
-                Runnable::run, new Recorder()))).isNull();
-        // and never more than 4x, however long the client says it will wait
-        for (int i = 0; i < 3; i++) { // 12,000 + 3 x 9,000 = 39,000
-            assertThat(c.submit(new Ticket("forever" + i, 9_000, 1, "t", now.get() + Duration.ofHours(1).toNanos(),
-                    Runnable::run, new Recorder()))).isNull();
-        }
-        Rejection r = c.submit(new Ticket("one-more", 9_000, 1, "t", now.get() + Duration.ofHours(1).toNanos(),
-                Runnable::run, new Recorder()));
-        assertThat(r.reason()).isEqualTo(RejectReason.TOKEN_BUDGET_EXCEEDED);
-        assertThat(r.message()).contains("(40000 for its deadline)");
-    }
-
-    @Test
     void aStateFileRateIsAPriorOnlyWhereNothingBetterIsKnown() {
         AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
         Worker prefill = workers.prefill().get(0);
