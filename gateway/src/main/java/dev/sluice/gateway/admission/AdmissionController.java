@@ -202,11 +202,12 @@ public final class AdmissionController {
         for (Forecast.Late l : late) {
             if (l.ticket() == t) {
                 queue.remove(t); // the others' fate is judged again without it, at the next review
-                return Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());
+                return l.shed() ? Rejections.shed(config, t, now, l.tokensAhead() / rate)
+                        : Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());
             }
         }
-        double ahead = forecast(now).until(queue.serviceOrder(), t);
-        evict(room, t, ahead, after);
+        double waitSeconds = forecast(now).until(queue.serviceOrder(), t);
+        evict(room, t, waitSeconds, after);
         notServed(late, now, after); // it goes ahead of these (a higher class, an earlier deadline, a shorter prompt)
         t.state = Ticket.State.QUEUED;
         ledger.pending(t);

@@ -303,6 +303,23 @@ class PredictiveAdmissionTest {
     }
 
     @Test
+    void aLongNewcomerThatWouldKeepAShorterQueuedOneFromItsDeadlineIsTheOneShed() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        c.submit(ticket("running", 1_000, 1, new Recorder())); // 1 s
+        Recorder shortOne = new Recorder();
+        // due in 10 s, but its deadline is later than the newcomer's: the newcomer goes first (EDF)
+        assertThat(c.submit(new Ticket("short", 1_000, 1, "t", now.get() + Duration.ofSeconds(10).toNanos(),
+                Runnable::run, shortOne))).isNull();
+        Rejection r = c.submit(new Ticket("long", 8_500, 1, "t", now.get() + Duration.ofMillis(9_600).toNanos(),
+                Runnable::run, new Recorder())); // due in 9.6 s: 1 + 8.5 = 9.5 s fits, but then "short" comes at 10.5 s
+        assertThat(r.reason()).isEqualTo(RejectReason.SHED);
+        assertThat(r.retryAfterSeconds()).isPositive();
+        assertThat(shortOne.rejection).isNull();
+        assertThat(c.snapshot().queued()).isEqualTo(1);
+    }
+
+    @Test
     void aStateFileRateIsAPriorOnlyWhereNothingBetterIsKnown() {
         AdmissionController c = controller(incident(NO_PRIOR, QueueOrder.EDF));
         Worker prefill = workers.prefill().get(0);
