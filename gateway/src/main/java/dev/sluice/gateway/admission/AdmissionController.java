@@ -206,8 +206,7 @@ public final class AdmissionController {
                         : Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());
             }
         }
-        double waitSeconds = forecast(now).until(queue.serviceOrder(), t);
-        evict(room, t, waitSeconds, after);
+        evict(room, t, now, after);
         notServed(late, now, after); // it goes ahead of these (a higher class, an earlier deadline, a shorter prompt)
         t.state = Ticket.State.QUEUED;
         ledger.pending(t);
@@ -225,7 +224,12 @@ public final class AdmissionController {
         return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate(), ledger.pace);
     }
 
-    private void evict(EvictionPlan room, Ticket newcomer, double waitSeconds, After after) {
+    private void evict(EvictionPlan room, Ticket newcomer, long now, After after) {
+        if (room.victims.isEmpty()) {
+            return; // the usual case: no second walk of the queue
+        }
+        // the victims' Retry-After: the newcomer's own predicted wait
+        double waitSeconds = forecast(now).until(queue.serviceOrder(), newcomer);
         for (int i = 0; i < room.victims.size(); i++) {
             Ticket v = room.victims.get(i);
             removeQueued(v);
@@ -241,7 +245,17 @@ public final class AdmissionController {
      * @return true if the ticket was still queued (it will never be granted)
      */
     public boolean release(Ticket t) {
+        return release(t, 0, 0);
+    }
+
+    /**
+     * As {@link #release(Ticket)}, for a request that ended well having generated {@code tokens}
+     * tokens in {@code decodeSeconds} after its prefill was done: the decode pace learns from it under
+     * the same lock (non-streamed requests' deadline checks add it).
+     */
+    public boolean release(Ticket t, double decodeSeconds, long tokens) {
         return decisions.decide(after -> {
+            ledger.pace.observed(decodeSeconds, tokens);
             boolean wasQueued = t.state == Ticket.State.QUEUED;
             long now = clock.getAsLong();
             switch (t.state) {
@@ -363,11 +377,8 @@ public final class AdmissionController {
         });
     }
 
-    /**
-     * A request generated {@code tokens} tokens in {@code seconds} after its prefill was done: the
-     * decode pace that non-streamed requests' deadline checks add.
-     */
-    public void decodePace(double seconds, long tokens) {
+    /** A request generated {@code tokens} tokens in {@code seconds} after its prefill was done (tests). */
+    void decodePace(double seconds, long tokens) {
         decisions.update(() -> ledger.pace.observed(seconds, tokens));
     }
 

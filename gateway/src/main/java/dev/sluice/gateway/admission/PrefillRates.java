@@ -177,26 +177,41 @@ final class PrefillRates {
         return v == null || !(v > 0) ? Double.NaN : v;
     }
 
-    /** The workers whose rates make the cluster's: the available prefill workers, or all when none is. */
-    private List<Worker> serving() {
-        List<Worker> all = workers.prefill();
-        List<Worker> up = all.stream().filter(Worker::acceptsNewRequests).toList();
-        return up.isEmpty() ? all : up;
+    /**
+     * The workers whose rates make the cluster's are the available prefill workers, or all of them
+     * when none is: whether {@code w} counts, given whether any is available. (No list is built:
+     * this runs under the admission lock on every decision.)
+     */
+    private static boolean serving(Worker w, boolean anyAvailable) {
+        return !anyAvailable || w.acceptsNewRequests();
+    }
+
+    private boolean anyAvailable() {
+        for (Worker w : workers.prefill()) {
+            if (w.acceptsNewRequests()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** Prompt tokens per second the cluster's prefill works through when every worker is busy. */
     double clusterRate() {
+        boolean any = anyAvailable();
         double sum = 0;
-        for (Worker w : serving()) {
-            sum += rateOf(w);
+        for (Worker w : workers.prefill()) {
+            if (serving(w, any)) {
+                sum += rateOf(w);
+            }
         }
         return sum > 0 ? sum : guess;
     }
 
     /** Whether predictions can be trusted: every serving prefill worker has a measured rate or a prior. */
     boolean known() {
-        for (Worker w : serving()) {
-            if (sourceOf(w) == Source.GUESS) {
+        boolean any = anyAvailable();
+        for (Worker w : workers.prefill()) {
+            if (serving(w, any) && sourceOf(w) == Source.GUESS) {
                 return false;
             }
         }

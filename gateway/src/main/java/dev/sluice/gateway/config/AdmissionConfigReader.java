@@ -109,15 +109,8 @@ final class AdmissionConfigReader {
         ConfigNode orderNode = n.child("order", "Within a class (and a tenant's turn in it): edf serves the earliest "
                 + "deadline first (X-Sluice-Deadline-Ms, else arrival + queue_timeout); fifo serves arrival order.")
                 .rule("edf or fifo");
-        String order = orderNode.text("edf");
-        AdmissionConfig.QueueOrder o = switch (order) {
-            case "edf" -> AdmissionConfig.QueueOrder.EDF;
-            case "fifo" -> AdmissionConfig.QueueOrder.FIFO;
-            default -> {
-                orderNode.reject(order, "edf or fifo");
-                yield AdmissionConfig.QueueOrder.EDF;
-            }
-        };
+        AdmissionConfig.QueueOrder o = choice(orderNode, "edf",
+                Map.of("edf", AdmissionConfig.QueueOrder.EDF, "fifo", AdmissionConfig.QueueOrder.FIFO));
         Duration review = n.child("review_interval", "Every queued request's predicted first token is checked "
                 + "against its deadline at least this often (and at once when the rate or the work ahead changes); "
                 + "one that can no longer make it is answered 429 deadline_unreachable.")
@@ -126,16 +119,20 @@ final class AdmissionConfigReader {
                 + "gives way: longest (the longest prompt ahead, when that lets a shorter one in: the most requests "
                 + "served, long prompts wait for quieter times) or latest (the one that cannot make it).")
                 .rule("longest or latest");
-        String shed = shedNode.text("longest");
-        AdmissionConfig.Shed sh = switch (shed) {
-            case "longest" -> AdmissionConfig.Shed.LONGEST;
-            case "latest" -> AdmissionConfig.Shed.LATEST;
-            default -> {
-                shedNode.reject(shed, "longest or latest");
-                yield AdmissionConfig.Shed.LONGEST;
-            }
-        };
+        AdmissionConfig.Shed sh = choice(shedNode, "longest",
+                Map.of("longest", AdmissionConfig.Shed.LONGEST, "latest", AdmissionConfig.Shed.LATEST));
         return new AdmissionConfig.SchedulingConfig(o, review, sh);
+    }
+
+    /** One of the words of {@code choices} (absent: {@code def}); another is refused, naming the choices. */
+    private static <E> E choice(ConfigNode n, String def, Map<String, E> choices) {
+        String word = n.text(def);
+        E value = choices.get(word);
+        if (value == null) {
+            n.reject(word, String.join(" or ", new java.util.TreeSet<>(choices.keySet())));
+            return choices.get(def);
+        }
+        return value;
     }
 
     private static AdmissionConfig.PrefillRateConfig prefillRate(ConfigNode n) {

@@ -395,12 +395,11 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         ended = true;
         watchdog.cancel();
         if (ticket != null) {
-            services.admission().release(ticket);
+            boolean learn = outcome.outcome() == Outcome.OK && timeline.prefillDoneNanos() != 0;
+            services.admission().release(ticket, learn ? (System.nanoTime() - timeline.prefillDoneNanos()) / 1e9 : 0,
+                    learn ? tokens.completion() : 0); // a good answer teaches the decode pace
         }
         services.live().remove(this);
-        if (ticket != null && outcome.outcome() == Outcome.OK && timeline.prefillDoneNanos() != 0) {
-            services.admission().decodePace((System.nanoTime() - timeline.prefillDoneNanos()) / 1e9, tokens.completion());
-        }
         RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket, priorityName,
                 client.status(), outcome.outcome(), timeline, outcome.detail()), services, settings.requestLogging(), tokens.completion(),
                 ticket == null ? null : ticket.tenant());
