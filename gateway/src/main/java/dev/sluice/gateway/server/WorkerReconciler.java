@@ -113,11 +113,14 @@ final class WorkerReconciler {
         return w.url().equals(e.url()) && java.util.Objects.equals(w.bootstrapPort(), e.bootstrapPort());
     }
 
-    /** Retires drained workers: out of the lists first (routing stops seeing them), then their state and pool. */
+    /**
+     * Retires drained workers: out of the lists first (routing stops seeing them), then their state,
+     * metrics and pool, and out of the draining set last, so that "none draining" means every trace
+     * of a retired worker is gone (a test read the gauges between the two and found them).
+     */
     void retireDrained() {
         for (Worker w : draining) {
             if (w.inflight() == 0) {
-                draining.remove(w);
                 workers.remove(w);
                 admission.removeWorker(w);
                 health.remove(w);
@@ -126,6 +129,7 @@ final class WorkerReconciler {
                     ca.forget(w);
                 }
                 pool.forget(w, loops);
+                draining.remove(w);
                 log.info("worker retired role={} worker={}", w.role().label(), w.name());
             }
         }
