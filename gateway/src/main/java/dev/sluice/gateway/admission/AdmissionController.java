@@ -235,6 +235,7 @@ public final class AdmissionController {
             removeQueued(v);
             v.state = Ticket.State.ENDED; // under the lock: a concurrent release must see it as ended
             tell(after, v, i < room.byPriority ? Rejections.evictedByPriority(config, waitSeconds)
+                    : i < room.byPriority + room.byLength ? Rejections.shed(config, v, now, waitSeconds)
                     : Rejections.evictedByShare(config, v, newcomer, waitSeconds));
         }
     }

@@ -18,10 +18,6 @@ final class Forecast {
     record Late(Ticket ticket, double predictedSeconds, double tokensAhead, boolean shed) {
     }
 
-    /** Longest prompt first, the later arrival first among equals: who gives way under {@code shed: longest}. */
-    private static final java.util.Comparator<Ticket> LONGEST = java.util.Comparator.<Ticket>comparingLong(
-            t -> t.tokens).thenComparingLong(t -> t.arrival).reversed();
-
     private final long now;
     private final double rate;
     private final DecodePace pace;
@@ -68,7 +64,7 @@ final class Forecast {
      */
     List<Late> late(List<Ticket> order, boolean shedLongest) {
         List<Late> out = new ArrayList<>(0);
-        java.util.PriorityQueue<Ticket> taken = shedLongest ? new java.util.PriorityQueue<>(LONGEST) : null;
+        java.util.PriorityQueue<Ticket> taken = shedLongest ? new java.util.PriorityQueue<>(Ticket.LONGEST_FIRST) : null;
         int lane = -1;
         for (Ticket t : order) {
             if (taken != null && t.priority != lane) {

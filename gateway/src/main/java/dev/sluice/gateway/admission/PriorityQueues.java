@@ -204,14 +204,22 @@ final class PriorityQueues {
 
     /**
      * Tickets that may be pushed out for a newcomer of {@code priority}, in the order they should
-     * go: lowest class first; inside a class, the newest ticket of whichever tenant has the most
-     * queued at that point (so eviction, too, falls on the heaviest tenant first).
+     * go: lowest class first; inside a class, a ticket of whichever tenant has the most queued at
+     * that point (so eviction, too, falls on the heaviest tenant first): its longest prompt with
+     * {@code longestFirst} (the fewest requests give way for the room, and the shorter stay), else
+     * its newest.
      */
-    List<Ticket> evictionOrder(int priority) {
+    List<Ticket> evictionOrder(int priority, boolean longestFirst) {
         List<Ticket> order = new ArrayList<>();
         for (int i = lanes.length - 1; i > priority; i--) {
             Map<String, LinkedList<Ticket>> copy = new HashMap<>();
-            lanes[i].tenants.forEach((k, v) -> copy.put(k, new LinkedList<>(v)));
+            lanes[i].tenants.forEach((k, v) -> {
+                LinkedList<Ticket> q = new LinkedList<>(v);
+                if (longestFirst) {
+                    q.sort(Ticket.LONGEST_FIRST.reversed()); // the longest last, where pollLast takes it
+                }
+                copy.put(k, q);
+            });
             while (!copy.isEmpty()) {
                 LinkedList<Ticket> busiest = null;
                 String tenant = null;
@@ -228,6 +236,24 @@ final class PriorityQueues {
             }
         }
         return order;
+    }
+
+    /**
+     * The longest queued prompt of {@code tenant} in class {@code priority} that is longer than
+     * {@code tokens} (the later arrival among equals), or null: the one that gives way to a shorter
+     * newcomer of its own class and tenant when there is no room (Moore–Hodgson's move at the door).
+     */
+    Ticket longestLongerThan(int priority, String tenant, long tokens) {
+        LinkedList<Ticket> q = lanes[priority].tenants.get(tenant);
+        Ticket longest = null;
+        if (q != null) {
+            for (Ticket c : q) {
+                if (c.tokens > tokens && (longest == null || Ticket.LONGEST_FIRST.compare(c, longest) < 0)) {
+                    longest = c;
+                }
+            }
+        }
+        return longest;
     }
 
     /** Every queued ticket, class by class (a copy: for the rare paths, tenant-share eviction and a drain). */

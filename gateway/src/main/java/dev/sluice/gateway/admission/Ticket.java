@@ -13,6 +13,14 @@ import java.util.concurrent.Executor;
  * ends twice (a failure racing a disconnect) cannot give capacity back twice.
  */
 public final class Ticket {
+    /**
+     * Longest prompt first, the later arrival first among equals: who gives way under
+     * {@code admission.scheduling.shed: longest} (in the review, and at the door when the queue or the
+     * token budget is full).
+     */
+    static final java.util.Comparator<Ticket> LONGEST_FIRST = java.util.Comparator.<Ticket>comparingLong(
+            t -> t.tokens).thenComparingLong(t -> t.arrival).reversed();
+
     enum State { NEW, QUEUED, DISPATCHED, ENDED }
 
     final String id;

@@ -128,7 +128,33 @@ class AdmissionControllerTest {
         assertThat(budget.retryAfterSeconds()).isBetween(1L, 60L);
 
         c.submit(ticket("c", 1000, 1, "t", new Recorder()));          // queued (window full)
-        assertThat(c.submit(ticket("d", 10, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+        assertThat(c.submit(ticket("d", 1000, 1, "t", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+    }
+
+    @Test
+    void aShorterNewcomerTakesTheFullQueuesLongestPlaceOfItsClassAndTheLongOneIsToldShed() {
+        AdmissionController c = controller(config(1, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Ticket running = ticket("running", 100, 1, "t", new Recorder());
+        c.submit(running);                                          // dispatched: the window (1) is full
+        Recorder longOne = new Recorder();
+        Ticket queuedLong = ticket("long", 16_000, 1, "t", longOne);
+        assertThat(c.submit(queuedLong)).isNull();                  // queued: the queue (1) is full
+        Recorder shortOne = new Recorder();
+        Ticket newcomer = ticket("short", 1_000, 1, "t", shortOne);
+
+        assertThat(c.submit(newcomer)).isNull();
+        assertThat(longOne.rejection.reason()).isEqualTo(RejectReason.SHED);
+        assertThat(longOne.rejection.retryAfterSeconds()).isBetween(1L, 60L);
+        assertThat(c.snapshot().queued()).isEqualTo(1);
+        assertThat(c.snapshot().pendingTokens()).isEqualTo(1_100); // the long one's tokens were given back
+        assertThat(c.release(queuedLong)).as("already ended: nothing given back twice").isFalse();
+
+        c.prefillDone(running);
+        c.release(running);
+        assertThat(shortOne.granted()).isTrue();
+        c.prefillDone(newcomer);
+        c.release(newcomer);
+        assertThat(c.snapshot().idle()).isTrue();
     }
 
     @Test

@@ -60,8 +60,8 @@ class EvictionPlanTest {
         assertThat(forHigh.queueStaysFull(q, cfg)).isFalse();
         assertThat(q.size()).isEqualTo(2); // a plan only
 
-        EvictionPlan forLow = EvictionPlan.plan(ticket("low2", 100, 2, "a"), q, 400, cfg);
-        assertThat(forLow.victims).isEmpty();
+        EvictionPlan forLow = EvictionPlan.plan(ticket("low2", 300, 2, "a"), q, 400, cfg);
+        assertThat(forLow.victims).as("as long as the queued one of its class: nobody gives way").isEmpty();
         assertThat(forLow.queueStaysFull(q, cfg)).isTrue();
     }
 
@@ -113,5 +113,91 @@ class EvictionPlanTest {
         Map<String, long[]> skewed = new HashMap<>(Map.of("a", new long[] {3, 300}, "b", new long[] {1, 100}));
         List<Ticket> queued = List.of(a1, b1, a3);
         assertThat(TenantShares.victims(newcomer, skewed, () -> queued, cfg, 1, 0)).containsExactly(a3);
+    }
+
+    private static AdmissionConfig withShed(AdmissionConfig base, AdmissionConfig.Shed shed) {
+        return new AdmissionConfig(base.maxQueuedRequests(), base.maxPendingTokens(), base.queueTimeout(),
+                base.maxRequestTokens(), base.prefillMaxInflightRequests(), base.prefillMaxInflightTokens(),
+                base.decodeMaxInflightStreams(), base.initialPrefillTokensPerSecond(), base.retryAfterMin(),
+                base.retryAfterMax(), base.drainGrace(), base.priorities(), base.defaultPriority(), base.apiKeys(),
+                base.requireApiKey(), base.tenantLimits(), base.tokenizer(),
+                new AdmissionConfig.SchedulingConfig(base.scheduling().order(), base.scheduling().reviewInterval(),
+                        shed), base.prefillRate());
+    }
+
+    @Test
+    void aFullQueueSwapsItsLongestPromptOfTheClassForAShorterNewcomerOneForOne() {
+        AdmissionConfig cfg = config(3, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10);
+        Ticket mid = ticket("mid", 4_000, 1, "a");
+        Ticket longest = ticket("longest", 16_000, 1, "a");
+        Ticket shortOne = ticket("short", 1_000, 1, "a");
+        PriorityQueues q = queue(mid, longest, shortOne);
+
+        Ticket newcomer = ticket("new", 2_000, 1, "a");
+        EvictionPlan plan = EvictionPlan.plan(newcomer, q, 21_000, cfg);
+        assertThat(plan.victims).containsExactly(longest);
+        assertThat(plan.byPriority).isZero();
+        assertThat(plan.byLength).isEqualTo(1);
+        assertThat(plan.queueStaysFull(q, cfg)).isFalse();
+
+        Ticket longer = ticket("longer", 20_000, 1, "a");
+        assertThat(EvictionPlan.plan(longer, q, 21_000, cfg).victims)
+                .as("a newcomer longer than everything queued of its class takes nobody's place").isEmpty();
+        EvictionPlan forOtherTenant = EvictionPlan.plan(ticket("b", 2_000, 1, "b"), q, 21_000, cfg);
+        assertThat(forOtherTenant.byLength).as("another tenant's prompts are the tenant shares' business").isZero();
+        assertThat(forOtherTenant.victims).as("a holds all of the queue, over its share: its newest goes")
+                .containsExactly(shortOne);
+        EvictionPlan forHigher = EvictionPlan.plan(ticket("hi", 2_000, 0, "a"), q, 21_000, cfg);
+        assertThat(forHigher.victims).as("for a higher class the longest goes by priority").containsExactly(longest);
+        assertThat(forHigher.byPriority).isEqualTo(1);
+        assertThat(forHigher.byLength).isZero();
+    }
+
+    @Test
+    void aShortTokenBudgetTakesOneLongerPromptOfTheClassOnlyWhenThatOneMakesRoom() {
+        AdmissionConfig cfg = config(10, 20_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10);
+        Ticket a = ticket("a", 6_000, 1, "a");
+        Ticket b = ticket("b", 12_000, 1, "a");
+        PriorityQueues q = queue(a, b);
+        Ticket newcomer = ticket("new", 5_000, 1, "a");
+        EvictionPlan plan = EvictionPlan.plan(newcomer, q, 18_000, cfg); // 3,000 short
+        assertThat(plan.victims).containsExactly(b);
+        assertThat(plan.overBudget(newcomer, 18_000, cfg)).isFalse();
+
+        Ticket longerThanAll = ticket("longer", 13_000, 1, "a");
+        assertThat(EvictionPlan.plan(longerThanAll, q, 18_000, cfg).overBudget(longerThanAll, 18_000, cfg))
+                .as("no longer prompt of its class to take the place of").isTrue();
+        // the budget already overrun (a lowered limit): one longer prompt is not room enough, so nobody goes
+        EvictionPlan overrun = EvictionPlan.plan(newcomer, q, 40_000, cfg);
+        assertThat(overrun.victims).isEmpty();
+        assertThat(overrun.overBudget(newcomer, 40_000, cfg)).isTrue();
+    }
+
+    @Test
+    void shedLatestKeepsTheQueuedWhateverTheirLength() {
+        AdmissionConfig cfg = withShed(config(2, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10),
+                AdmissionConfig.Shed.LATEST);
+        Ticket longest = ticket("longest", 16_000, 1, "a");
+        Ticket low = ticket("low", 8_000, 2, "a");
+        PriorityQueues q = queue(longest, low);
+        assertThat(EvictionPlan.plan(ticket("new", 1_000, 1, "a"), q, 24_000, cfg).victims)
+                .as("a lower class still gives way, the newest of the busiest tenant").containsExactly(low);
+        PriorityQueues sameClass = queue(ticket("x", 16_000, 1, "a"), ticket("y", 9_000, 1, "a"));
+        EvictionPlan plan = EvictionPlan.plan(ticket("new2", 1_000, 1, "a"), sameClass, 25_000, cfg);
+        assertThat(plan.victims).isEmpty();
+        assertThat(plan.queueStaysFull(sameClass, cfg)).isTrue();
+    }
+
+    @Test
+    void underShedLongestALowerClassGivesWayLongestFirst() {
+        AdmissionConfig cfg = config(10, 10_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10);
+        Ticket small = ticket("small", 1_000, 2, "a");
+        Ticket big = ticket("big", 5_000, 2, "a");
+        Ticket newest = ticket("newest", 2_000, 2, "a");
+        PriorityQueues q = queue(small, big, newest);
+        Ticket high = ticket("high", 4_000, 0, "a");
+        EvictionPlan plan = EvictionPlan.plan(high, q, 8_000, cfg); // 2,000 short
+        assertThat(plan.victims).as("one long one instead of the newest two").containsExactly(big);
+        assertThat(plan.byPriority).isEqualTo(1);
     }
 }

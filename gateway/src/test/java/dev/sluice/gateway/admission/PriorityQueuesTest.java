@@ -82,13 +82,13 @@ class PriorityQueuesTest {
         q.add(ticket("l-b2", 2, "b"));
         q.add(ticket("l-b3", 2, "b"));
         q.add(ticket("h-a1", 0, "a"));
-        List<String> forHigh = ids(q.evictionOrder(0));
+        List<String> forHigh = ids(q.evictionOrder(0, false));
         // b holds 3 to a's 1: b's two newest first, then one each (a tie: either order), then the next class
         assertThat(forHigh.subList(0, 2)).containsExactly("l-b3", "l-b2");
         assertThat(forHigh.subList(2, 4)).containsExactlyInAnyOrder("l-b1", "l-a1");
         assertThat(forHigh.subList(4, 5)).containsExactly("n-a1");
-        assertThat(ids(q.evictionOrder(1))).hasSize(4).doesNotContain("n-a1");
-        assertThat(q.evictionOrder(2)).isEmpty(); // never a request of the newcomer's class or higher
+        assertThat(ids(q.evictionOrder(1, false))).hasSize(4).doesNotContain("n-a1");
+        assertThat(q.evictionOrder(2, false)).isEmpty(); // never a request of the newcomer's class or higher
         assertThat(q.size()).isEqualTo(6); // only a plan
     }
 

@@ -126,9 +126,10 @@ class AdmissionEndToEndTest {
         assertThat(eventually(Duration.ofSeconds(5),
                 () -> bed.gateway.admission().snapshot().pendingTokens() > 5000)).isTrue();
 
-        HttpResponse<String> res = send(prompt(1500, "c")).get();
+        // longer than b, the one queued (a shorter one would take b's place: admission.scheduling.shed: longest)
+        HttpResponse<String> res = send(prompt(2700, "c")).get();
         assertRejected(res, 429, "token_budget_exceeded");
-        // the excess (~600 tokens over 6,000) drains at ~2,000 tokens/s: about a second, not a constant
+        // the excess (~1,800 tokens over 6,000) drains at ~2,000 tokens/s: about a second, not a constant
         assertThat(retryAfter(res)).isBetween(1L, 3L);
         assertThat(a.get().statusCode()).isEqualTo(200);
         assertThat(b.get().statusCode()).isEqualTo(200);
