@@ -221,7 +221,8 @@ public final class AdmissionController {
 
     /** A forecast from now: what the prefill workers still hold, at the cluster's rate. */
     private Forecast forecast(long now) {
-        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate(), ledger.pace);
+        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate(), ledger.pace,
+                ledger.slack.seconds());
     }
 
     private void evict(EvictionPlan room, Ticket newcomer, long now, After after) {
@@ -420,7 +421,7 @@ public final class AdmissionController {
             }
             return new AdmissionSnapshot(queue.size(), depth, tenants, ledger.pendingTokens(), ledger.inPrefillTokens(),
                     ledger.dispatched(), prefill.clusterRate(), prefill.known(), draining, windows.snapshot(),
-                    prefill.view());
+                    prefill.view(), ledger.slack.seconds());
         });
     }
 

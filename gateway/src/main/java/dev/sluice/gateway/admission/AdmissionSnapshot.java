@@ -8,12 +8,14 @@ import java.util.Map;
  * A consistent view of admission state, for metrics, the admin view and tests.
  * {@code prefillTokensPerSecond} is the cluster's rate; {@code throughputMeasured} says whether it
  * is trusted (every available prefill worker measured or given a prior), which turns the deadline
- * checks on.
+ * checks on; {@code predictionSlackSeconds} is the margin they leave (how much later than predicted
+ * prefills have been finishing, {@link PredictionSlack}).
  */
 public record AdmissionSnapshot(int queued, int[] queuedByClass, List<Map<String, Integer>> queuedTenantsByClass,
                                 long pendingTokens, long inflightPrefillTokens, int dispatched,
                                 double prefillTokensPerSecond, boolean throughputMeasured, boolean draining,
-                                Map<Worker, WorkerWindow> perWorker, Map<Worker, PrefillRate> prefillRates) {
+                                Map<Worker, WorkerWindow> perWorker, Map<Worker, PrefillRate> prefillRates,
+                                double predictionSlackSeconds) {
 
     /**
      * One prefill worker's rate as admission uses it, and where it comes from: {@code measured},

@@ -116,8 +116,10 @@ final class Dispatcher {
         if (t.direct || !rates.known()) {
             return false;
         }
-        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill)
-                + ledger.pace.seconds(t.answerTokens);
+        double prefillSeconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
+        // kept for the slack to learn from when the prefill is done (it is dispatched unless this says no)
+        t.predictedPrefillDoneNanos = now + (long) (prefillSeconds * 1e9);
+        double seconds = prefillSeconds + ledger.slack.seconds() + ledger.pace.seconds(t.answerTokens);
         return now + (long) (seconds * 1e9) > deadline;
     }
 }

@@ -21,16 +21,19 @@ final class Forecast {
     private final long now;
     private final double rate;
     private final DecodePace pace;
+    private final double slackSeconds;
     private double ahead; // prompt tokens to compute before the next request in order
 
     /**
      * @param remainingTokens what the prefill workers still have to compute of what they hold
      * @param rate            the cluster's prompt tokens per second
+     * @param slackSeconds    how much later than predicted prefills have been finishing ({@link PredictionSlack})
      */
-    Forecast(long now, double remainingTokens, double rate, DecodePace pace) {
+    Forecast(long now, double remainingTokens, double rate, DecodePace pace, double slackSeconds) {
         this.now = now;
         this.rate = rate;
         this.pace = pace;
+        this.slackSeconds = slackSeconds;
         this.ahead = remainingTokens;
     }
 
@@ -39,7 +42,7 @@ final class Forecast {
      * non-streamed request its whole answer after that (which delays no one else's prefill).
      */
     double secondsFor(Ticket t) {
-        return (ahead + t.tokens) / rate + pace.seconds(t.answerTokens);
+        return (ahead + t.tokens) / rate + slackSeconds + pace.seconds(t.answerTokens);
     }
 
     /** Whether {@code t}, next in order, would get its first token by its deadline; if so its work counts for those behind. */

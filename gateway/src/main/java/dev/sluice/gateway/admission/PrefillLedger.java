@@ -9,6 +9,7 @@ package dev.sluice.gateway.admission;
 final class PrefillLedger {
     final PrefillRates rates;
     final DecodePace pace = new DecodePace();
+    final PredictionSlack slack = new PredictionSlack();
     private long pendingTokens;
     private long inPrefillTokens;
     private int dispatched;
@@ -51,6 +52,10 @@ final class PrefillLedger {
         inPrefillTokens -= t.tokens;
         // a short prompt a decode prefilled itself (direct) says nothing of a prefill worker's rate
         rates.prefillEnded(t.prefill, t, now, completed && !t.direct);
+        if (completed && !t.direct && t.predictedPrefillDoneNanos != 0) {
+            slack.observed((now - t.predictedPrefillDoneNanos) / 1e9);
+        }
+        t.predictedPrefillDoneNanos = 0;
     }
 
     /** Its decode stream ended, or it goes back to the queue for another pair. */

@@ -43,6 +43,8 @@ public final class Ticket {
     Worker decode;
     boolean prefillReleased;
     long dispatchedNanos;
+    /** When its prefill should be done, predicted at dispatch (0: no prediction); see {@link PredictionSlack}. */
+    long predictedPrefillDoneNanos;
     /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
     long windowTokensAtDispatch;
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */

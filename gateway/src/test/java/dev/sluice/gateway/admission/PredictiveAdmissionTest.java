@@ -133,6 +133,41 @@ class PredictiveAdmissionTest {
         c.release(second);
     }
 
+    @Test
+    void prefillsThatFinishLaterThanPredictedLeaveThatMuchMarginInTheChecks() {
+        AdmissionConfig oneAtATime = config(32, 131_072, Duration.ofSeconds(30), 131_072, 1, 32_768, 256).toBuilder()
+                .prefillRate(prior(2_500)).build();
+        AdmissionController c = controller(oneAtATime);
+        assertThat(c.snapshot().predictionSlackSeconds()).isZero();
+        // each first token comes a second after its prefill was predicted done (the handoff and the
+        // first decode step, say, that no rate counts), one request at a time with idle time between
+        for (int i = 0; i < 4; i++) {
+            Recorder r = new Recorder();
+            Ticket t = ticket("late" + i, 4_000, 1, r);
+            assertThat(c.submit(t)).isNull();
+            assertThat(r.granted()).isTrue();
+            advance(c.snapshot().prefillTokensPerSecond() > 0 ? 4_000 / c.snapshot().prefillTokensPerSecond() + 1.0 : 0);
+            c.prefillDone(t);
+            c.release(t);
+            advance(5);
+        }
+        AdmissionSnapshot s = c.snapshot();
+        double rate = s.prefillTokensPerSecond();
+        double slack = s.predictionSlackSeconds();
+        assertThat(slack).as("the lateness the rate did not absorb").isGreaterThan(0.3);
+
+        // a prompt whose prefill alone fits the 30 s deadline, but not with the margin
+        long tight = (long) ((30 - slack / 2) * rate);
+        Rejection no = c.submit(ticket("tight", tight, 1, new Recorder()));
+        assertThat(no).isNotNull();
+        assertThat(no.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        Ticket easy = ticket("easy", (long) ((30 - slack - 0.5) * rate), 1, new Recorder());
+        assertThat(c.submit(easy)).isNull();
+        c.prefillDone(easy);
+        c.release(easy);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
     /** Each burst ticket by its recorder. */
     private final Map<Recorder, Ticket> tickets = new java.util.IdentityHashMap<>();
 
