@@ -118,7 +118,8 @@ final class AdmissionConfigReader {
         ConfigNode shedNode = n.child("shed", "When not all queued requests of a class can make their deadlines, who "
                 + "gives way: longest (the longest prompt ahead, when that lets a shorter one in: the most requests "
                 + "served, long prompts wait for quieter times; also at the door: when the queue or the token budget is "
-                + "full, a shorter newcomer takes the place of the longest queued prompt of its class and tenant) or "
+                + "full, a newcomer at most half as long takes the place of the longest queued prompt of its class and "
+                + "tenant) or "
                 + "latest (the one that cannot make it; the queued keep their places).")
                 .rule("longest or latest");
         AdmissionConfig.Shed sh = choice(shedNode, "longest",

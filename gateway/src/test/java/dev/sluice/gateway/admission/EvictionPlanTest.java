@@ -140,6 +140,9 @@ class EvictionPlanTest {
         assertThat(plan.byLength).isEqualTo(1);
         assertThat(plan.queueStaysFull(q, cfg)).isFalse();
 
+        Ticket nearlyAsLong = ticket("nearly", 9_000, 1, "a");
+        assertThat(EvictionPlan.plan(nearlyAsLong, q, 21_000, cfg).victims)
+                .as("16,000 is less than twice 9,000: first come keeps its place").isEmpty();
         Ticket longer = ticket("longer", 20_000, 1, "a");
         assertThat(EvictionPlan.plan(longer, q, 21_000, cfg).victims)
                 .as("a newcomer longer than everything queued of its class takes nobody's place").isEmpty();
