@@ -31,9 +31,8 @@ public final class LoadCommand implements Callable<Integer> {
 
     @Option(names = "--target", required = true, description = "gateway | direct")
     String target;
-    @Option(names = "--url", description = "gateway: Sluice's base URL, e.g. http://127.0.0.1:8080; repeat it for "
-            + "replicas behind one service: requests go round robin over them (a load balancer)")
-    List<URI> urls = new ArrayList<>();
+    @Option(names = "--url", description = "gateway: Sluice's base URL, e.g. http://127.0.0.1:8080")
+    URI url;
     @Option(names = "--prefill", description = "direct: a prefill worker URL (repeatable)")
     List<URI> prefills = new ArrayList<>();
     @Option(names = "--bootstrap-port", description = "direct: bootstrap port of each --prefill, in order")
@@ -171,13 +170,12 @@ public final class LoadCommand implements Callable<Integer> {
             }
             LoadOptions options = LoadOptions.DEFAULTS.withStream(stream)
                     .withClasses(classes.stream().map(c -> ClientClass.parse(c, DurationConverter::parse)).toList())
-                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl)
-                    .withReplicas(urls.size() > 1 ? urls.subList(1, urls.size()) : List.of());
+                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl);
             if (promptTokensRange != null) {
                 int[] range = range(promptTokensRange);
                 options = options.withPromptRange(range[0], range[1]);
             }
-            s = new LoadSpec(t, urls.isEmpty() ? null : urls.get(0), prefills, bootstrapPorts, decodes, requests, duration, a, burst, rate, seed,
+            s = new LoadSpec(t, url, prefills, bootstrapPorts, decodes, requests, duration, a, burst, rate, seed,
                     promptTokens == null ? 1000 : promptTokens, maxTokens,
                     clientTimeout == null ? Duration.ofSeconds(30) : clientTimeout, sloTtft, sloTpot, sloE2e,
                     concurrencyLimit, model, workers, settle, label == null ? target : label, chat, options);

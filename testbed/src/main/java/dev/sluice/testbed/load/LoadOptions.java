@@ -18,12 +18,9 @@ import java.util.Set;
  * @param router        direct target only: the router played; null = {@link Router#SGLANG_ROUTER}
  * @param metricsUrl    gateway target only: the base URL whose {@code /metrics} the timeline reads (Sluice
  *                      serves it on its admin listener); null = the gateway's URL
- * @param replicas      gateway target only: more gateway replicas behind the same service (a load balancer
- *                      played by the generator): request i goes to the ((i - 1) mod n)-th of the gateway's URL
- *                      and these; empty = all to the gateway's URL
  */
 public record LoadOptions(boolean stream, int promptMin, int promptMax, List<ClientClass> classes, Router router,
-                          java.net.URI metricsUrl, List<java.net.URI> replicas) {
+                          java.net.URI metricsUrl) {
 
     /** The unprotected router the direct target plays. */
     public enum Router {
@@ -54,11 +51,10 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     /** Streamed requests of one fixed size, one class, SGLang's router: what the load command did before. */
-    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null, null, List.of());
+    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null, null);
 
     public LoadOptions {
         classes = List.copyOf(Objects.requireNonNull(classes, "classes"));
-        replicas = List.copyOf(Objects.requireNonNull(replicas, "replicas"));
         if (promptMin != 0 || promptMax != 0) {
             if (promptMin < 1 || promptMax < promptMin) {
                 throw new IllegalArgumentException("--prompt-tokens-range: " + promptMin + "-" + promptMax
@@ -92,26 +88,22 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     public LoadOptions withStream(boolean v) {
-        return new LoadOptions(v, promptMin, promptMax, classes, router, metricsUrl, replicas);
+        return new LoadOptions(v, promptMin, promptMax, classes, router, metricsUrl);
     }
 
     public LoadOptions withPromptRange(int min, int max) {
-        return new LoadOptions(stream, min, max, classes, router, metricsUrl, replicas);
+        return new LoadOptions(stream, min, max, classes, router, metricsUrl);
     }
 
     public LoadOptions withClasses(List<ClientClass> v) {
-        return new LoadOptions(stream, promptMin, promptMax, v, router, metricsUrl, replicas);
+        return new LoadOptions(stream, promptMin, promptMax, v, router, metricsUrl);
     }
 
     public LoadOptions withMetricsUrl(java.net.URI v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, router, v, replicas);
+        return new LoadOptions(stream, promptMin, promptMax, classes, router, v);
     }
 
     public LoadOptions withRouter(Router v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, v, metricsUrl, replicas);
-    }
-
-    public LoadOptions withReplicas(List<java.net.URI> v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, router, metricsUrl, v);
+        return new LoadOptions(stream, promptMin, promptMax, classes, v, metricsUrl);
     }
 }

@@ -185,8 +185,7 @@ public final class LoadRun {
             if (plan.className() != null) {
                 headers.put(PRIORITY_HEADER, plan.className());
             }
-            ClientStream.start(group, spec.gatewayUrl(plan.index()), PATH, bytes(body), plan, headers, false, sendNanos,
-                    done);
+            ClientStream.start(group, spec.url(), PATH, bytes(body), plan, headers, false, sendNanos, done);
         } else {
             sendDirect(group, body, plan, sendNanos, done);
         }
@@ -248,7 +247,7 @@ public final class LoadRun {
      */
     private void warmUp(EventLoopGroup group) throws InterruptedException {
         bytes(ClientStream.JSON.createObjectNode().put("content", Prompts.of(spec.seed(), -1, spec.promptTokens())));
-        List<URI> targets = spec.target() == Target.GATEWAY ? spec.gatewayUrls()
+        List<URI> targets = spec.target() == Target.GATEWAY ? List.of(spec.url())
                 : java.util.stream.Stream.concat(spec.prefills().stream(), spec.decodes().stream()).toList();
         CountDownLatch answered = new CountDownLatch(targets.size());
         for (URI t : targets) {

@@ -108,9 +108,6 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
             throw new IllegalArgumentException("--metrics-url applies to --target gateway (straight to the workers, "
                     + "the timeline reads each prefill's /metrics)");
         }
-        if (target == Target.DIRECT && !options.replicas().isEmpty()) {
-            throw new IllegalArgumentException("a second --url applies to --target gateway (replicas of the gateway)");
-        }
         if (target == Target.GATEWAY && options.router() != null) {
             throw new IllegalArgumentException("--router applies to --target direct (through the gateway, the "
                     + "gateway is the router)");
@@ -149,10 +146,6 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
             classes.addObject().put("name", c.name()).put("share", c.share()).put("patience_ms", c.patience().toMillis());
         }
         o.put("router", target == Target.DIRECT ? options.routerOrDefault().wireName() : null);
-        if (!options.replicas().isEmpty()) {
-            var urls = o.putArray("replica_urls"); // requests round robin over url and these
-            options.replicas().forEach(u -> urls.add(u.toString()));
-        }
         o.put("metrics_url", target == Target.GATEWAY ? (options.metricsUrl() == null ? url : options.metricsUrl())
                 .toString() : null);
         if (sessions == null) {
@@ -170,24 +163,6 @@ public record LoadSpec(Target target, URI url, List<URI> prefills, List<Integer>
         }
         List<URI> all = new java.util.ArrayList<>(prefills);
         all.addAll(decodes);
-        return all;
-    }
-
-    /** The gateway replica request {@code index} (from 1) goes to: round robin over {@code url} and the replicas. */
-    URI gatewayUrl(int index) {
-        if (options.replicas().isEmpty()) {
-            return url;
-        }
-        int n = options.replicas().size() + 1;
-        int k = Math.floorMod(index - 1, n);
-        return k == 0 ? url : options.replicas().get(k - 1);
-    }
-
-    /** Every gateway replica's URL, the first one first. */
-    List<URI> gatewayUrls() {
-        List<URI> all = new java.util.ArrayList<>();
-        all.add(url);
-        all.addAll(options.replicas());
         return all;
     }
 }

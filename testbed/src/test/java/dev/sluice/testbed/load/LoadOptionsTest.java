@@ -77,22 +77,6 @@ class LoadOptionsTest {
     }
 
     @Test
-    void gatewayReplicasShareTheRequestsRoundRobin() {
-        URI second = URI.create("http://127.0.0.1:18090");
-        URI third = URI.create("http://127.0.0.1:18091");
-        LoadSpec s = spec(LoadSpec.Target.GATEWAY, null, LoadOptions.DEFAULTS.withReplicas(List.of(second, third)));
-        assertThat(List.of(s.gatewayUrl(1), s.gatewayUrl(2), s.gatewayUrl(3), s.gatewayUrl(4)))
-                .containsExactly(GW, second, third, GW);
-        assertThat(s.gatewayUrls()).containsExactly(GW, second, third);
-        assertThat(s.toJson().at("/replica_urls/1").asText()).isEqualTo(third.toString());
-        LoadSpec one = spec(LoadSpec.Target.GATEWAY, null, LoadOptions.DEFAULTS);
-        assertThat(one.gatewayUrl(7)).isEqualTo(GW);
-        assertThat(one.toJson().has("replica_urls")).isFalse();
-        assertThatThrownBy(() -> spec(LoadSpec.Target.DIRECT, null, LoadOptions.DEFAULTS.withReplicas(List.of(second))))
-                .hasMessageContaining("applies to --target gateway");
-    }
-
-    @Test
     void plannedRequestsAreAFunctionOfSeedAndIndexAndFollowTheShares() {
         LoadOptions o = LoadOptions.DEFAULTS.withPromptRange(1000, 16000)
                 .withClasses(List.of(cls("interactive:0.3:15s"), cls("batch:0.7:60s")));
