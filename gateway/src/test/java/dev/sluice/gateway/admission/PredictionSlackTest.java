@@ -7,11 +7,12 @@ import org.junit.jupiter.api.Test;
 
 class PredictionSlackTest {
     @Test
-    void noMarginUntilAFewPrefillsHaveShownOne() {
+    void aSecondOfMarginUntilAFewPrefillsHaveShownTheirOwn() {
         PredictionSlack s = new PredictionSlack();
+        assertThat(s.seconds()).isEqualTo(PredictionSlack.UNSEEN_SECONDS);
         s.observed(2.0);
         s.observed(2.0);
-        assertThat(s.seconds()).isZero();
+        assertThat(s.seconds()).isEqualTo(PredictionSlack.UNSEEN_SECONDS);
         s.observed(2.0);
         assertThat(s.seconds()).isCloseTo(2.0, within(1e-9));
     }

@@ -138,7 +138,7 @@ class PredictiveAdmissionTest {
         AdmissionConfig oneAtATime = config(32, 131_072, Duration.ofSeconds(30), 131_072, 1, 32_768, 256).toBuilder()
                 .prefillRate(prior(2_500)).build();
         AdmissionController c = controller(oneAtATime);
-        assertThat(c.snapshot().predictionSlackSeconds()).isZero();
+        assertThat(c.snapshot().predictionSlackSeconds()).as("nothing seen yet").isEqualTo(1.0);
         // each first token comes a second after its prefill was predicted done (the handoff and the
         // first decode step, say, that no rate counts), one request at a time with idle time between
         for (int i = 0; i < 4; i++) {
@@ -312,7 +312,8 @@ class PredictiveAdmissionTest {
             AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
                     .toBuilder().prefillRate(prior(1_000)).scheduling(new SchedulingConfig(QueueOrder.EDF,
                             Duration.ofMillis(200), shed)).build());
-            long due = now.get() + Duration.ofSeconds(10).toNanos();
+            // 10 s, and the second of margin the checks leave before any prefill has been seen
+            long due = now.get() + Duration.ofSeconds(11).toNanos();
             c.submit(ticket("running", 1_000, 1, new Recorder())); // 1 s
             Recorder long1 = new Recorder();
             assertThat(c.submit(new Ticket("long", 8_500, 1, "t", due, Runnable::run, long1))).isNull(); // 9.5 s
@@ -343,10 +344,11 @@ class PredictiveAdmissionTest {
                 .toBuilder().prefillRate(prior(1_000)).build());
         c.submit(ticket("running", 1_000, 1, new Recorder())); // 1 s
         Recorder shortOne = new Recorder();
-        // due in 10 s, but its deadline is later than the newcomer's: the newcomer goes first (EDF)
-        assertThat(c.submit(new Ticket("short", 1_000, 1, "t", now.get() + Duration.ofSeconds(10).toNanos(),
+        // due in 10 s (+ 1 s: the margin before any prefill has been seen), but its deadline is later than
+        // the newcomer's: the newcomer goes first (EDF)
+        assertThat(c.submit(new Ticket("short", 1_000, 1, "t", now.get() + Duration.ofSeconds(11).toNanos(),
                 Runnable::run, shortOne))).isNull();
-        Rejection r = c.submit(new Ticket("long", 8_500, 1, "t", now.get() + Duration.ofMillis(9_600).toNanos(),
+        Rejection r = c.submit(new Ticket("long", 8_500, 1, "t", now.get() + Duration.ofMillis(10_600).toNanos(),
                 Runnable::run, new Recorder())); // due in 9.6 s: 1 + 8.5 = 9.5 s fits, but then "short" comes at 10.5 s
         assertThat(r.reason()).isEqualTo(RejectReason.SHED);
         assertThat(r.retryAfterSeconds()).isPositive();
