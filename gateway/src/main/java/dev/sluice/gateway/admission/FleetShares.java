@@ -1,0 +1,47 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.config.AdmissionConfig;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * This replica's share of the fleet's admission limits (docs/scale-out.md): the queue bound, the
+ * pending-token budget and, per worker URL, the prefill window (requests, tokens) and the decode
+ * stream cap. The configured values are the whole fleet's; these are what this replica may use now.
+ * A worker not (yet) in the maps gets its fleet limit divided by {@code divisor}.
+ *
+ * @param divisor the replicas the fleet is split over for what the maps do not name (at least 1)
+ */
+public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<String, Integer> prefillRequests,
+                          Map<String, Long> prefillTokens, Map<String, Integer> decodeStreams, int divisor) {
+    public FleetShares {
+        prefillRequests = Map.copyOf(prefillRequests);
+        prefillTokens = Map.copyOf(prefillTokens);
+        decodeStreams = Map.copyOf(decodeStreams);
+        if (maxQueuedRequests < 0 || maxPendingTokens < 0 || divisor < 1) {
+            throw new IllegalArgumentException("shares: queue " + maxQueuedRequests + ", pending tokens "
+                    + maxPendingTokens + ", divisor " + divisor + " (expected: >= 0, >= 0, >= 1)");
+        }
+    }
+
+    /**
+     * The admission limits this replica decides with: the fleet's, with the queue bound and the
+     * pending-token budget replaced by its shares (a budget of 0 tokens reads as 1: no prompt fits).
+     */
+    AdmissionConfig applyTo(AdmissionConfig fleet) {
+        return fleet.toBuilder().maxQueuedRequests(maxQueuedRequests).maxPendingTokens(Math.max(1, maxPendingTokens))
+                .build();
+    }
+
+    int prefillRequests(String url, int fleet) {
+        return prefillRequests.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+
+    long prefillTokens(String url, long fleet) {
+        return prefillTokens.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+
+    int decodeStreams(String url, int fleet) {
+        return decodeStreams.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+}
