@@ -30,6 +30,11 @@ if gen == 0 or not live then
   -- a new incarnation (or one whose lease lapsed while it was away): a fresh generation, so that it is
   -- never counted twice, and the safety cap below keeps it from taking what the others now hold
   gen = redis.call('INCR', KEYS[2])
+  if gen < now then
+    -- never below the clock: generations stay unique even if Redis lost its data (no persistence)
+    redis.call('SET', KEYS[2], now)
+    gen = now
+  end
   selfKey = id .. '#' .. gen
   joined = true
 end
