@@ -51,7 +51,7 @@ public final class RedisLeaseStore implements LeaseStore {
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
         config.password().ifPresent(p -> uri.setCredentialsProvider(
-                new StaticCredentialsProvider(null, p.reveal().toCharArray())));
+                new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
         SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
         if (config.cluster()) {
@@ -80,6 +80,12 @@ public final class RedisLeaseStore implements LeaseStore {
                             : CompletableFuture.failedFuture(e));
             return run;
         }).orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS);
+    }
+
+    /** The user named in the URL ({@code redis://user@host}), or null: the default user. */
+    private static String user(String url) {
+        String info = java.net.URI.create(url).getUserInfo();
+        return info == null || info.isEmpty() ? null : info;
     }
 
     private static Throwable unwrap(Throwable e) {

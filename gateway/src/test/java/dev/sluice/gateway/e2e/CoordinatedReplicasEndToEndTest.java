@@ -2,6 +2,9 @@ package dev.sluice.gateway.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.cli.StatusCommand;
 import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.coordination.RedisServerAccess;
@@ -29,6 +32,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
+import picocli.CommandLine;
 
 /**
  * Issue 20's measurement, in one process: one slow simulated prefill, a burst of 99 requests split
@@ -42,6 +46,7 @@ class CoordinatedReplicasEndToEndTest {
     private static final Logger log = LoggerFactory.getLogger(CoordinatedReplicasEndToEndTest.class);
     private static final int WINDOW = 8;
     private static final int BURST = 99;
+    private static final ObjectMapper JSON = new ObjectMapper();
 
     @TempDir
     Path dir;
@@ -132,6 +137,38 @@ class CoordinatedReplicasEndToEndTest {
         return new Burst(maxQueue.get(), served, rejected);
     }
 
+    /** /admin/state, /readiness and {@code status} show the fleet: up, leased, three peers with their leases. */
+    private void assertFleetIsShown(GatewayServer g) throws Exception {
+        JsonNode state = JSON.readTree(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + g.adminPort()
+                + "/admin/state")).build(), HttpResponse.BodyHandlers.ofString()).body());
+        JsonNode c = state.path("coordination");
+        assertThat(c.path("up").asBoolean()).as(c.toString()).isTrue();
+        assertThat(c.path("mode").asText()).isEqualTo("leased");
+        assertThat(c.path("replica_id").asText()).isEqualTo("gw-0");
+        assertThat(c.path("peers")).hasSize(3);
+        assertThat(c.path("grants").path("queue").asLong()).isPositive();
+        JsonNode self = null;
+        for (JsonNode p : c.path("peers")) {
+            if (p.path("self").asBoolean()) {
+                self = p;
+            }
+        }
+        assertThat(self).isNotNull();
+        assertThat(self.path("address").asText()).endsWith(":" + g.port());
+        assertThat(self.path("leases").path("queue").path("capacity").asLong()).isEqualTo(32);
+        JsonNode ready = JSON.readTree(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + g.port()
+                + "/readiness")).build(), HttpResponse.BodyHandlers.ofString()).body());
+        assertThat(ready.path("status").asText()).isEqualTo("ready");
+        assertThat(ready.path("coordination").path("up").asBoolean()).isTrue();
+        assertThat(ready.path("coordination").path("mode").asText()).isEqualTo("leased");
+        java.io.StringWriter out = new java.io.StringWriter();
+        int code = new CommandLine(new StatusCommand()).setOut(new java.io.PrintWriter(out))
+                .execute("--admin", "http://127.0.0.1:" + g.adminPort(), "--once");
+        assertThat(code).isZero();
+        assertThat(out.toString()).contains("fleet    redis up  leased  replica gw-0#")
+                .contains("3 replicas").contains("gw-1#").contains("gw-2#").contains("(self)");
+    }
+
     private static long share(GatewayServer g, String resource) {
         return g.coordination().orElseThrow().grants().getOrDefault(resource, -1L);
     }
@@ -156,6 +193,7 @@ class CoordinatedReplicasEndToEndTest {
         }) && three.stream().mapToLong(g -> share(g, window)).sum() == WINDOW))
                 .as("three replicas leased, the window split: %s",
                         three.stream().map(g -> g.coordination().orElseThrow().grants()).toList()).isTrue();
+        assertFleetIsShown(three.get(0));
         Burst coordinated = burst(three);
         log.info("burst one_replica={} three_coordinated={}", one, coordinated);
 
