@@ -137,7 +137,7 @@ public final class GatewayServer implements AutoCloseable {
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
-                () -> String.valueOf(listener.address()), new RedisLeaseStore(cc, cc.renewInterval()), admission,
+                this::listenAddress, new RedisLeaseStore(cc, cc.renewInterval()), admission,
                 workers, tally, controlGroup.next(), System::nanoTime)).orElse(null);
         this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
@@ -266,6 +266,12 @@ public final class GatewayServer implements AutoCloseable {
      */
     public AppliedChanges apply(GatewayConfig next) {
         return reconfiguration.apply(next);
+    }
+
+    /** host:port of the client listener, as peers see it in /admin/state. */
+    private String listenAddress() {
+        java.net.InetSocketAddress a = listener.address();
+        return a.getHostString() + ":" + a.getPort();
     }
 
     /** The fleet coordination's state, empty without {@code coordination:}. */
