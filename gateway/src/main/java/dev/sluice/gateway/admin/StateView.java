@@ -7,6 +7,7 @@ import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.WorkerWindow;
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
@@ -46,6 +47,15 @@ public final class StateView {
         return this;
     }
 
+    private volatile java.util.function.Supplier<java.util.Optional<CoordinationStatus>> coordination =
+            java.util.Optional::empty;
+
+    /** What {@code "coordination"} shows (absent without {@code coordination:}). */
+    public StateView coordination(java.util.function.Supplier<java.util.Optional<CoordinationStatus>> status) {
+        this.coordination = status;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
@@ -64,6 +74,7 @@ public final class StateView {
                 .put("prefill_max_inflight_requests", a.prefillMaxInflightRequests())
                 .put("prefill_max_inflight_tokens", a.prefillMaxInflightTokens())
                 .put("decode_max_inflight_streams", a.decodeMaxInflightStreams());
+        coordination.get().ifPresent(c -> CoordinationView.render(c, root.putObject("coordination")));
         ObjectNode queue = root.putObject("queue");
         queue.put("queued", s.queued()).put("pending_tokens", s.pendingTokens())
                 .put("inflight_prefill_tokens", s.inflightPrefillTokens()).put("dispatched", s.dispatched())

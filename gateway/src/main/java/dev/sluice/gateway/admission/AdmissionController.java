@@ -23,7 +23,9 @@ import java.util.function.LongSupplier;
  * executor (its event loop).
  */
 public final class AdmissionController {
-    private volatile AdmissionConfig config; // replaced whole by reconfigure, under the lock
+    private volatile AdmissionConfig config; // the limits decided with: fleet's, or this replica's share of them; under the lock
+    private volatile AdmissionConfig fleet; // as configured (reloads included); the whole fleet's with coordination
+    private FleetShares shares; // this replica's share (coordination), or null: the configured limits whole; under the lock
     private final WorkerSet workers;
     private final AdmissionObserver observer;
     private final LongSupplier clock;
@@ -63,6 +65,7 @@ public final class AdmissionController {
     private AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
                                 WorkerWindows.Routing routing) {
         this.config = config;
+        this.fleet = config;
         this.workers = workers;
         this.observer = observer;
         this.clock = clock;
@@ -74,8 +77,25 @@ public final class AdmissionController {
         this.dispatcher = new Dispatcher(workers, windows, rates, ledger, observer);
     }
 
+    /** The configured limits (reloads included): with coordination, the whole fleet's, not this replica's share. */
     public AdmissionConfig config() {
-        return config;
+        return fleet;
+    }
+
+    /**
+     * This replica's share of the fleet's limits (coordination): the queue bound, the pending-token
+     * budget and each worker's window hold it for every decision from now on. As with a reload,
+     * nothing admitted is dropped: a shrunk share only stops new admissions until the work already
+     * in drains below it; queues and rates are untouched. Null: back to the configured limits whole.
+     */
+    public void applyShares(FleetShares next) {
+        decisions.update(() -> {
+            shares = next;
+            config = next == null ? fleet : next.applyTo(fleet);
+            windows.shares(next);
+            reviewDue = true;
+        });
+        kick();
     }
 
     /** A worker added by a reload: a window of its own before routing can see it. */
@@ -128,7 +148,8 @@ public final class AdmissionController {
                 queue.queueTimeout(timeout);
                 queue.order(edf(next));
             }
-            config = next;
+            fleet = next;
+            config = shares == null ? next : shares.applyTo(next);
             prefill.reconfigure(next.prefillRate(), next.initialPrefillTokensPerSecond());
             reviewDue = true;
             windows.reconfigure(next);

@@ -36,6 +36,7 @@ final class WorkerWindows {
     }
 
     private AdmissionConfig config; // under the admission lock
+    private FleetShares shares; // this replica's share of each window (coordination), or null: the whole; under the lock
     private final WorkerSet workers;
     private final Routing routing;
     private final Map<Worker, Window> windows = new HashMap<>();
@@ -58,6 +59,11 @@ final class WorkerWindows {
     /** New window limits (under the admission lock); windows already holding more keep what they hold. */
     void reconfigure(AdmissionConfig next) {
         this.config = next;
+    }
+
+    /** This replica's share of each worker's window (coordination); null: the configured windows whole. */
+    void shares(FleetShares next) {
+        this.shares = next;
     }
 
     WorkerWindows(AdmissionConfig config, WorkerSet workers, Routing routing) {
@@ -142,7 +148,7 @@ final class WorkerWindows {
         Window win = windows.get(w);
         if (!prefill || workers.unified()) {
             // a unified worker's streams are capped like a decode's, its prompts windowed like a prefill's
-            boolean streamRoom = win.streams < config.decodeMaxInflightStreams();
+            boolean streamRoom = win.streams < streamCap(w);
             if (!prefill) {
                 return streamRoom;
             }
@@ -150,8 +156,23 @@ final class WorkerWindows {
                 return false;
             }
         }
-        return win.prefillRequests < config.prefillMaxInflightRequests()
-                && (win.prefillRequests == 0 || win.prefillTokens + tokens <= config.prefillMaxInflightTokens());
+        return win.prefillRequests < windowRequests(w)
+                && (win.prefillRequests == 0 || win.prefillTokens + tokens <= tokenLimit(w));
+    }
+
+    private int streamCap(Worker w) {
+        int fleet = config.decodeMaxInflightStreams();
+        return shares == null ? fleet : shares.decodeStreams(w.url(), fleet);
+    }
+
+    private int windowRequests(Worker w) {
+        int fleet = config.prefillMaxInflightRequests();
+        return shares == null ? fleet : shares.prefillRequests(w.url(), fleet);
+    }
+
+    private long tokenLimit(Worker w) {
+        long fleet = config.prefillMaxInflightTokens();
+        return shares == null ? fleet : shares.prefillTokens(w.url(), fleet);
     }
 
     /** Prompt tokens in a prefill worker's window (for the expected prefill time of a new request). */

@@ -35,7 +35,9 @@ final class StatusView {
                 b.append(" (").append(tenants.toString().replaceAll("[{}\"]", "").replace(':', '=')).append(')');
             }
         }
-        b.append("\n\n");
+        b.append("\n");
+        FleetStatusView.render(s.path("coordination"), b);
+        b.append("\n");
         b.append(String.format("%-8s %-22s %-9s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "STATE", "INFLIGHT",
                 "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
         for (JsonNode w : s.path("workers")) {

@@ -22,6 +22,9 @@ public enum ConfigSection {
     TELEMETRY("telemetry", Effect.RESTART, GatewayConfig::telemetry, (b, from) -> b.telemetry(from.telemetry())),
     ADMIN("admin", Effect.RESTART, GatewayConfig::admin, (b, from) -> b.admin(from.admin())),
     /** The routing policies hold per-worker state (prefix trees) built for the running choice. */
+    /** The Redis connection and this replica's identity are made once at start. */
+    COORDINATION("coordination", Effect.RESTART, GatewayConfig::coordination,
+            (b, from) -> b.coordination(from.coordination())),
     ROUTING("routing", Effect.RESTART, GatewayConfig::routing, (b, from) -> b.routing(from.routing())),
     /** All of {@code admission:} but its tokenizer, which the next line takes out. */
     ADMISSION("admission", Effect.LIVE, GatewayConfig::admission, (b, from) -> b.admission(from.admission())),

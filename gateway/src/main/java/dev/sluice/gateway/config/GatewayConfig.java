@@ -23,7 +23,8 @@ public record GatewayConfig(
         AdminConfig admin,
         RetryConfig retries,
         RoutingConfig routing,
-        RequestLogging requestLogging) {
+        RequestLogging requestLogging,
+        Optional<CoordinationConfig> coordination) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -39,6 +40,7 @@ public record GatewayConfig(
         Objects.requireNonNull(retries, "retries");
         Objects.requireNonNull(routing, "routing");
         Objects.requireNonNull(requestLogging, "requestLogging");
+        Objects.requireNonNull(coordination, "coordination");
     }
 
     public static Builder builder() {
@@ -48,11 +50,11 @@ public record GatewayConfig(
     public Builder toBuilder() {
         return builder().listen(listen).disaggregation(disaggregation).workers(workers).timeouts(timeouts).http(http)
                 .upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
-                .retries(retries).routing(routing).requestLogging(requestLogging);
+                .retries(retries).routing(routing).requestLogging(requestLogging).coordination(coordination);
     }
 
     /**
-     * Thirteen sections, each required; {@link #build} checks what depends on the disaggregation
+     * Thirteen sections, each required, and the optional coordination; {@link #build} checks what depends on the disaggregation
      * mode (which worker lists it takes, whether a request may skip the prefill).
      */
     public static final class Builder {
@@ -69,8 +71,15 @@ public record GatewayConfig(
         private RetryConfig retries;
         private RoutingConfig routing;
         private RequestLogging requestLogging;
+        private Optional<CoordinationConfig> coordination = Optional.empty();
 
         private Builder() {
+        }
+
+        /** Fleet coordination; empty (the default): this replica admits the whole budget alone. */
+        public Builder coordination(Optional<CoordinationConfig> v) {
+            coordination = KeyCheck.present("coordination", v);
+            return this;
         }
 
         public Builder listen(ListenConfig v) {
@@ -165,7 +174,7 @@ public record GatewayConfig(
                     KeyCheck.set("http", http), KeyCheck.set("upstream", upstream), KeyCheck.set("health", health),
                     KeyCheck.set("admission", admission), KeyCheck.set("telemetry", telemetry),
                     KeyCheck.set("admin", admin), KeyCheck.set("retries", retries), r,
-                    KeyCheck.set("logging.requests", requestLogging));
+                    KeyCheck.set("logging.requests", requestLogging), coordination);
         }
     }
 

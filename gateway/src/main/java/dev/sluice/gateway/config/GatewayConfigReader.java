@@ -18,7 +18,7 @@ final class GatewayConfigReader {
 
     static GatewayConfig read(ConfigNode root) {
         root.allowOnly("listen", "disaggregation", "vllm_kv_connector", "workers", "timeouts", "http", "upstream", "health", "retries",
-                "routing", "admission", "telemetry", "admin", "logging");
+                "routing", "admission", "telemetry", "admin", "logging", "coordination");
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
         DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
                 + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
@@ -56,7 +56,11 @@ final class GatewayConfigReader {
                 + "recent errors) and GET /metrics. Keep it on loopback."));
         RequestLogging requestLogging = logging(root.child("logging", "What the gateway writes to its log (stdout; "
                 + "journald under systemd). The level is SLUICE_LOG_LEVEL (default INFO)."));
-        return GatewayConfig.builder().listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
+        java.util.Optional<CoordinationConfig> coordination = CoordinationConfigReader.read(root.child("coordination",
+                "Several gateway replicas sharing one admission budget through leases in Redis or Valkey "
+                + "(docs/scale-out.md): the admission limits above become the whole fleet's. Absent: this replica "
+                + "admits the whole budget alone."));
+        return GatewayConfig.builder().coordination(coordination).listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
                 .http(http).upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
                 .retries(retries).routing(routing).requestLogging(requestLogging).build();
     }

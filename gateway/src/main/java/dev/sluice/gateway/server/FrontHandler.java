@@ -182,7 +182,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             case "/readiness" -> {
                 boolean ready = front.pd().workers().ready() && !front.draining().getAsBoolean();
                 Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                        ReadinessReport.json(front.pd().workers(), ready, internalEndpoints), keepAlive);
+                        ReadinessReport.json(front.pd().workers(), ready, internalEndpoints, front.coordination().get()), keepAlive);
             }
             // worker addresses and tenant names are for the operator's network, not every client's
             case "/metrics" -> {

@@ -9,6 +9,11 @@ import dev.sluice.gateway.admission.LearnedRatioCounter;
 import dev.sluice.gateway.admission.PrefillRateFile;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
+import dev.sluice.gateway.coordination.CoordinationStatus;
+import dev.sluice.gateway.coordination.DemandTally;
+import dev.sluice.gateway.coordination.FleetLeases;
+import dev.sluice.gateway.coordination.RedisLeaseStore;
+import dev.sluice.gateway.metrics.CoordinationMetrics;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.ConfigOverrides;
@@ -83,6 +88,8 @@ public final class GatewayServer implements AutoCloseable {
     private final WorkerReconciler reconciler;
     private final LiveReconfiguration reconfiguration;
     private final ClientListener listener = new ClientListener();
+    private final FleetLeases leases; // coordination: this replica's share of the fleet's budgets, or null
+    private final CoordinationMetrics coordinationMetrics; // or null
     private HealthChecker checker; // replaced when a reload changes the health settings
     private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
@@ -124,16 +131,22 @@ public final class GatewayServer implements AutoCloseable {
         if (!workers.unified()) {
             routingMetrics.bind(WorkerRole.DECODE, decodePolicy, workers.decode());
         }
-        this.admission = new AdmissionController(ac, workers, admissionMetrics, System::nanoTime, prefillPolicy,
+        DemandTally tally = config.coordination().isPresent() ? new DemandTally(admissionMetrics) : null;
+        this.admission = new AdmissionController(ac, workers, tally != null ? tally : admissionMetrics, System::nanoTime,
+                prefillPolicy,
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
+        this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
+                this::listenAddress, new RedisLeaseStore(cc, cc.renewInterval()), admission,
+                workers, tally, controlGroup.next(), System::nanoTime)).orElse(null);
+        this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
         this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix));
         this.drain = new GatewayDrain(admission, live);
         PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live);
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
-                drain::draining);
+                drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
                 decodePolicy, pool, allLoops(), config.telemetry());
         this.checker = new HealthChecker(workers, pool, controlGroup.next(), health);
@@ -197,6 +210,16 @@ public final class GatewayServer implements AutoCloseable {
                     TimeUnit.MILLISECONDS));
         }
         checker.start();
+        if (leases != null) {
+            leases.start();
+            schedules.add(control.scheduleWithFixedDelay(coordinationMetrics::bindShares, 0,
+                    config.coordination().get().renewInterval().toMillis(), TimeUnit.MILLISECONDS));
+            // serve with a share: the first grant is one round trip away (no wait beyond a renewal)
+            if (!leases.awaitFirstLease(config.coordination().get().renewInterval().toMillis())) {
+                log.warn("coordination no lease yet replica_id={} status={}", leases.status().replicaId(),
+                        leases.status().mode().label());
+            }
+        }
         started = true;
         // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
         schedules.add(control.scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS));
@@ -213,7 +236,7 @@ public final class GatewayServer implements AutoCloseable {
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
             stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
-                    .configInfo(configInfo);
+                    .configInfo(configInfo).coordination(this::coordination);
             adminServer = new AdminServer(config.admin(), stateView, metrics);
             adminServer.start(bossGroup, controlGroup, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
@@ -243,6 +266,17 @@ public final class GatewayServer implements AutoCloseable {
      */
     public AppliedChanges apply(GatewayConfig next) {
         return reconfiguration.apply(next);
+    }
+
+    /** host:port of the client listener, as peers see it in /admin/state. */
+    private String listenAddress() {
+        java.net.InetSocketAddress a = listener.address();
+        return a.getHostString() + ":" + a.getPort();
+    }
+
+    /** The fleet coordination's state, empty without {@code coordination:}. */
+    public java.util.Optional<CoordinationStatus> coordination() {
+        return leases == null ? java.util.Optional.empty() : java.util.Optional.of(leases.status());
     }
 
     /** Every loop that may hold upstream connections: the request loops and the control loop. */
@@ -390,6 +424,9 @@ public final class GatewayServer implements AutoCloseable {
             adminServer.close();
         }
         schedules.forEach(s -> s.cancel(false));
+        if (leases != null) {
+            leases.close();
+        }
         if (clients != null) {
             clients.close();
         }

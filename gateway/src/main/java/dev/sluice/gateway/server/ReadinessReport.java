@@ -16,6 +16,15 @@ final class ReadinessReport {
     }
 
     static String json(WorkerSet workers, boolean ready, boolean detail) {
+        return json(workers, ready, detail, java.util.Optional.empty());
+    }
+
+    /**
+     * With fleet coordination, also whether Redis is reached and where the limits come from: a
+     * replica on budget / N is still ready (it never stops serving), and says so here.
+     */
+    static String json(WorkerSet workers, boolean ready, boolean detail,
+                       java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination) {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("status", ready ? "ready" : "not_ready");
         ObjectNode usable = root.putObject("usable");
@@ -27,6 +36,13 @@ final class ReadinessReport {
                 role.put("usable", role.get("usable").asInt() + 1);
             }
         }
+        coordination.ifPresent(c -> {
+            ObjectNode o = root.putObject("coordination").put("up", c.up()).put("mode", c.mode().label())
+                    .put("replicas", c.replicas());
+            if (detail) {
+                o.put("replica_id", c.replicaId()).put("reason", c.reason());
+            }
+        });
         if (!detail) {
             return root.toString();
         }

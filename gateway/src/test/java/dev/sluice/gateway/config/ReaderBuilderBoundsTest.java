@@ -20,6 +20,9 @@ class ReaderBuilderBoundsTest {
             workers:
               prefill: [ { url: "http://10.0.0.1:30000" } ]
               decode: [ { url: "http://10.0.0.2:30001" } ]
+            coordination:   # present, so its keys are read; renew_interval at most half of lease_ttl's lowest
+              redis: { url: "redis://10.0.0.3:6379" }
+              renew_interval: 500ms
             """;
     private static final Pattern DURATION_BOUND = Pattern.compile(">= (\\d+(ms|s|m|h))");
 

@@ -156,6 +156,7 @@ class ReloadPlanTest {
                 admission: { max_queued_requests: 7, tokenizer: { threads: 3 } }
                 telemetry: { interval: 2s }
                 admin: { port: 9091 }
+                coordination: { redis: { url: "redis://10.0.1.9:6379" } }
                 retries: { max_retries: 0 }
                 routing: { direct_decode_max_tokens: 64 }
                 logging: { requests: none }

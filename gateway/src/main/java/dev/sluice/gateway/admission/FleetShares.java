@@ -1,0 +1,53 @@
+package dev.sluice.gateway.admission;
+
+import dev.sluice.gateway.config.AdmissionConfig;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * This replica's share of the fleet's admission limits (docs/scale-out.md): the queue bound, the
+ * pending-token budget and, per worker URL, the prefill window (requests, tokens) and the decode
+ * stream cap. The configured values are the whole fleet's; these are what this replica may use now.
+ * A worker not (yet) in the maps gets its fleet limit divided by {@code divisor}.
+ *
+ * @param divisor the replicas the fleet is split over for what the maps do not name (at least 1)
+ */
+public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<String, Integer> prefillRequests,
+                          Map<String, Long> prefillTokens, Map<String, Integer> decodeStreams, int divisor) {
+    public FleetShares {
+        prefillRequests = Map.copyOf(prefillRequests);
+        prefillTokens = Map.copyOf(prefillTokens);
+        decodeStreams = Map.copyOf(decodeStreams);
+        if (maxQueuedRequests < 0 || maxPendingTokens < 0 || divisor < 1) {
+            throw new IllegalArgumentException("shares: queue " + maxQueuedRequests + ", pending tokens "
+                    + maxPendingTokens + ", divisor " + divisor + " (expected: >= 0, >= 0, >= 1)");
+        }
+    }
+
+    /**
+     * The admission limits this replica decides with: the fleet's, with the queue bound and the
+     * pending-token budget replaced by its shares. Built with the record's constructor, not the
+     * builder: a share is not a configuration, and the file's cross-checks do not hold for it (a
+     * share of the budget may be below {@code max_request_tokens}, which stays the fleet's: a
+     * prompt the fleet could take is refused here for want of budget, 429, never as too large).
+     */
+    AdmissionConfig applyTo(AdmissionConfig f) {
+        return new AdmissionConfig(maxQueuedRequests, maxPendingTokens, f.queueTimeout(), f.maxRequestTokens(),
+                f.prefillMaxInflightRequests(), f.prefillMaxInflightTokens(), f.decodeMaxInflightStreams(),
+                f.initialPrefillTokensPerSecond(), f.retryAfterMin(), f.retryAfterMax(), f.drainGrace(), f.priorities(),
+                f.defaultPriority(), f.apiKeys(), f.requireApiKey(), f.tenantLimits(), f.tokenizer(), f.scheduling(),
+                f.prefillRate());
+    }
+
+    int prefillRequests(String url, int fleet) {
+        return prefillRequests.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+
+    long prefillTokens(String url, long fleet) {
+        return prefillTokens.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+
+    int decodeStreams(String url, int fleet) {
+        return decodeStreams.getOrDefault(Objects.requireNonNull(url, "url"), fleet / divisor);
+    }
+}

@@ -1,0 +1,38 @@
+package dev.sluice.gateway.config;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Optional;
+
+/**
+ * Fleet coordination (YAML section {@code coordination:}, read by {@link CoordinationConfigReader}):
+ * several gateway replicas share one admission budget through leases held in Redis or Valkey
+ * (docs/scale-out.md). Absent: the replica admits the whole budget alone, as before.
+ *
+ * @param url           {@code redis://host:port} or {@code rediss://host:port} (TLS)
+ * @param password      from the environment variable {@code password_env} names, never from the file
+ * @param cluster       Redis Cluster: every key shares one hash tag, so the one script still runs on one node
+ * @param replicaId     this replica's name among its peers; empty: host name + "-" + pid, chosen at start
+ * @param leaseTtl      a replica that stops renewing has its shares freed after this
+ * @param renewInterval how often leases are renewed and demand reported (one round trip)
+ */
+public record CoordinationConfig(String url, Optional<Secret> password, boolean cluster, String replicaId,
+                                 Duration leaseTtl, Duration renewInterval) {
+    public CoordinationConfig {
+        Objects.requireNonNull(url, "url");
+        Objects.requireNonNull(password, "password");
+        Objects.requireNonNull(replicaId, "replicaId");
+        KeyCheck.atLeast("coordination.lease_ttl", leaseTtl, Duration.ofSeconds(1));
+        KeyCheck.atLeast("coordination.renew_interval", renewInterval, Duration.ofMillis(100));
+        if (renewInterval.multipliedBy(2).compareTo(leaseTtl) > 0) {
+            // one lost renewal must not let the lease lapse
+            throw KeyCheck.rejected("coordination.renew_interval", Durations.format(renewInterval),
+                    "at most half of coordination.lease_ttl (" + Durations.format(leaseTtl) + ")");
+        }
+    }
+
+    /** True for {@code rediss://}. */
+    public boolean tls() {
+        return url.startsWith("rediss://");
+    }
+}

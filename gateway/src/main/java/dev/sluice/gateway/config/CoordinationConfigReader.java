@@ -1,0 +1,107 @@
+package dev.sluice.gateway.config;
+
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * Reads the {@code coordination:} section (docs/scale-out.md):
+ *
+ * <pre>
+ * coordination:
+ *   redis:
+ *     url: redis://host:6379              # or rediss:// (TLS); required when coordination is present
+ *     password_env: SLUICE_REDIS_PASSWORD # optional
+ *     cluster: false
+ *   replica_id: ""                        # default: host name + "-" + pid
+ *   lease_ttl: 5s
+ *   renew_interval: 1s
+ * </pre>
+ *
+ * Absent: empty, and the gateway admits its whole budget alone (an exploring read, for the schema and
+ * the reference, still visits every key).
+ */
+final class CoordinationConfigReader {
+    private CoordinationConfigReader() {
+    }
+
+    static Optional<CoordinationConfig> read(ConfigNode n) {
+        n.allowOnly("redis", "replica_id", "lease_ttl", "renew_interval");
+        ConfigNode redis = n.child("redis", "The Redis or Valkey that holds the fleet's leases (standalone, or a "
+                + "Redis Cluster: all keys share the hash tag {sluice}).");
+        redis.allowOnly("url", "password_env", "cluster");
+        if (n.isMissing() && !n.reading().explore()) {
+            return Optional.empty(); // nothing in force: the effective configuration has no coordination either
+        }
+        String url = url(redis.child("url", "redis://host:port, or rediss://host:port for TLS. Required when "
+                + "coordination: is present."));
+        Optional<Secret> password = password(redis.child("password_env", "Name of the environment variable holding "
+                + "the Redis password (AUTH); never written in the file. Absent: no AUTH."));
+        boolean cluster = redis.child("cluster", "true: a Redis Cluster (Lettuce's cluster client); false: one server "
+                + "(or a Valkey/Redis behind a proxy).").bool(false);
+        String replicaId = n.child("replica_id", "This replica's name among its peers (in Redis, /admin/state, "
+                + "status). Empty: host name + \"-\" + pid, chosen at start.").text("");
+        Duration ttl = n.child("lease_ttl", "A replica that stops renewing (killed, partitioned) has its shares "
+                + "freed after this; with Redis unreachable, a replica keeps its own shares this long, then runs on "
+                + "budget / N.").durationAtLeast(Duration.ofSeconds(5), Duration.ofSeconds(1));
+        ConfigNode renewNode = n.child("renew_interval", "How often this replica renews its leases and reports its "
+                + "demand (one Redis round trip, one script). At most half of lease_ttl.");
+        Duration renew = renewNode.durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(100));
+        if (n.isMissing() || url == null) {
+            return Optional.empty();
+        }
+        if (renew.multipliedBy(2).compareTo(ttl) > 0) {
+            renewNode.reject(Durations.format(renew), "at most half of coordination.lease_ttl (" + Durations.format(ttl)
+                    + ")");
+            return Optional.empty();
+        }
+        return Optional.of(new CoordinationConfig(url, password, cluster, replicaId, ttl, renew));
+    }
+
+    private static String url(ConfigNode n) {
+        String raw = n.scalar(ConfigKey.Type.STRING, "a URL such as redis://10.0.0.5:6379");
+        if (raw == null) {
+            return null;
+        }
+        URI uri;
+        try {
+            uri = new URI(raw);
+        } catch (URISyntaxException e) {
+            n.reject(raw, "a redis:// or rediss:// URL");
+            return null;
+        }
+        if (!("redis".equals(uri.getScheme()) || "rediss".equals(uri.getScheme())) || uri.getHost() == null) {
+            n.reject(raw, "a redis:// or rediss:// URL with a host");
+            return null;
+        }
+        if (uri.getUserInfo() != null && uri.getUserInfo().contains(":")) {
+            n.reject("(a URL with a password)", "no password in the file: name an environment variable in "
+                    + "coordination.redis.password_env");
+            return null;
+        }
+        n.inForce(raw);
+        return raw;
+    }
+
+    private static Optional<Secret> password(ConfigNode n) {
+        String name = n.optionalScalar(ConfigKey.Type.ENV_NAME);
+        if (name == null) {
+            return Optional.empty();
+        }
+        if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+            n.reject(name, "the name of an environment variable (letters, digits, _)");
+            return Optional.empty();
+        }
+        n.inForce(name);
+        String value = n.reading().env(name);
+        if (value == null || value.isEmpty()) {
+            if (!n.reading().explore()) {
+                n.reject(name, "the name of a set, non-empty environment variable holding the Redis password ("
+                        + name + " is " + (value == null ? "unset" : "empty") + ")");
+            }
+            return Optional.empty();
+        }
+        return Optional.of(new Secret(value));
+    }
+}

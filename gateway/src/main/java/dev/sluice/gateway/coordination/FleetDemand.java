@@ -1,0 +1,94 @@
+package dev.sluice.gateway.coordination;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.admission.AdmissionSnapshot;
+import dev.sluice.gateway.admission.FleetShares;
+import dev.sluice.gateway.admission.WorkerWindow;
+import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerSet;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What this replica reports at a renewal, per resource: the fleet's capacity (the configured
+ * limit), its usage, and its demand (usage + what waits for it + a small headroom), and how grants
+ * come back as {@link FleetShares}.
+ *
+ * <p>The headroom (1/32 of the capacity, at least 1) makes an idle replica ask for something, so a
+ * burst that lands on it starts at once on a share it already holds rather than a renewal later.
+ */
+final class FleetDemand {
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    private FleetDemand() {
+    }
+
+    /** One resource's line of the report. */
+    record Line(long capacity, long usage, long demand) {
+    }
+
+    static Map<Resource, Line> of(AdmissionConfig fleet, AdmissionSnapshot s, WorkerSet workers, long queueFull,
+                                  long budgetTokens) {
+        Map<Resource, Line> out = new LinkedHashMap<>();
+        int queued = s.queued();
+        long queuedTokens = Math.max(0, s.pendingTokens() - s.inflightPrefillTokens());
+        out.put(Resource.QUEUE, line(fleet.maxQueuedRequests(), queued, queueFull));
+        out.put(Resource.PENDING_TOKENS, line(fleet.maxPendingTokens(), s.pendingTokens(), budgetTokens));
+        for (Worker w : workers.prefill()) {
+            WorkerWindow win = s.perWorker().get(w);
+            int requests = win == null ? 0 : win.prefillRequests();
+            long tokens = win == null ? 0 : win.prefillTokens();
+            out.put(new Resource(Resource.Kind.PREFILL_REQUESTS, w.url()),
+                    line(fleet.prefillMaxInflightRequests(), requests, queued));
+            out.put(new Resource(Resource.Kind.PREFILL_TOKENS, w.url()),
+                    line(fleet.prefillMaxInflightTokens(), tokens, queuedTokens));
+        }
+        for (Worker w : workers.decode()) {
+            WorkerWindow win = s.perWorker().get(w);
+            out.put(new Resource(Resource.Kind.DECODE_STREAMS, w.url()),
+                    line(fleet.decodeMaxInflightStreams(), win == null ? 0 : win.streams(), queued));
+        }
+        return out;
+    }
+
+    private static Line line(long capacity, long usage, long waiting) {
+        long headroom = Math.max(1, capacity / 32);
+        return new Line(capacity, usage, usage + Math.min(waiting, capacity) + headroom);
+    }
+
+    static String json(Map<Resource, Line> lines) {
+        ObjectNode o = JSON.createObjectNode();
+        lines.forEach((r, l) -> o.putArray(r.name()).add(l.capacity()).add(l.usage()).add(l.demand()));
+        return o.toString();
+    }
+
+    /** Grants as admission limits; a resource without a grant gets its capacity / {@code divisor}. */
+    static FleetShares shares(Map<Resource, Long> grants, AdmissionConfig fleet, int divisor) {
+        Map<String, Integer> prefillRequests = new HashMap<>();
+        Map<String, Long> prefillTokens = new HashMap<>();
+        Map<String, Integer> decodeStreams = new HashMap<>();
+        grants.forEach((r, g) -> {
+            switch (r.kind()) {
+                case PREFILL_REQUESTS -> prefillRequests.put(r.worker(), (int) Math.min(Integer.MAX_VALUE, g));
+                case PREFILL_TOKENS -> prefillTokens.put(r.worker(), g);
+                case DECODE_STREAMS -> decodeStreams.put(r.worker(), (int) Math.min(Integer.MAX_VALUE, g));
+                default -> { }
+            }
+        });
+        Long queue = grants.get(Resource.QUEUE);
+        Long pending = grants.get(Resource.PENDING_TOKENS);
+        return new FleetShares(queue == null ? fleet.maxQueuedRequests() / divisor : (int) Math.min(Integer.MAX_VALUE, queue),
+                pending == null ? fleet.maxPendingTokens() / divisor : pending, prefillRequests, prefillTokens,
+                decodeStreams, divisor);
+    }
+
+    /** Redis gone and the lease lapsed: every resource at its capacity / N. */
+    static Map<Resource, Long> fallback(Map<Resource, Line> lines, int replicas) {
+        Map<Resource, Long> out = new LinkedHashMap<>();
+        lines.forEach((r, l) -> out.put(r, ProportionalShares.fallback(l.capacity(), replicas)));
+        return out;
+    }
+}

@@ -1,0 +1,19 @@
+package dev.sluice.gateway.coordination;
+
+import java.util.concurrent.CompletionStage;
+
+/** Where the fleet's leases live: one renewal is one round trip, never on a request's path. */
+public interface LeaseStore extends AutoCloseable {
+    /**
+     * Runs the lease script for one replica: heartbeat, demand report, grant.
+     *
+     * @param generation the replica's generation from its last reply; 0 before the first
+     * @param demandJson {@code {resource: [capacity, usage, demand]}}
+     * @return the script's reply (JSON), or a failure (Redis unreachable, timed out)
+     */
+    CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
+                                  String demandJson);
+
+    @Override
+    void close();
+}

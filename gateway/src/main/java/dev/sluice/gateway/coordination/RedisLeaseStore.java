@@ -1,0 +1,143 @@
+package dev.sluice.gateway.coordination;
+
+import dev.sluice.gateway.config.CoordinationConfig;
+import io.lettuce.core.ClientOptions;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.SocketOptions;
+import io.lettuce.core.StaticCredentialsProvider;
+import io.lettuce.core.TimeoutOptions;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.resource.ClientResources;
+import io.lettuce.core.resource.DefaultClientResources;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own single I/O thread):
+ * every call asynchronous and bounded by a timeout; while disconnected, commands fail at once
+ * (never queued up to replay stale demand later); the connection is made lazily and again after a
+ * failure, by the renewal that needs it. Standalone or Redis Cluster: the keys share the hash tag
+ * {@code {sluice}}, so the one script runs on one node either way.
+ */
+public final class RedisLeaseStore implements LeaseStore {
+    static final String FLEET_KEY = "{sluice}:fleet";
+    static final String GEN_KEY = "{sluice}:gen";
+    private static final String[] KEYS = {FLEET_KEY, GEN_KEY};
+
+    private final RedisURI uri;
+    private final Duration timeout;
+    private final ClientResources resources;
+    private final RedisClient client;
+    private final RedisClusterClient clusterClient;
+    private final String script = LeaseScript.text();
+    private final String sha = LeaseScript.sha1();
+    private volatile StatefulConnection<String, String> connection;
+    private CompletableFuture<? extends StatefulConnection<String, String>> connecting; // under this
+
+    public RedisLeaseStore(CoordinationConfig config, Duration timeout) {
+        this.timeout = timeout;
+        this.resources = DefaultClientResources.builder().ioThreadPoolSize(1).computationThreadPoolSize(1).build();
+        this.uri = RedisURI.create(config.url());
+        uri.setTimeout(timeout);
+        config.password().ifPresent(p -> uri.setCredentialsProvider(
+                new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
+        SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
+        TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
+        if (config.cluster()) {
+            clusterClient = RedisClusterClient.create(resources, uri);
+            clusterClient.setOptions(ClusterClientOptions.builder().socketOptions(socket).timeoutOptions(timeouts)
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+            client = null;
+        } else {
+            client = RedisClient.create(resources, uri);
+            client.setOptions(ClientOptions.builder().socketOptions(socket).timeoutOptions(timeouts)
+                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+            clusterClient = null;
+        }
+    }
+
+    @Override
+    public CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
+                                         String demandJson) {
+        String[] args = {replicaId, address, Long.toString(generation), Long.toString(ttlMillis), demandJson};
+        return connection().thenCompose(c -> {
+            RedisScriptingAsyncCommands<String, String> cmd = commands(c);
+            CompletableFuture<String> run = cmd.<String>evalsha(sha, ScriptOutputType.VALUE, KEYS, args)
+                    .toCompletableFuture()
+                    .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
+                            ? cmd.<String>eval(script, ScriptOutputType.VALUE, KEYS, args).toCompletableFuture()
+                            : CompletableFuture.failedFuture(e));
+            return run;
+        }).orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS);
+    }
+
+    /** The user named in the URL ({@code redis://user@host}), or null: the default user. */
+    private static String user(String url) {
+        String info = java.net.URI.create(url).getUserInfo();
+        return info == null || info.isEmpty() ? null : info;
+    }
+
+    private static Throwable unwrap(Throwable e) {
+        return e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
+    @SuppressWarnings("unchecked")
+    private static RedisScriptingAsyncCommands<String, String> commands(StatefulConnection<String, String> c) {
+        if (c instanceof StatefulRedisClusterConnection<?, ?> cluster) {
+            return ((StatefulRedisClusterConnection<String, String>) cluster).async();
+        }
+        return ((StatefulRedisConnection<String, String>) c).async();
+    }
+
+    /** The connection, made now if there is none (asynchronously; a failed attempt is retried by the next renewal). */
+    private synchronized CompletableFuture<StatefulConnection<String, String>> connection() {
+        StatefulConnection<String, String> c = connection;
+        if (c != null && c.isOpen()) {
+            return CompletableFuture.completedFuture(c);
+        }
+        if (connecting == null) {
+            CompletableFuture<? extends StatefulConnection<String, String>> f = clusterClient != null
+                    ? clusterClient.connectAsync(StringCodec.UTF8).toCompletableFuture()
+                    : client.connectAsync(StringCodec.UTF8, uri)
+                    .toCompletableFuture();
+            connecting = f;
+            f.whenComplete((conn, e) -> connected(f, conn, e));
+        }
+        return connecting.thenApply(x -> (StatefulConnection<String, String>) x);
+    }
+
+    private synchronized void connected(CompletableFuture<?> attempt, StatefulConnection<String, String> c,
+                                        Throwable e) {
+        if (connecting == attempt) {
+            connecting = null;
+        }
+        if (e == null) {
+            connection = c;
+        }
+    }
+
+    @Override
+    public void close() {
+        StatefulConnection<String, String> c = connection;
+        if (c != null) {
+            c.closeAsync();
+        }
+        if (client != null) {
+            client.shutdownAsync(0, 2, TimeUnit.SECONDS);
+        } else {
+            clusterClient.shutdownAsync(0, 2, TimeUnit.SECONDS);
+        }
+        resources.shutdown(0, 2, TimeUnit.SECONDS);
+    }
+}

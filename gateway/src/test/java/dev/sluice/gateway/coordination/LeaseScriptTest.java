@@ -1,0 +1,157 @@
+package dev.sluice.gateway.coordination;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sluice.gateway.config.CoordinationConfig;
+import dev.sluice.gateway.coordination.ProportionalShares.Demand;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** {@code lease.lua} against a real redis-server: the Java reference's split, no over-commit, expiry, fencing. */
+class LeaseScriptTest {
+    @TempDir
+    static Path dir;
+    private static RedisServer redis;
+    private static RedisLeaseStore store;
+
+    @BeforeAll
+    static void start() throws Exception {
+        redis = RedisServer.start(dir.resolve("redis"));
+        store = new RedisLeaseStore(new CoordinationConfig(redis.url(), Optional.empty(), false, "t",
+                Duration.ofSeconds(5), Duration.ofSeconds(1)), Duration.ofSeconds(2));
+    }
+
+    @AfterAll
+    static void stop() throws Exception {
+        store.close();
+        redis.close();
+    }
+
+    private static LeaseReply renew(String id, long gen, long ttlMs, String resource, long cap, long usage, long demand)
+            throws Exception {
+        String json = "{\"" + resource + "\":[" + cap + "," + usage + "," + demand + "]}";
+        return LeaseReply.parse(store.renew(id, id + ".addr", gen, ttlMs, json).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void onceEveryoneHasRenewedTheGrantsAreTheJavaReferencesSplit() throws Exception {
+        String res = "split";
+        long[] demand = {30, 10, 10};
+        long[] gen = new long[3];
+        LeaseReply last = null;
+        Map<String, Long> grants = new java.util.HashMap<>();
+        for (int round = 0; round < 3; round++) { // the first rounds are capped by what the others held before
+            for (int i = 0; i < 3; i++) {
+                last = renew("split-" + i, gen[i], 5000, res, 10, 0, demand[i]);
+                gen[i] = last.generation();
+                grants.put("split-" + i + "#" + gen[i], last.grants().get(res));
+            }
+        }
+        List<Demand> d = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            d.add(new Demand("split-" + i + "#" + gen[i], demand[i]));
+        }
+        assertThat(grants).isEqualTo(ProportionalShares.targets(10, d));
+        assertThat(last.members()).extracting(LeaseReply.Peer::replicaId).contains("split-0", "split-1", "split-2");
+        assertThat(last.members()).filteredOn(p -> p.replicaId().equals("split-0"))
+                .extracting(LeaseReply.Peer::address).containsExactly("split-0.addr");
+    }
+
+    @Test
+    void grantsNeverOverCommitUnderConcurrentRenewals() throws Exception {
+        String res = "race";
+        long cap = 37;
+        int replicas = 5;
+        ExecutorService pool = Executors.newFixedThreadPool(replicas);
+        Map<String, Long> held = new ConcurrentHashMap<>(); // member key -> max(grant, usage) as last reported
+        AtomicReference<String> violation = new AtomicReference<>();
+        CountDownLatch done = new CountDownLatch(replicas);
+        for (int i = 0; i < replicas; i++) {
+            int me = i;
+            pool.execute(() -> {
+                Random r = new Random(me);
+                long gen = 0;
+                long grant = 0;
+                try {
+                    for (int round = 0; round < 150 && violation.get() == null; round++) {
+                        long usage = grant == 0 ? 0 : r.nextInt((int) grant + 1); // a replica uses at most its grant
+                        LeaseReply reply = renew("race-" + me, gen, 5000, res, cap, usage, usage + r.nextInt(40));
+                        gen = reply.generation();
+                        grant = reply.grants().get(res);
+                        long sum = 0;
+                        for (LeaseReply.Peer p : reply.members()) {
+                            LeaseReply.Lease l = p.leases().get(res);
+                            if (l != null) {
+                                sum += Math.max(l.grant(), l.usage());
+                            }
+                        }
+                        if (sum > cap) {
+                            violation.set("round " + round + ": " + reply.members());
+                        }
+                        held.put("race-" + me, grant);
+                    }
+                } catch (Exception e) {
+                    violation.compareAndSet(null, e.toString());
+                } finally {
+                    done.countDown();
+                }
+            });
+        }
+        assertThat(done.await(60, TimeUnit.SECONDS)).isTrue();
+        pool.shutdown();
+        assertThat(violation.get()).isNull();
+        assertThat(held).hasSize(replicas);
+        assertThat(held.values().stream().mapToLong(Long::longValue).sum()).isLessThanOrEqualTo(cap).isPositive();
+    }
+
+    @Test
+    void aReplicaThatStopsRenewingFreesItsShareAfterTheTtl() throws Exception {
+        String res = "expiry";
+        LeaseReply a = renew("exp-a", 0, 1000, res, 12, 6, 20);
+        assertThat(a.grants().get(res)).isEqualTo(12L); // alone: everything
+        LeaseReply b = renew("exp-b", 0, 1000, res, 12, 0, 20);
+        assertThat(b.grants().get(res)).isZero(); // a holds its grant until it renews (smaller) or lapses
+        // a stops renewing; b renews on: within a generous bound after the ttl, b holds the whole
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        long started = System.nanoTime();
+        while (b.grants().get(res) < 12 && System.nanoTime() < deadline) {
+            Thread.sleep(100); // b's renew interval
+            b = renew("exp-b", b.generation(), 1000, res, 12, 0, 20);
+        }
+        assertThat(b.grants().get(res)).isEqualTo(12L);
+        assertThat(System.nanoTime() - started).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(800));
+        assertThat(b.members()).extracting(LeaseReply.Peer::replicaId).doesNotContain("exp-a");
+
+        // a comes back with its lapsed generation: a new one, never the old lease counted again
+        LeaseReply back = renew("exp-a", a.generation(), 1000, res, 12, 0, 20);
+        assertThat(back.joined()).isTrue();
+        assertThat(back.generation()).isGreaterThan(a.generation());
+        assertThat(back.grants().get(res)).isZero(); // b holds everything until it renews
+        assertThat(back.members()).filteredOn(p -> p.replicaId().equals("exp-a")).hasSize(1);
+    }
+
+    @Test
+    void twoProcessesWithOneReplicaIdAreTwoMembers() throws Exception {
+        String res = "twins";
+        LeaseReply first = renew("twin", 0, 5000, res, 10, 5, 5);
+        LeaseReply second = renew("twin", 0, 5000, res, 10, 0, 20);
+        assertThat(second.generation()).isNotEqualTo(first.generation());
+        assertThat(second.grants().get(res)).isLessThanOrEqualTo(5L);
+    }
+}

@@ -1,0 +1,123 @@
+package dev.sluice.gateway.coordination;
+
+import static org.assertj.core.api.Assertions.fail;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A real {@code redis-server} (Debian's package; {@code .ci/run} installs it) run as a child process
+ * on a free loopback port, no persistence. {@link #stop} and {@link #restart} (same port) let a test
+ * take Redis away and bring it back.
+ */
+final class RedisServer implements AutoCloseable {
+    private final Path binary;
+    private final Path dir;
+    private final int port;
+    private Process process;
+
+    private RedisServer(Path binary, Path dir, int port) {
+        this.binary = binary;
+        this.dir = dir;
+        this.port = port;
+    }
+
+    /** The binary on PATH or in /usr/bin, or a failure saying how to install it. */
+    static Path binary() {
+        List<Path> candidates = new ArrayList<>();
+        String path = System.getenv("PATH");
+        if (path != null) {
+            for (String d : path.split(":")) {
+                if (!d.isEmpty()) {
+                    candidates.add(Path.of(d, "redis-server"));
+                }
+            }
+        }
+        candidates.add(Path.of("/usr/bin/redis-server"));
+        for (Path p : candidates) {
+            if (Files.isExecutable(p)) {
+                return p;
+            }
+        }
+        fail("redis-server is missing: `bash .ci/run --install-only` installs it (Debian package `redis-server`)");
+        return null;
+    }
+
+    static RedisServer start(Path dir) throws IOException, InterruptedException {
+        int port;
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = s.getLocalPort();
+        }
+        RedisServer r = new RedisServer(binary(), dir, port);
+        r.restart();
+        return r;
+    }
+
+    int port() {
+        return port;
+    }
+
+    String url() {
+        return "redis://127.0.0.1:" + port;
+    }
+
+    /** Starts (again) on the same port and waits until it answers PING. */
+    void restart() throws IOException, InterruptedException {
+        Files.createDirectories(dir);
+        Path log = dir.resolve("redis.log");
+        process = new ProcessBuilder(List.of(binary.toString(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no"))
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                fail("redis-server exited with " + process.exitValue() + ":\n" + Files.readString(log));
+            }
+            if (pong()) {
+                return;
+            }
+            Thread.sleep(20); // the pace of a poll with a deadline
+        }
+        fail("redis-server not answering within 20 s:\n" + Files.readString(log));
+    }
+
+    private boolean pong() {
+        try (Socket s = new Socket()) {
+            s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 500);
+            s.setSoTimeout(1000);
+            OutputStream out = s.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = s.getInputStream();
+            byte[] b = new byte[7];
+            int n = in.readNBytes(b, 0, 7);
+            return n == 7 && new String(b, StandardCharsets.US_ASCII).equals("+PONG\r\n");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Kills the server (SIGKILL: as a crash or a partition looks to the clients) and waits for its exit. */
+    void stop() throws InterruptedException {
+        if (process != null && process.isAlive()) {
+            process.destroyForcibly();
+            process.waitFor(20, TimeUnit.SECONDS);
+        }
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        stop();
+    }
+}

@@ -1,0 +1,33 @@
+package dev.sluice.gateway.coordination;
+
+import java.nio.file.Path;
+
+/** {@link RedisServer} for tests in other packages (end to end). */
+public final class RedisServerAccess implements AutoCloseable {
+    private final RedisServer server;
+
+    private RedisServerAccess(RedisServer server) {
+        this.server = server;
+    }
+
+    public static RedisServerAccess start(Path dir) throws Exception {
+        return new RedisServerAccess(RedisServer.start(dir));
+    }
+
+    public String url() {
+        return server.url();
+    }
+
+    public void stop() throws InterruptedException {
+        server.stop();
+    }
+
+    public void restart() throws Exception {
+        server.restart();
+    }
+
+    @Override
+    public void close() throws InterruptedException {
+        server.close();
+    }
+}
