@@ -94,11 +94,8 @@ public final class RoutingConfigReader {
                 .durationAtLeast(KvEvents.DEFAULT_STALE_AFTER, Duration.ofSeconds(1));
         long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per worker; past it the oldest stored "
                 + "are forgotten.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE);
-        if (n.isMissing()) {
-            return Optional.empty();
-        }
-        if (endpoints.isEmpty() && pattern.isEmpty()) {
-            n.reject("no endpoints", "endpoints or endpoint_pattern");
+        if (n.isMissing() || endpoints.isEmpty() && pattern.isEmpty()) {
+            return Optional.empty(); // no endpoint named: off (the other keys alone mean nothing, as listen.tls)
         }
         return Optional.of(new KvEvents(endpoints, pattern, topic, tokenizer, staleAfter, maxBlocks));
     }
