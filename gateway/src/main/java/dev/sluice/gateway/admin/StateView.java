@@ -56,6 +56,14 @@ public final class StateView {
         return this;
     }
 
+    private volatile dev.sluice.gateway.cacheview.CacheView kvView;
+
+    /** The workers' KV event view, when {@code routing.kv_events} is on: shown per worker and as decision counts. */
+    public StateView kvView(dev.sluice.gateway.cacheview.CacheView view) {
+        this.kvView = view;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
@@ -127,6 +135,28 @@ public final class StateView {
                     tel.putNull(key);
                 } else {
                     tel.put(key, v);
+                }
+            }
+        }
+        dev.sluice.gateway.cacheview.CacheView kv = kvView;
+        if (kv != null) {
+            ObjectNode k = root.putObject("kv_events");
+            ObjectNode decisions = k.putObject("decisions");
+            for (dev.sluice.gateway.cacheview.CacheView.Source src : dev.sluice.gateway.cacheview.CacheView.Source.values()) {
+                decisions.put(src.label(), kv.decisions(src));
+            }
+            ArrayNode per = k.putArray("workers");
+            for (var w : kv.workers()) {
+                var b = kv.of(w).orElseThrow();
+                ObjectNode o = per.addObject().put("worker", w.name()).put("url", w.url())
+                        .put("freshness", kv.freshness(w).label()).put("blocks", b.size())
+                        .put("block_size", b.blockSize()).put("events", b.events()).put("gaps", b.gaps())
+                        .put("orphans", b.orphans());
+                long last = b.lastEventNanos();
+                if (last == 0) {
+                    o.putNull("last_event_age_seconds");
+                } else {
+                    o.put("last_event_age_seconds", Math.round((now - last) / 1e8) / 10.0);
                 }
             }
         }

@@ -91,6 +91,15 @@ public final class Ticket {
         return this;
     }
 
+    /**
+     * As {@link #prefixKey}, with the prompt's token ids for the workers' KV event view (computed on
+     * the event loop too; empty when that view is off).
+     */
+    public Ticket prefix(String key, int[] promptIds) {
+        this.routing = new RoutingRequest(key, tokens, promptIds);
+        return this;
+    }
+
     /** A non-streamed request of up to {@code maxTokens} tokens: its client sees nothing before the last. */
     public Ticket wholeAnswer(long maxTokens) {
         this.answerTokens = Math.max(0, maxTokens);

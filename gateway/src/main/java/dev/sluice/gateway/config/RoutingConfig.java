@@ -2,7 +2,9 @@ package dev.sluice.gateway.config;
 
 import java.time.Duration;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * How the gateway picks a worker of each role for a request (YAML section {@code routing:}),
@@ -19,7 +21,8 @@ import java.util.Objects;
  * @param directDecodeMaxTokens conditional disaggregation: a prompt of at most this many tokens
  *                              skips the prefill worker and goes to a decode alone; 0 = off
  */
-public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDecodeMaxTokens) {
+public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDecodeMaxTokens,
+                            Optional<KvEvents> kvEvents) {
     /**
      * Prefill: prompt tokens apart before load beats a prefix hit; half the default prefill window
      * ({@code admission.prefill.max_inflight_tokens} 32768), about as much prefill as a long cached
@@ -34,6 +37,12 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
     public RoutingConfig {
         Objects.requireNonNull(prefill, "prefill");
         Objects.requireNonNull(decode, "decode");
+        Objects.requireNonNull(kvEvents, "kvEvents");
+    }
+
+    /** Without the workers' KV events (cache_aware on its own prefix tree). */
+    public RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDecodeMaxTokens) {
+        this(prefill, decode, directDecodeMaxTokens, Optional.empty());
     }
 
     /** Everything at its default (what an absent {@code routing:} section means). */
@@ -51,7 +60,8 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
     }
 
     public Builder toBuilder() {
-        return builder().prefill(prefill).decode(decode).directDecodeMaxTokens(directDecodeMaxTokens);
+        return builder().prefill(prefill).decode(decode).directDecodeMaxTokens(directDecodeMaxTokens)
+                .kvEvents(kvEvents);
     }
 
     /** Checks each value as {@code routing:} does (whether the mode allows direct decodes: {@link GatewayConfig.Builder}). */
@@ -59,6 +69,7 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
         private RolePolicy prefill;
         private RolePolicy decode;
         private Long directDecodeMaxTokens;
+        private Optional<KvEvents> kvEvents = Optional.empty();
 
         private Builder() {
         }
@@ -79,9 +90,15 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             return this;
         }
 
+        /** The prefill workers' KV event subscription (routing.kv_events); empty: none. */
+        public Builder kvEvents(Optional<KvEvents> v) {
+            kvEvents = Objects.requireNonNull(v, "routing.kv_events");
+            return this;
+        }
+
         public RoutingConfig build() {
             return new RoutingConfig(KeyCheck.set("routing.prefill", prefill), KeyCheck.set("routing.decode", decode),
-                    KeyCheck.set("routing.direct_decode_max_tokens", directDecodeMaxTokens));
+                    KeyCheck.set("routing.direct_decode_max_tokens", directDecodeMaxTokens), kvEvents);
         }
     }
 
@@ -229,6 +246,55 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
                         KeyCheck.set(key + "balance_share_half_life", shareHalfLife),
                         KeyCheck.set(key + "balance_share_max_recompute", shareMaxRecompute));
             }
+        }
+    }
+
+    /**
+     * {@code routing.kv_events}: subscribe to each prefill worker's KV cache events (SGLang's and
+     * vLLM's {@code --kv-events-config}) so that cache_aware routes by what the workers hold, the
+     * same on every gateway replica (docs/cache-affinity.md).
+     *
+     * @param endpoints          worker URL (as in {@code workers:}) to its event endpoint, {@code tcp://host:port}
+     * @param endpointPattern    for workers not in {@code endpoints}: {@code {host}} replaced by the worker's host
+     * @param topic              the publisher's topic ("" in SGLang and vLLM by default)
+     * @param tokenizer          how the gateway computes a prompt's token ids to match the events with
+     * @param staleAfter         a worker sent work that should store new blocks, silent this long: its view is stale
+     * @param maxBlocksPerWorker blocks remembered per worker (the oldest stored go first)
+     */
+    public record KvEvents(Map<String, String> endpoints, Optional<String> endpointPattern, String topic,
+                           Tokenizer tokenizer, Duration staleAfter, long maxBlocksPerWorker) {
+        public static final Duration DEFAULT_STALE_AFTER = Duration.ofSeconds(30);
+        /** 1 Mi blocks: 16M tokens at a 16-token page, 1M at SGLang's default page of 1. */
+        public static final long DEFAULT_MAX_BLOCKS = 1L << 20;
+
+        public KvEvents {
+            endpoints = Map.copyOf(endpoints);
+            Objects.requireNonNull(endpointPattern, "endpointPattern");
+            Objects.requireNonNull(topic, "topic");
+            Objects.requireNonNull(tokenizer, "tokenizer");
+            KeyCheck.atLeast("routing.kv_events.stale_after", staleAfter, Duration.ofSeconds(1));
+            KeyCheck.atLeast("routing.kv_events.max_blocks_per_worker", maxBlocksPerWorker, 1L);
+        }
+
+        /** The endpoint of the worker at {@code url} with host {@code host}, if any. */
+        public Optional<String> endpointOf(String url, String host) {
+            String e = endpoints.get(url);
+            if (e != null) {
+                return Optional.of(e);
+            }
+            return endpointPattern.map(p -> p.replace("{host}", host));
+        }
+    }
+
+    /** How the gateway tokenizes a prompt to match it against the workers' KV events. */
+    public enum Tokenizer {
+        /** The testbed simulator's tokenizer (4 characters a token); token-id prompts are used as they are. */
+        SIM;
+
+        private final String label = name().toLowerCase(Locale.ROOT);
+
+        public String label() {
+            return label;
         }
     }
 }

@@ -2,11 +2,15 @@ package dev.sluice.gateway.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.gateway.config.RoutingConfig.CacheAware;
+import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import dev.sluice.gateway.config.RoutingConfig.Tokenizer;
 import dev.sluice.gateway.config.RoutingConfig.Policy;
 import dev.sluice.gateway.config.RoutingConfig.RolePolicy;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Reads the {@code routing:} section; every key is optional and validated, defaults as in
@@ -27,6 +31,13 @@ import java.util.Map;
  *   decode:
  *     policy: least_load
  *   direct_decode_max_tokens: 0      # 0 = always disaggregate
+ *   kv_events:                       # absent: no subscription
+ *     endpoints: {"http://p0:30000": "tcp://p0:5557"}
+ *     endpoint_pattern: "tcp://{host}:5557"
+ *     topic: ""
+ *     tokenizer: sim
+ *     stale_after: 30s
+ *     max_blocks_per_worker: 1048576
  * </pre>
  */
 public final class RoutingConfigReader {
@@ -44,7 +55,7 @@ public final class RoutingConfigReader {
     }
 
     static RoutingConfig read(ConfigNode n) {
-        n.allowOnly("prefill", "decode", "direct_decode_max_tokens");
+        n.allowOnly("prefill", "decode", "direct_decode_max_tokens", "kv_events");
         RoutingConfig defaults = RoutingConfig.defaults();
         return RoutingConfig.builder()
                 .prefill(role(n.child("prefill", "The prefill workers' policy (and the unified workers', in "
@@ -53,7 +64,48 @@ public final class RoutingConfigReader {
                 .directDecodeMaxTokens(n.child("direct_decode_max_tokens", "vllm mode only: a prompt of at most this "
                         + "many tokens skips the prefill hop and goes to a decode alone (a vLLM decode prefills a "
                         + "request without kv_transfer_params itself); 0 = off.").longIn(0, 0, Long.MAX_VALUE / 4))
+                .kvEvents(kvEvents(n.child("kv_events", "Subscribe to each prefill worker's KV cache events (SGLang's "
+                        + "and vLLM's --kv-events-config, ZMQ + msgpack) so that cache_aware routes by what the workers "
+                        + "hold, the same on every gateway replica; the local prefix tree stays the fallback when a "
+                        + "worker's view is missing or stale (docs/cache-affinity.md). Absent: off.")))
                 .build();
+    }
+
+    private static Optional<KvEvents> kvEvents(ConfigNode n) {
+        n.allowOnly("endpoints", "endpoint_pattern", "topic", "tokenizer", "stale_after", "max_blocks_per_worker");
+        Map<String, String> endpoints = new LinkedHashMap<>();
+        for (Map.Entry<String, ConfigNode> e : n.child("endpoints", "Per prefill worker: its URL, as written in "
+                + "workers:, to the endpoint its events are published on.").entries("The worker's event endpoint, "
+                + "tcp://host:port.")) {
+            String v = e.getValue().text(null);
+            if (v != null && tcp(e.getValue(), v)) {
+                endpoints.put(e.getKey(), v);
+            }
+        }
+        ConfigNode patternNode = n.child("endpoint_pattern", "The event endpoint of a worker not listed in endpoints: "
+                + "{host} is replaced by the worker's host, e.g. tcp://{host}:5557 (SGLang's default port).");
+        Optional<String> pattern = patternNode.optionalText().filter(p -> tcp(patternNode, p));
+        String topic = n.child("topic", "The publishers' topic (SGLang and vLLM: \"\" by default).").text("");
+        Tokenizer tokenizer = n.child("tokenizer", "How the gateway computes a prompt's token ids to match the events: "
+                + "sim (the testbed simulator's tokenizer). Prompts given as token ids are used as they are.")
+                .oneOf(Tokenizer.SIM, List.of(Tokenizer.values()), Tokenizer::label);
+        Duration staleAfter = n.child("stale_after", "A worker sent a prompt that should store new blocks, and silent "
+                + "this long since: its view is stale, and cache_aware falls back to the local prefix tree.")
+                .durationAtLeast(KvEvents.DEFAULT_STALE_AFTER, Duration.ofSeconds(1));
+        long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per worker; past it the oldest stored "
+                + "are forgotten.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE);
+        if (n.isMissing() || endpoints.isEmpty() && pattern.isEmpty()) {
+            return Optional.empty(); // no endpoint named: off (the other keys alone mean nothing, as listen.tls)
+        }
+        return Optional.of(new KvEvents(endpoints, pattern, topic, tokenizer, staleAfter, maxBlocks));
+    }
+
+    private static boolean tcp(ConfigNode n, String endpoint) {
+        if (!endpoint.startsWith("tcp://") || endpoint.lastIndexOf(':') < "tcp://".length()) {
+            n.reject(endpoint, "tcp://host:port");
+            return false;
+        }
+        return true;
     }
 
     private static RolePolicy role(ConfigNode n, RolePolicy def, String loadUnit) {

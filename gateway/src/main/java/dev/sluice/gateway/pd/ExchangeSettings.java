@@ -1,5 +1,7 @@
 package dev.sluice.gateway.pd;
 
+import dev.sluice.gateway.cacheview.PromptTokens;
+import dev.sluice.gateway.cacheview.SimTokenizer;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.config.RequestLogging;
@@ -14,17 +16,25 @@ import java.time.Duration;
  * @param directDecodeMaxTokens prompts up to this size skip the prefill hop (0: never)
  * @param routingUsesPrefix     a routing policy reads the prompt's prefix (only then is it rendered)
  * @param stallPanicProbeTimeout a probe of a suspect worker is judged within this ({@code health.stall_panic})
+ * @param promptTokens          the prompt's token ids for the KV event view ({@link PromptTokens#NONE}: off)
  */
 public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, RetryConfig retries,
                                RequestLogging requestLogging, Drivers drivers, long directDecodeMaxTokens,
                                boolean routingUsesPrefix, long maxResponseBodyBytes,
-                               Duration stallPanicProbeTimeout) {
+                               Duration stallPanicProbeTimeout, PromptTokens promptTokens) {
 
     /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
         return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
                 config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
                 routingUsesPrefix, config.http().maxResponseBodyBytes(),
-                config.health().stallPanic().probeTimeout());
+                config.health().stallPanic().probeTimeout(),
+                promptTokens(config, routingUsesPrefix));
+    }
+
+    private static PromptTokens promptTokens(GatewayConfig config, boolean routingUsesPrefix) {
+        return config.routing().kvEvents().filter(kv -> routingUsesPrefix).map(kv -> switch (kv.tokenizer()) {
+            case SIM -> (PromptTokens) new SimTokenizer();
+        }).orElse(PromptTokens.NONE);
     }
 }

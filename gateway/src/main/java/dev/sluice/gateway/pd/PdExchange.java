@@ -104,7 +104,8 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, this)
                 .wholeAnswer(request.stream() ? 0 : request.maxTokens() * Math.max(1, request.parallelSamples()))
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
-                .prefixKey(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "")
+                .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
+                        settings.promptTokens().of(request.route().label(), request.body()))
                 .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
                         && request.batchSize() == 0);
         Rejection r = services.admission().submit(ticket);

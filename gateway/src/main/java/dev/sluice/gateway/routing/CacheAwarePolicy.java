@@ -1,8 +1,10 @@
 package dev.sluice.gateway.routing;
 
+import dev.sluice.gateway.cacheview.CacheView;
 import dev.sluice.gateway.config.RoutingConfig.CacheAware;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.function.LongSupplier;
 
 /**
@@ -33,6 +35,12 @@ import java.util.function.LongSupplier;
  * </ul>
  * The key is remembered for the worker only once the request is {@link #dispatched}. Admission
  * calls the overloads that take the key as a {@link PrefixTree.Key} prepared off its lock.
+ *
+ * <p>With the workers' KV events ({@link CacheView}, {@code routing.kv_events}): when the request
+ * has token ids and every candidate's view is fresh, the match is what each worker's cache holds
+ * by its own events, in tokens (the same on every gateway replica); otherwise the local tree
+ * decides as above. The tree is fed either way, so the fallback stays warm
+ * (docs/cache-affinity.md).
  */
 public final class CacheAwarePolicy implements RoutingPolicy {
     public static final String NAME = "cache_aware";
@@ -45,13 +53,23 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     private final WorkerLoad load;
     private final PrefixTree<Worker> tree;
     private final RecentLoad recent;
+    private final Optional<CacheView> cacheView;
     private int cursor;
 
     public CacheAwarePolicy(WorkerRole role, CacheAware settings) {
-        this(role, settings, System::nanoTime);
+        this(role, settings, Optional.empty());
+    }
+
+    public CacheAwarePolicy(WorkerRole role, CacheAware settings, Optional<CacheView> view) {
+        this(role, settings, System::nanoTime, view);
     }
 
     CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock) {
+        this(role, settings, nanoClock, Optional.empty());
+    }
+
+    CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock, Optional<CacheView> view) {
+        this.cacheView = Objects.requireNonNull(view, "view");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.load = new WorkerLoad(role);
         this.tree = new PrefixTree<>(settings.maxTreeSize());
@@ -70,9 +88,20 @@ public final class CacheAwarePolicy implements RoutingPolicy {
 
     @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
-        PrefixTree.Key key = request.prefix(); // prepared when the request was built, off the admission lock
         int n = candidates.size();
-        int[] matched = tree.match(key, candidates);
+        CacheView events = kvEventsFor(candidates, request);
+        int[] matched;
+        long keyLength;
+        if (events != null) {
+            matched = events.match(candidates, request.promptIds());
+            keyLength = request.promptIds().length;
+            events.decided(CacheView.Source.KV_EVENTS);
+        } else {
+            PrefixTree.Key key = request.prefix(); // prepared when the request was built, off the admission lock
+            matched = tree.match(key, candidates);
+            keyLength = Math.min(key.length(), tree.maxSizePerWorker());
+            cacheView.ifPresent(v -> v.decided(CacheView.Source.LOCAL_TREE));
+        }
         double[] scores = load.scores(candidates, request, view);
         double[] guard = load.decode() ? streams(candidates, view) : scores;
 
@@ -82,7 +111,6 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 best = i;
             }
         }
-        long keyLength = Math.min(key.length(), tree.maxSizePerWorker());
         double ratio = keyLength == 0 ? 0 : (double) matched[best] / keyLength;
         if (matched[best] > 0 && ratio >= settings.matchThreshold()) {
             int least = WorkerLoad.argMin(guard, cursor);
@@ -90,13 +118,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE);
             }
-            int spill = shareSpill(candidates, request, key.length(), matched, best);
+            int spill = shareSpill(candidates, request, keyLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE);
             }
             return new Choice(candidates.get(best), PREFIX_HIT);
         }
-        int pick = leastLoadedSmallestTree(candidates, scores);
+        int pick = leastLoadedSmallestTree(candidates, scores, events);
         cursor = pick + 1;
         return new Choice(candidates.get(pick), PREFIX_MISS);
     }
@@ -105,6 +133,16 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public void dispatched(Worker worker, RoutingRequest request) {
         tree.insert(request.prefix(), worker);
         recent.add(worker, request.tokens());
+        cacheView.ifPresent(v -> v.dispatched(worker, request.promptIds()));
+    }
+
+    /** The KV event view when it may decide for this request (ids, every candidate fresh), else null. */
+    private CacheView kvEventsFor(List<Worker> candidates, RoutingRequest request) {
+        if (cacheView.isEmpty() || request.promptIds().length == 0) {
+            return null;
+        }
+        CacheView v = cacheView.get();
+        return v.usable(candidates) ? v : null;
     }
 
     /** Characters of prompt prefix remembered for {@code worker}; safe to read from the metrics thread. */
@@ -124,7 +162,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Acts only once the best match's excess over the mean is at least this request's size, so a
      * single early request does not count as a trend.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, int keyLength, int[] matched, int best) {
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, long keyLength, int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
@@ -157,20 +195,25 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return bestLoad - minLoad > settings.balanceAbsThreshold() && bestLoad > settings.balanceRelThreshold() * minLoad;
     }
 
-    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores) {
+    /** Ties broken by the smallest cache: the event view's blocks when it decides, else the local tree's characters. */
+    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores, CacheView events) {
         int n = candidates.size();
         int first = Math.floorMod(cursor, n);
         int pick = first;
-        long pickSize = tree.size(candidates.get(pick));
+        long pickSize = cacheSize(candidates.get(pick), events);
         for (int k = 1; k < n; k++) {
             int i = (first + k) % n;
-            long size = tree.size(candidates.get(i));
+            long size = cacheSize(candidates.get(i), events);
             if (scores[i] < scores[pick] || (scores[i] == scores[pick] && size < pickSize)) {
                 pick = i;
                 pickSize = size;
             }
         }
         return pick;
+    }
+
+    private long cacheSize(Worker w, CacheView events) {
+        return events == null ? tree.size(w) : events.of(w).map(b -> (long) b.size()).orElse(0L);
     }
 
     private static double[] streams(List<Worker> candidates, LoadView view) {

@@ -3,7 +3,9 @@ package dev.sluice.gateway.routing;
 import dev.sluice.gateway.config.RoutingConfig;
 import dev.sluice.gateway.config.RoutingConfig.Policy;
 import dev.sluice.gateway.config.RoutingConfig.RolePolicy;
+import dev.sluice.gateway.cacheview.CacheView;
 import java.util.List;
+import java.util.Optional;
 
 /** Builds the routing policy a role's configuration names, and says which reasons each can give. */
 public final class RoutingPolicies {
@@ -12,12 +14,18 @@ public final class RoutingPolicies {
 
     /** A new policy (with fresh state) for {@code role}; a unified worker follows the prefill settings. */
     public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role) {
+        return create(cfg, role, Optional.empty());
+    }
+
+    /** As {@link #create(RoutingConfig, WorkerRole)}; a prefill (or unified) cache_aware routes by {@code kvView} when fresh. */
+    public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role, Optional<CacheView> kvView) {
         RolePolicy p = role == WorkerRole.DECODE ? cfg.decode() : cfg.prefill();
         return switch (p.policy()) {
             case ROUND_ROBIN -> new RoundRobinRouting();
             case LEAST_LOAD -> new LeastLoadPolicy(role);
             case POWER_OF_TWO -> new PowerOfTwoPolicy(role);
-            case CACHE_AWARE -> new CacheAwarePolicy(role, p.cacheAware());
+            case CACHE_AWARE -> new CacheAwarePolicy(role, p.cacheAware(),
+                    role == WorkerRole.DECODE ? Optional.empty() : kvView);
         };
     }
 

@@ -10,14 +10,23 @@ import java.util.Objects;
  * @param prefixKey the rendered prompt as built by {@link PrefixKey} ("" when there is none)
  * @param tokens    the prompt tokens admission counted (or estimated) for it
  * @param prefix    {@code prefixKey} in the prefix tree's form
+ * @param promptIds the prompt's token ids as the worker will see them, to match against the
+ *                  workers' KV events ({@code cacheview.PromptTokens}); empty when that view is off
  */
-public record RoutingRequest(String prefixKey, long tokens, PrefixTree.Key prefix) {
+public record RoutingRequest(String prefixKey, long tokens, PrefixTree.Key prefix, int[] promptIds) {
+    private static final int[] NO_IDS = new int[0];
+
     public RoutingRequest {
         Objects.requireNonNull(prefixKey, "prefixKey");
         Objects.requireNonNull(prefix, "prefix");
+        Objects.requireNonNull(promptIds, "promptIds");
     }
 
     public RoutingRequest(String prefixKey, long tokens) {
-        this(prefixKey, tokens, PrefixTree.Key.of(prefixKey));
+        this(prefixKey, tokens, PrefixTree.Key.of(prefixKey), NO_IDS);
+    }
+
+    public RoutingRequest(String prefixKey, long tokens, int[] promptIds) {
+        this(prefixKey, tokens, PrefixTree.Key.of(prefixKey), promptIds);
     }
 }

@@ -1,5 +1,8 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.cacheview.KvEventSubscriber;
+import dev.sluice.gateway.cacheview.KvEventSubscription;
+import dev.sluice.gateway.metrics.CacheViewMetrics;
 import dev.sluice.gateway.admin.AdminServer;
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admin.StateView;
@@ -47,6 +50,7 @@ import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
@@ -80,6 +84,7 @@ public final class GatewayServer implements AutoCloseable {
     private final PromptTokenCounter counter;
     private final AdmissionController admission;
     private final RoutingMetrics routingMetrics;
+    private final Optional<KvEventSubscriber> kvEvents;
     private final RecentErrors recentErrors;
     private final Set<InFlight> live = ConcurrentHashMap.newKeySet();
     private final AtomicReference<LiveSettings> settings;
@@ -122,8 +127,11 @@ public final class GatewayServer implements AutoCloseable {
                 ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
+        // the prefill workers' own KV events, when configured: the cache view every replica shares
+        this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
         RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
-                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL);
+                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(KvEventSubscriber::view));
+        kvEvents.ifPresent(k -> CacheViewMetrics.bind(metrics.registry(), k.view()));
         RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
         this.routingMetrics = new RoutingMetrics(metrics.registry());
@@ -220,6 +228,7 @@ public final class GatewayServer implements AutoCloseable {
                         leases.status().mode().label());
             }
         }
+        kvEvents.ifPresent(KvEventSubscriber::start);
         started = true;
         // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
         schedules.add(control.scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS));
@@ -237,6 +246,7 @@ public final class GatewayServer implements AutoCloseable {
         if (config.admin().enabled()) {
             stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
                     .configInfo(configInfo).coordination(this::coordination);
+            kvEvents.ifPresent(k -> stateView.kvView(k.view()));
             adminServer = new AdminServer(config.admin(), stateView, metrics);
             adminServer.start(bossGroup, controlGroup, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
@@ -431,6 +441,7 @@ public final class GatewayServer implements AutoCloseable {
             clients.close();
         }
         counter.close();
+        kvEvents.ifPresent(KvEventSubscriber::close);
         listener.close();
         workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);

@@ -134,6 +134,12 @@ public final class ClusterCommand implements Callable<Integer> {
                     + "(it runs to its end). vLLM servers always abort at once (default: ${DEFAULT-VALUE}).")
     String abortOnDisconnect;
 
+    @Option(names = "--kv-events-endpoint",
+            description = "Publish each prefill server's prefix-cache events over ZMQ in SGLang's format (SGLang's "
+                    + "--kv-events-config '{\"publisher\":\"zmq\",\"endpoint\":...}'), e.g. tcp://127.0.0.1:5557: "
+                    + "prefill i binds port + i. Off by default.")
+    String kvEventsEndpoint;
+
     @Override
     public Integer call() throws Exception {
         SimMode simMode = parseMode();
@@ -146,7 +152,7 @@ public final class ClusterCommand implements Callable<Integer> {
         SimCluster cluster;
         try {
             cfg = cfg.withHealthGeneration(healthGeneration).withHealthCheckTimeout(healthCheckTimeout)
-                    .withDpSize(dpSize).withEnableMetrics(enableMetrics).withDeviceTimerMetrics(deviceTimerMetrics)
+                    .withDpSize(dpSize).withKvEventsEndpoint(kvEventsEndpoint).withEnableMetrics(enableMetrics).withDeviceTimerMetrics(deviceTimerMetrics)
                     .withContextLength(contextLength).withAdminApiKey(adminApiKey)
                     .withMaxQueuedRequests(maxQueuedRequests)
                     .withAbortOnDisconnect(AbortOnDisconnect.parse(abortOnDisconnect));
@@ -186,6 +192,9 @@ public final class ClusterCommand implements Callable<Integer> {
         }
         for (UnifiedServer u : cluster.unified()) {
             out.printf("unified %d url=%s%n", cluster.unified().indexOf(u), u.url());
+        }
+        for (var w : cluster.prefillWorkers().isEmpty() ? cluster.decodeWorkers() : cluster.prefillWorkers()) {
+            w.kvEventsEndpoint().ifPresent(e -> out.printf("kv_events url=%s endpoint=%s%n", w.url(), e));
         }
         out.println("cluster ready");
         out.flush();

@@ -33,6 +33,9 @@ public final class LoadCommand implements Callable<Integer> {
     String target;
     @Option(names = "--url", description = "gateway: Sluice's base URL, e.g. http://127.0.0.1:8080")
     URI url;
+    @Option(names = "--replica-url", description = "gateway: another replica's base URL (repeatable); the clients "
+            + "are split round robin over --url and these, a chat session kept to one replica")
+    List<URI> replicaUrls = new ArrayList<>();
     @Option(names = "--prefill", description = "direct: a prefill worker URL (repeatable)")
     List<URI> prefills = new ArrayList<>();
     @Option(names = "--bootstrap-port", description = "direct: bootstrap port of each --prefill, in order")
@@ -170,7 +173,8 @@ public final class LoadCommand implements Callable<Integer> {
             }
             LoadOptions options = LoadOptions.DEFAULTS.withStream(stream)
                     .withClasses(classes.stream().map(c -> ClientClass.parse(c, DurationConverter::parse)).toList())
-                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl);
+                    .withRouter(router == null ? null : LoadOptions.Router.parse(router)).withMetricsUrl(metricsUrl)
+                    .withReplicaUrls(replicaUrls);
             if (promptTokensRange != null) {
                 int[] range = range(promptTokensRange);
                 options = options.withPromptRange(range[0], range[1]);

@@ -18,9 +18,11 @@ import java.util.Set;
  * @param router        direct target only: the router played; null = {@link Router#SGLANG_ROUTER}
  * @param metricsUrl    gateway target only: the base URL whose {@code /metrics} the timeline reads (Sluice
  *                      serves it on its admin listener); null = the gateway's URL
+ * @param replicaUrls   gateway target only: more gateway replicas; the clients are split round robin over
+ *                      the gateway's URL and these (a chat session keeps to one replica)
  */
 public record LoadOptions(boolean stream, int promptMin, int promptMax, List<ClientClass> classes, Router router,
-                          java.net.URI metricsUrl) {
+                          java.net.URI metricsUrl, List<java.net.URI> replicaUrls) {
 
     /** The unprotected router the direct target plays. */
     public enum Router {
@@ -51,10 +53,11 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     /** Streamed requests of one fixed size, one class, SGLang's router: what the load command did before. */
-    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null, null);
+    public static final LoadOptions DEFAULTS = new LoadOptions(true, 0, 0, List.of(), null, null, List.of());
 
     public LoadOptions {
         classes = List.copyOf(Objects.requireNonNull(classes, "classes"));
+        replicaUrls = List.copyOf(Objects.requireNonNull(replicaUrls, "replicaUrls"));
         if (promptMin != 0 || promptMax != 0) {
             if (promptMin < 1 || promptMax < promptMin) {
                 throw new IllegalArgumentException("--prompt-tokens-range: " + promptMin + "-" + promptMax
@@ -88,22 +91,26 @@ public record LoadOptions(boolean stream, int promptMin, int promptMax, List<Cli
     }
 
     public LoadOptions withStream(boolean v) {
-        return new LoadOptions(v, promptMin, promptMax, classes, router, metricsUrl);
+        return new LoadOptions(v, promptMin, promptMax, classes, router, metricsUrl, replicaUrls);
     }
 
     public LoadOptions withPromptRange(int min, int max) {
-        return new LoadOptions(stream, min, max, classes, router, metricsUrl);
+        return new LoadOptions(stream, min, max, classes, router, metricsUrl, replicaUrls);
     }
 
     public LoadOptions withClasses(List<ClientClass> v) {
-        return new LoadOptions(stream, promptMin, promptMax, v, router, metricsUrl);
+        return new LoadOptions(stream, promptMin, promptMax, v, router, metricsUrl, replicaUrls);
     }
 
     public LoadOptions withMetricsUrl(java.net.URI v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, router, v);
+        return new LoadOptions(stream, promptMin, promptMax, classes, router, v, replicaUrls);
     }
 
     public LoadOptions withRouter(Router v) {
-        return new LoadOptions(stream, promptMin, promptMax, classes, v, metricsUrl);
+        return new LoadOptions(stream, promptMin, promptMax, classes, v, metricsUrl, replicaUrls);
+    }
+
+    public LoadOptions withReplicaUrls(List<java.net.URI> v) {
+        return new LoadOptions(stream, promptMin, promptMax, classes, router, metricsUrl, v);
     }
 }

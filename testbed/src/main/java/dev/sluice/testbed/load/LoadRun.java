@@ -156,6 +156,17 @@ public final class LoadRun {
         }
     }
 
+    /** The gateway replica of request {@code index}: clients split round robin, a chat session kept to one. */
+    private URI gatewayFor(int index) {
+        List<URI> extra = spec.options().replicaUrls();
+        if (extra.isEmpty()) {
+            return spec.url();
+        }
+        int client = spec.sessions() == null ? index : index / spec.sessions().turns();
+        int k = Math.floorMod(client, extra.size() + 1);
+        return k == 0 ? spec.url() : extra.get(k - 1);
+    }
+
     private ArrayNode userPrompt(PlannedRequest plan) {
         ArrayNode messages = ClientStream.JSON.createArrayNode();
         messages.addObject().put("role", "user").put("content", Prompts.of(spec.seed(), plan.index(),
@@ -185,7 +196,8 @@ public final class LoadRun {
             if (plan.className() != null) {
                 headers.put(PRIORITY_HEADER, plan.className());
             }
-            ClientStream.start(group, spec.url(), PATH, bytes(body), plan, headers, false, sendNanos, done);
+            ClientStream.start(group, gatewayFor(plan.index()), PATH, bytes(body), plan, headers, false, sendNanos,
+                    done);
         } else {
             sendDirect(group, body, plan, sendNanos, done);
         }

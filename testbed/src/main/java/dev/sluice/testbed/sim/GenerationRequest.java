@@ -36,16 +36,17 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
      * {@code n} parallel samples (0 when n = 1).
      */
     record Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
-                int maxTokens, long[] prefix, int prompt, int sample) {
+                int maxTokens, long[] prefix, int[] blockTokens, int prompt, int sample) {
 
         Item(int index, String rid, Long room, String bootstrapHost, int bootstrapPort, int promptTokens,
              int maxTokens, long[] prefix) {
-            this(index, rid, room, bootstrapHost, bootstrapPort, promptTokens, maxTokens, prefix, index, 0);
+            this(index, rid, room, bootstrapHost, bootstrapPort, promptTokens, maxTokens, prefix,
+                    PromptBlocks.NO_TOKENS, index, 0);
         }
     }
 
-    /** A prompt's size in tokens and its prefix-cache blocks. */
-    private record Prompt(int tokens, long[] prefix) {
+    /** A prompt's size in tokens, its prefix-cache blocks and their token ids (for KV events). */
+    private record Prompt(int tokens, long[] prefix, int[] blockTokens) {
     }
 
     /**
@@ -106,7 +107,7 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
             for (int k = 0; k < n; k++) {
                 int index = i * n + k;
                 items.add(new Item(index, rids.get(index), room, host, port, prompt.tokens(), maxTokens,
-                        prompt.prefix(), i, k));
+                        prompt.prefix(), prompt.blockTokens(), i, k));
             }
         }
         boolean logprobs = route == Route.GENERATE ? truthy(perItem(body.get("return_logprob"), 0))
@@ -343,7 +344,8 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
                     overhead += 4;
                 }
                 int tokens = Math.max(1, (int) ((bytes + 3) / 4) + overhead);
-                out.add(new Prompt(tokens, PromptBlocks.ofText(PromptBlocks.renderChat(messages))));
+                String rendered = PromptBlocks.renderChat(messages);
+                out.add(new Prompt(tokens, PromptBlocks.ofText(rendered), PromptBlocks.tokens(rendered)));
             }
             default -> throw new IllegalStateException(route.toString());
         }
@@ -351,11 +353,11 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
     }
 
     private static Prompt ofIds(JsonNode ids) {
-        return new Prompt(Math.max(1, ids.size()), PromptBlocks.ofIds(ids));
+        return new Prompt(Math.max(1, ids.size()), PromptBlocks.ofIds(ids), PromptBlocks.tokens(ids));
     }
 
     private static Prompt ofText(String text) {
-        return new Prompt(tokensOf(text), PromptBlocks.ofText(text));
+        return new Prompt(tokensOf(text), PromptBlocks.ofText(text), PromptBlocks.tokens(text));
     }
 
     private static long contentBytes(JsonNode content) {

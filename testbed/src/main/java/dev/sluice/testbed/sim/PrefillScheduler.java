@@ -111,7 +111,7 @@ final class PrefillScheduler {
         item.remainingPrefill = 0;
         current = null;
         slice = null;
-        server.prefixCache.insert(item.prefix);
+        server.prefixCache.insert(item.prefix, item.blockTokens);
         prefilled.accept(item);
         startNext();
         server.publishGauges();

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 final class PromptBlocks {
     static final int BLOCK_CHARS = 4 * PrefixCache.BLOCK_TOKENS;
     static final long[] NONE = new long[0];
+    static final int[] NO_TOKENS = new int[0];
     private static final long FNV_PRIME = 0x100000001b3L;
     private static final long TEXT_BASIS = 0xcbf29ce484222325L;
     /** Ids hash apart from text, so that "12" typed and id 12 never meet. */
@@ -51,6 +52,37 @@ final class PromptBlocks {
             keys[b] = mix(h);
         }
         return keys;
+    }
+
+    /**
+     * The simulator's token ids of a text prompt's full blocks ({@value PrefixCache#BLOCK_TOKENS} per
+     * block): the text cut into groups of 4 chars (the sim's "4 bytes a token"), each group's id the
+     * 32-bit FNV-1a hash of its UTF-16 chars, masked to 31 bits. This is the sim's tokenizer: what its
+     * KV events carry and what a gateway must reproduce to match prompts against them (the gateway's
+     * {@code cacheview.SimTokenizer}; docs/cache-affinity.md). A real server's ids come from its model's
+     * tokenizer instead.
+     */
+    static int[] tokens(CharSequence text) {
+        int n = text.length() / BLOCK_CHARS * PrefixCache.BLOCK_TOKENS;
+        int[] ids = new int[n];
+        for (int t = 0; t < n; t++) {
+            int h = 0x811c9dc5;
+            for (int i = 4 * t, end = i + 4; i < end; i++) {
+                h = (h ^ text.charAt(i)) * 0x01000193;
+            }
+            ids[t] = h & 0x7fffffff;
+        }
+        return ids;
+    }
+
+    /** Token ids of a prompt given as ids: the ids of its full blocks, as they are. */
+    static int[] tokens(JsonNode ids) {
+        int n = ids.size() / PrefixCache.BLOCK_TOKENS * PrefixCache.BLOCK_TOKENS;
+        int[] out = new int[n];
+        for (int i = 0; i < n; i++) {
+            out[i] = (int) ids.get(i).asLong();
+        }
+        return out;
     }
 
     /** The rendered chat prompt: every message in order, {@code role: content}, one per line. */

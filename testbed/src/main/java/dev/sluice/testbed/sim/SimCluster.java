@@ -108,6 +108,14 @@ public final class SimCluster implements AutoCloseable {
             decodeSide.add(d);
             d.bind(group, port(basePort, prefillCount + j));
         }
+        if (config.kvEventsEndpoint() != null) {
+            // prefill-side servers publish (unified ones too); server i on the endpoint's port + i,
+            // as SGLang offsets its DP ranks' endpoints
+            List<SimWorker> publishers = mode == SimMode.UNIFIED ? decodeSide : prefillSide;
+            for (int i = 0; i < publishers.size(); i++) {
+                publishers.get(i).publishKvEvents(KvEventEndpoints.offset(config.kvEventsEndpoint(), i), "");
+            }
+        }
     }
 
     private static <T extends SimWorker> T add(List<T> list, T server) {
@@ -186,6 +194,9 @@ public final class SimCluster implements AutoCloseable {
             if (ch != null) {
                 ch.close().awaitUninterruptibly(500, TimeUnit.MILLISECONDS);
             }
+        }
+        for (SimWorker w : workers()) {
+            w.closeKvEvents();
         }
         // the graceful shutdown closes every remaining connection (and with it every timer)
         group.shutdownGracefully(0, 500, TimeUnit.MILLISECONDS).awaitUninterruptibly(2, TimeUnit.SECONDS);

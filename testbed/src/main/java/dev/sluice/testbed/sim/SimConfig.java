@@ -29,13 +29,15 @@ import java.util.Objects;
  *                               {@link #defaults()} keeps {@link AbortOnDisconnect#IMMEDIATE} (the in-process
  *                               tests time aborts by it), the {@code cluster} command defaults to
  *                               {@link AbortOnDisconnect#SGLANG}, what the real server does
+ * @param kvEventsEndpoint       null, or where prefill server i publishes its prefix-cache events in
+ *                               SGLang's format (port + i; {@code *}: any free port); see {@link KvEventPublisher}
  */
 public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
                         Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
                         int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout,
                         boolean healthGeneration, Duration healthCheckTimeout, int dpSize, boolean enableMetrics,
                         int contextLength, String adminApiKey, int maxQueuedRequests,
-                        AbortOnDisconnect abortOnDisconnect, boolean deviceTimerMetrics) {
+                        AbortOnDisconnect abortOnDisconnect, boolean deviceTimerMetrics, String kvEventsEndpoint) {
 
     /**
      * The prefix cache size the {@code cluster} command uses by default (a real server caches
@@ -84,6 +86,8 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         check(adminApiKey == null || !adminApiKey.isEmpty(), "adminApiKey", "\"\"", "null or non-empty");
         check(maxQueuedRequests >= 0, "maxQueuedRequests", maxQueuedRequests, ">= 0 (0: unbounded)");
         Objects.requireNonNull(abortOnDisconnect, "abortOnDisconnect");
+        check(kvEventsEndpoint == null || kvEventsEndpoint.startsWith("tcp://"), "kvEventsEndpoint",
+                kvEventsEndpoint, "null or tcp://host:port");
     }
 
     /** The settings before the real-server components were added: those take their defaults. */
@@ -93,7 +97,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         this(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
                 defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, true,
                 DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
-                false);
+                false, null);
     }
 
     private static void check(boolean ok, String name, Object value, String expected) {
@@ -110,7 +114,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
                 Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT, true,
                 DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
-                false);
+                false, null);
     }
 
     public SimConfig withHost(String v) {
@@ -193,6 +197,15 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         return copy(c -> c.deviceTimerMetrics = v);
     }
 
+    /**
+     * Publish each prefill server's prefix-cache events (SGLang's {@code --kv-events-config}
+     * {@code {"publisher": "zmq", "endpoint": ...}}): server i binds this endpoint's port + i
+     * ({@code *}: any free port); null: off.
+     */
+    public SimConfig withKvEventsEndpoint(String v) {
+        return copy(c -> c.kvEventsEndpoint = v);
+    }
+
     public SimConfig withAbortOnDisconnect(AbortOnDisconnect v) {
         return copy(c -> c.abortOnDisconnect = v);
     }
@@ -226,13 +239,14 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         String adminApiKey = SimConfig.this.adminApiKey;
         int maxQueuedRequests = SimConfig.this.maxQueuedRequests;
         boolean deviceTimerMetrics = SimConfig.this.deviceTimerMetrics;
+        String kvEventsEndpoint = SimConfig.this.kvEventsEndpoint;
         AbortOnDisconnect abortOnDisconnect = SimConfig.this.abortOnDisconnect;
 
         SimConfig build() {
             return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
                     model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
                     healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                    maxQueuedRequests, abortOnDisconnect, deviceTimerMetrics);
+                    maxQueuedRequests, abortOnDisconnect, deviceTimerMetrics, kvEventsEndpoint);
         }
     }
 }

@@ -21,6 +21,8 @@ final class SimItem {
     final int maxTokens;
     /** The prompt's prefix-cache blocks. */
     final long[] prefix;
+    /** The token ids of those blocks (what a KV event carries). */
+    final int[] blockTokens;
     /** Index among the n parallel samples of its prompt (0 when n = 1). */
     final int sample;
 
@@ -66,6 +68,7 @@ final class SimItem {
         this.promptTokens = spec.promptTokens();
         this.maxTokens = spec.maxTokens();
         this.prefix = spec.prefix();
+        this.blockTokens = spec.blockTokens();
         this.sample = spec.sample();
         this.remainingPrefill = spec.promptTokens();
         long givesUpAtMs = exchange.request.clientGivesUpAtMs();

@@ -59,6 +59,7 @@ public abstract class SimWorker {
     /** The data-parallel rank the next item goes to (round-robin; loop-confined). */
     int nextDpRank;
     final PrefixCache prefixCache;
+    private volatile KvEventPublisher kvEvents;
     volatile long promptTokensProcessed;
     /** Written by the prefill scheduler on the event loop only. */
     volatile long prefillBusyNanos;
@@ -95,6 +96,33 @@ public abstract class SimWorker {
 
     public String url() {
         return "http://" + host() + ":" + port();
+    }
+
+    /**
+     * Starts publishing this server's prefix-cache events on a ZMQ PUB socket bound to
+     * {@code endpoint} (SGLang's {@code --kv-events-config}); returns the bound endpoint.
+     */
+    public synchronized String publishKvEvents(String endpoint, String topic) {
+        if (kvEvents == null) {
+            kvEvents = new KvEventPublisher(endpoint, topic);
+            prefixCache.publishTo(kvEvents);
+        }
+        return kvEvents.endpoint();
+    }
+
+    /** The bound KV event endpoint, if this server publishes its events. */
+    public java.util.Optional<String> kvEventsEndpoint() {
+        KvEventPublisher p = kvEvents;
+        return p == null ? java.util.Optional.empty() : java.util.Optional.of(p.endpoint());
+    }
+
+    /** Stops publishing KV events (the cluster's close). */
+    synchronized void closeKvEvents() {
+        if (kvEvents != null) {
+            prefixCache.publishTo(null);
+            kvEvents.close();
+            kvEvents = null;
+        }
     }
 
     public SimConfig config() {

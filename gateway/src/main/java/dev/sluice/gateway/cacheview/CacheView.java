@@ -1,0 +1,116 @@
+package dev.sluice.gateway.cacheview;
+
+import dev.sluice.gateway.routing.Worker;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+/**
+ * The prefill workers' KV caches as their own events describe them, one {@link WorkerBlocks} per
+ * worker, shared by every gateway replica that subscribes to the same workers: the view
+ * {@code cache_aware} routes by when it is fresh (docs/cache-affinity.md).
+ *
+ * <p>Reads ({@link #match}, {@link #usable}) run under the admission lock and touch only concurrent
+ * maps and volatiles; the subscriber thread writes.
+ */
+public final class CacheView {
+    /** Which view decided a cache_aware choice (the {@code source} label). */
+    public enum Source {
+        KV_EVENTS, LOCAL_TREE;
+
+        public String label() {
+            return name().toLowerCase(java.util.Locale.ROOT);
+        }
+    }
+
+    private final Map<Worker, WorkerBlocks> workers;
+    private final long staleAfterNanos;
+    private final LongSupplier nanoClock;
+    private final LongAdder byEvents = new LongAdder();
+    private final LongAdder byTree = new LongAdder();
+
+    public CacheView(List<Worker> subscribed, long maxBlocksPerWorker, long staleAfterNanos, LongSupplier nanoClock) {
+        Map<Worker, WorkerBlocks> m = new LinkedHashMap<>();
+        for (Worker w : subscribed) {
+            m.put(w, new WorkerBlocks(maxBlocksPerWorker));
+        }
+        this.workers = Map.copyOf(m);
+        this.staleAfterNanos = staleAfterNanos;
+        this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+    }
+
+    public Optional<WorkerBlocks> of(Worker w) {
+        return Optional.ofNullable(workers.get(w));
+    }
+
+    /** The subscribed workers, in config order. */
+    public List<Worker> workers() {
+        return new ArrayList<>(workers.keySet());
+    }
+
+    /** Whether every candidate's view is fresh: only then may a decision rest on it. */
+    public boolean usable(List<Worker> candidates) {
+        long now = nanoClock.getAsLong();
+        for (Worker w : candidates) {
+            WorkerBlocks b = workers.get(w);
+            if (b == null || b.freshness(now, staleAfterNanos) != WorkerBlocks.Freshness.FRESH) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    public WorkerBlocks.Freshness freshness(Worker w) {
+        WorkerBlocks b = workers.get(w);
+        return b == null ? WorkerBlocks.Freshness.MISSING : b.freshness(nanoClock.getAsLong(), staleAfterNanos);
+    }
+
+    /**
+     * Prompt tokens each candidate holds as a cached prefix of {@code promptIds}, index for index.
+     * Keys are computed once per block size in use.
+     */
+    public int[] match(List<Worker> candidates, int[] promptIds) {
+        int[] out = new int[candidates.size()];
+        int keyedSize = -1;
+        long[] keys = null;
+        for (int i = 0; i < out.length; i++) {
+            WorkerBlocks b = workers.get(candidates.get(i));
+            if (b == null || b.blockSize() < 1) {
+                continue;
+            }
+            if (b.blockSize() != keyedSize) {
+                keyedSize = b.blockSize();
+                keys = BlockChain.keys(promptIds, keyedSize);
+            }
+            out[i] = b.matchedBlocks(keys) * keyedSize;
+        }
+        return out;
+    }
+
+    /** {@code worker} was sent {@code promptIds}: unless all its full blocks are held, expect events. */
+    public void dispatched(Worker worker, int[] promptIds) {
+        WorkerBlocks b = workers.get(worker);
+        if (b == null || promptIds.length == 0) {
+            return;
+        }
+        int size = Math.max(1, b.blockSize());
+        int full = promptIds.length / size;
+        if (full > 0 && b.matchedBlocks(BlockChain.keys(promptIds, size)) < full) {
+            b.expectEvents(nanoClock.getAsLong());
+        }
+    }
+
+    /** Counts a cache_aware decision by the view that made it. */
+    public void decided(Source source) {
+        (source == Source.KV_EVENTS ? byEvents : byTree).increment();
+    }
+
+    public long decisions(Source source) {
+        return (source == Source.KV_EVENTS ? byEvents : byTree).sum();
+    }
+}

@@ -1,0 +1,45 @@
+package dev.sluice.gateway.routing;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sluice.gateway.config.ConfigException;
+import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+
+class KvEventsConfigTest {
+    private static final String WORKERS = "workers: { prefill: [ { url: \"http://p0:30000\" }, { url: \"http://p1:30000\" } ],"
+            + " decode: [ { url: \"http://d0:30000\" } ] }\n";
+
+    @Test
+    void endpointsByWorkerThenThePattern() {
+        GatewayConfig c = ConfigLoader.parse(WORKERS + "routing:\n  kv_events:\n    endpoints: {\"http://p0:30000\": "
+                + "\"tcp://p0:6000\"}\n    endpoint_pattern: \"tcp://{host}:5557\"\n    stale_after: 5s\n", "test");
+        KvEvents kv = c.routing().kvEvents().orElseThrow();
+        assertThat(kv.endpointOf("http://p0:30000", "p0")).hasValue("tcp://p0:6000");
+        assertThat(kv.endpointOf("http://p1:30000", "p1")).hasValue("tcp://p1:5557");
+        assertThat(kv.staleAfter()).isEqualTo(Duration.ofSeconds(5));
+        assertThat(kv.maxBlocksPerWorker()).isEqualTo(KvEvents.DEFAULT_MAX_BLOCKS);
+        assertThat(kv.topic()).isEmpty();
+    }
+
+    @Test
+    void absentOrWithoutEndpointsIsOff() {
+        assertThat(ConfigLoader.parse(WORKERS, "test").routing().kvEvents()).isEmpty();
+        assertThat(ConfigLoader.parse(WORKERS + "routing: {kv_events: {stale_after: 5s}}\n", "test").routing()
+                .kvEvents()).isEmpty();
+    }
+
+    @Test
+    void badValuesAreNamed() {
+        assertThatThrownBy(() -> ConfigLoader.parse(WORKERS + "routing: {kv_events: {endpoint_pattern: \"http://x:1\","
+                + " stale_after: 0s, tokenizer: gpt}}\n", "test"))
+                .isInstanceOf(ConfigException.class)
+                .hasMessageContaining("routing.kv_events.endpoint_pattern: http://x:1 (expected: tcp://host:port)")
+                .hasMessageContaining("routing.kv_events.stale_after: 0s (expected: a duration >= 1s)")
+                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim)");
+    }
+}
