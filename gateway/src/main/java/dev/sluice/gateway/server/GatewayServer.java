@@ -443,7 +443,10 @@ public final class GatewayServer implements AutoCloseable {
         counter.close();
         kvEvents.ifPresent(KvEventSubscriber::close);
         listener.close();
-        workerGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        // a quiet period: closing the listener ends the exchanges in flight, which send their aborts to
+        // the workers from these loops; with none, the aborts' connects complete on a loop that no longer
+        // runs tasks (their requests never sent nor released: a leak report, and GPU work left running)
+        workerGroup.shutdownGracefully(100, 2_000, TimeUnit.MILLISECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         metrics.close();

@@ -78,7 +78,7 @@ class CoordinatedReplicasEndToEndTest {
                 + "disaggregation: sglang\nworkers:\n  prefill:\n    - url: " + p.url() + "\n      bootstrap_port: "
                 + p.bootstrapPort() + "\n  decode:\n    - url: " + cluster.decodes().get(0).url() + "\n"
                 + "timeouts: {connect: 2s, first_token: 60s, idle_stream: 60s}\n"
-                + "health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
+                + "health: {interval: 200ms, timeout: 3s}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
                 + "routing: {prefill: {policy: round_robin}, decode: {policy: round_robin}}\n"
                 + "admission:\n  max_queued_requests: 32\n  queue_timeout: 30s\n"
                 + "  prefill: {max_inflight_requests: " + WINDOW + "}\n"
