@@ -32,8 +32,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RedisLeaseStore implements LeaseStore {
     static final String FLEET_KEY = "{sluice}:fleet";
-    static final String GEN_KEY = "{sluice}:gen";
-    private static final String[] KEYS = {FLEET_KEY, GEN_KEY};
+    private static final String[] KEYS = {FLEET_KEY};
 
     private final RedisURI uri;
     private final Duration timeout;
@@ -50,9 +49,11 @@ public final class RedisLeaseStore implements LeaseStore {
         this.resources = DefaultClientResources.builder().ioThreadPoolSize(1).computationThreadPoolSize(1).build();
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
+        // a cold JVM's first connection (class loading, TLS) may take longer than a renewal may: the
+        // connection gets the lease time; renewals skip while it is being made
         config.password().ifPresent(p -> uri.setCredentialsProvider(
                 new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
-        SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
+        SocketOptions socket = SocketOptions.builder().connectTimeout(config.leaseTtl()).build();
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
         if (config.cluster()) {
             clusterClient = RedisClusterClient.create(resources, uri);
@@ -65,6 +66,13 @@ public final class RedisLeaseStore implements LeaseStore {
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             clusterClient = null;
         }
+    }
+
+    /** A renewal's bound: the renew interval, at least 1 s (a busy Redis or a GC pause), at most half the lease. */
+    public static Duration commandTimeout(CoordinationConfig c) {
+        Duration t = c.renewInterval().compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : c.renewInterval();
+        Duration half = c.leaseTtl().dividedBy(2);
+        return t.compareTo(half) > 0 ? half : t;
     }
 
     @Override
