@@ -24,7 +24,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own single I/O thread):
+ * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own two I/O threads, Lettuce's minimum):
  * every call asynchronous and bounded by a timeout; while disconnected, commands fail at once
  * (never queued up to replay stale demand later); the connection is made lazily and again after a
  * failure, by the renewal that needs it. Standalone or Redis Cluster: the keys share the hash tag
@@ -46,7 +46,7 @@ public final class RedisLeaseStore implements LeaseStore {
 
     public RedisLeaseStore(CoordinationConfig config, Duration timeout) {
         this.timeout = timeout;
-        this.resources = DefaultClientResources.builder().ioThreadPoolSize(1).computationThreadPoolSize(1).build();
+        this.resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
         // a cold JVM's first connection (class loading, TLS) may take longer than a renewal may: the
