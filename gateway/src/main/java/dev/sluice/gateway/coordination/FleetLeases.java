@@ -229,9 +229,23 @@ public final class FleetLeases implements AutoCloseable {
     }
 
     @Override
+    /**
+     * Stops renewing and gives the leases back (a graceful stop, after the drain: the others take
+     * this replica's share at their next renewal, not a lease time later). Waits up to a second for
+     * Redis; a replica that cannot reach it lets the lease expire. Not on an event loop.
+     */
     public void close() {
         if (task != null) {
             task.cancel(false);
+        }
+        try {
+            store.release(replicaId, generation).toCompletableFuture().get(1, TimeUnit.SECONDS);
+            log.info("coordination left replica_id={} generation={}", replicaId, generation);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            log.warn("coordination leave failed replica_id={} reason=\"{}\" lease_expires_in_ms={}", replicaId, e,
+                    config.leaseTtl().toMillis());
         }
         store.close();
     }

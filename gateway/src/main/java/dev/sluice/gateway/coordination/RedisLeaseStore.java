@@ -90,6 +90,18 @@ public final class RedisLeaseStore implements LeaseStore {
         }).orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS);
     }
 
+    @Override
+    @SuppressWarnings("unchecked")
+    public CompletionStage<Void> release(String replicaId, long generation) {
+        return connection().thenCompose(c -> {
+            String member = replicaId + "#" + generation;
+            return c instanceof StatefulRedisClusterConnection<?, ?> cluster
+                    ? ((StatefulRedisClusterConnection<String, String>) cluster).async().hdel(FLEET_KEY, member)
+                    .toCompletableFuture()
+                    : ((StatefulRedisConnection<String, String>) c).async().hdel(FLEET_KEY, member).toCompletableFuture();
+        }).<Void>thenApply(n -> null).orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
     /** The user named in the URL ({@code redis://user@host}), or null: the default user. */
     private static String user(String url) {
         String info = java.net.URI.create(url).getUserInfo();

@@ -147,6 +147,18 @@ class LeaseScriptTest {
     }
 
     @Test
+    void aReleasedLeaseIsFreeAtTheOthersNextRenewal() throws Exception {
+        String res = "release";
+        renew("rel-a", 601, 60_000, res, 10, 5, 20);
+        LeaseReply b = renew("rel-b", 602, 60_000, res, 10, 0, 20);
+        assertThat(b.grants().get(res)).isZero();
+        store.release("rel-a", 601).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        b = renew("rel-b", 602, 60_000, res, 10, 0, 20);
+        assertThat(b.grants().get(res)).isEqualTo(10L);
+        assertThat(b.members()).extracting(LeaseReply.Peer::replicaId).doesNotContain("rel-a");
+    }
+
+    @Test
     void twoProcessesWithOneReplicaIdAreTwoMembers() throws Exception {
         String res = "twins";
         LeaseReply first = renew("twin", 401, 5000, res, 10, 5, 5);
