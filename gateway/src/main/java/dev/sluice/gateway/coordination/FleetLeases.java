@@ -46,7 +46,8 @@ public final class FleetLeases implements AutoCloseable {
     private final LongSupplier clock;
     private final CountDownLatch firstLease = new CountDownLatch(1);
 
-    private long generation;
+    private final long generation = incarnation();
+    private boolean everLeased;
     private long lastLeaseNanos = -1; // when the last successful renewal was sent
     private long startedNanos;
     private boolean inFlight;
@@ -71,6 +72,15 @@ public final class FleetLeases implements AutoCloseable {
         this.loop = loop;
         this.clock = clock;
         publish();
+    }
+
+    /**
+     * This process's incarnation: unique among the processes that ever use a replica id (the start
+     * time in ms, and random bits against two starting in the same ms), so two processes given the
+     * same id are two members, and a renewal sent again after a lost answer is still the same one.
+     */
+    private static long incarnation() {
+        return System.currentTimeMillis() * 1000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(1000);
     }
 
     /** This replica's id: the configured one, else host name + "-" + pid. */
@@ -145,11 +155,10 @@ public final class FleetLeases implements AutoCloseable {
             failed(lines, failure);
             return;
         }
-        if (reply.joined() && generation != 0) {
-            log.warn("coordination rejoined replica_id={} old_generation={} generation={} reason=lease_lapsed",
-                    replicaId, generation, reply.generation());
+        if (reply.joined() && everLeased) {
+            log.warn("coordination rejoined replica_id={} generation={} reason=lease_lapsed", replicaId, generation);
         }
-        generation = reply.generation();
+        everLeased = true;
         lastLeaseNanos = sent;
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
@@ -220,9 +229,23 @@ public final class FleetLeases implements AutoCloseable {
     }
 
     @Override
+    /**
+     * Stops renewing and gives the leases back (a graceful stop, after the drain: the others take
+     * this replica's share at their next renewal, not a lease time later). Waits up to a second for
+     * Redis; a replica that cannot reach it lets the lease expire. Not on an event loop.
+     */
     public void close() {
         if (task != null) {
             task.cancel(false);
+        }
+        try {
+            store.release(replicaId, generation).toCompletableFuture().get(1, TimeUnit.SECONDS);
+            log.info("coordination left replica_id={} generation={}", replicaId, generation);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            log.warn("coordination leave failed replica_id={} reason=\"{}\" lease_expires_in_ms={}", replicaId, e,
+                    config.leaseTtl().toMillis());
         }
         store.close();
     }

@@ -7,12 +7,15 @@ public interface LeaseStore extends AutoCloseable {
     /**
      * Runs the lease script for one replica: heartbeat, demand report, grant.
      *
-     * @param generation the replica's generation from its last reply; 0 before the first
+     * @param generation this process's incarnation (chosen once at start, unique)
      * @param demandJson {@code {resource: [capacity, usage, demand]}}
      * @return the script's reply (JSON), or a failure (Redis unreachable, timed out)
      */
     CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
                                   String demandJson);
+
+    /** Gives this incarnation's leases back at once (a graceful stop): the others need not wait for the lease time. */
+    CompletionStage<Void> release(String replicaId, long generation);
 
     @Override
     void close();

@@ -24,7 +24,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own single I/O thread):
+ * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own two I/O threads, Lettuce's minimum):
  * every call asynchronous and bounded by a timeout; while disconnected, commands fail at once
  * (never queued up to replay stale demand later); the connection is made lazily and again after a
  * failure, by the renewal that needs it. Standalone or Redis Cluster: the keys share the hash tag
@@ -32,8 +32,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class RedisLeaseStore implements LeaseStore {
     static final String FLEET_KEY = "{sluice}:fleet";
-    static final String GEN_KEY = "{sluice}:gen";
-    private static final String[] KEYS = {FLEET_KEY, GEN_KEY};
+    private static final String[] KEYS = {FLEET_KEY};
 
     private final RedisURI uri;
     private final Duration timeout;
@@ -47,12 +46,14 @@ public final class RedisLeaseStore implements LeaseStore {
 
     public RedisLeaseStore(CoordinationConfig config, Duration timeout) {
         this.timeout = timeout;
-        this.resources = DefaultClientResources.builder().ioThreadPoolSize(1).computationThreadPoolSize(1).build();
+        this.resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
+        // a cold JVM's first connection (class loading, TLS) may take longer than a renewal may: the
+        // connection gets the lease time; renewals skip while it is being made
         config.password().ifPresent(p -> uri.setCredentialsProvider(
                 new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
-        SocketOptions socket = SocketOptions.builder().connectTimeout(timeout).build();
+        SocketOptions socket = SocketOptions.builder().connectTimeout(config.leaseTtl()).build();
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
         if (config.cluster()) {
             clusterClient = RedisClusterClient.create(resources, uri);
@@ -65,6 +66,13 @@ public final class RedisLeaseStore implements LeaseStore {
                     .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             clusterClient = null;
         }
+    }
+
+    /** A renewal's bound: the renew interval, at least 1 s (a busy Redis or a GC pause), at most half the lease. */
+    public static Duration commandTimeout(CoordinationConfig c) {
+        Duration t = c.renewInterval().compareTo(Duration.ofSeconds(1)) < 0 ? Duration.ofSeconds(1) : c.renewInterval();
+        Duration half = c.leaseTtl().dividedBy(2);
+        return t.compareTo(half) > 0 ? half : t;
     }
 
     @Override
@@ -80,6 +88,18 @@ public final class RedisLeaseStore implements LeaseStore {
                             : CompletableFuture.failedFuture(e));
             return run;
         }).orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    @SuppressWarnings("unchecked")
+    public CompletionStage<Void> release(String replicaId, long generation) {
+        return connection().thenCompose(c -> {
+            String member = replicaId + "#" + generation;
+            return c instanceof StatefulRedisClusterConnection<?, ?> cluster
+                    ? ((StatefulRedisClusterConnection<String, String>) cluster).async().hdel(FLEET_KEY, member)
+                    .toCompletableFuture()
+                    : ((StatefulRedisConnection<String, String>) c).async().hdel(FLEET_KEY, member).toCompletableFuture();
+        }).<Void>thenApply(n -> null).orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     /** The user named in the URL ({@code redis://user@host}), or null: the default user. */

@@ -145,7 +145,7 @@ public final class GatewayServer implements AutoCloseable {
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
-                this::listenAddress, new RedisLeaseStore(cc, cc.renewInterval()), admission,
+                this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
                 workers, tally, controlGroup.next(), System::nanoTime)).orElse(null);
         this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
@@ -222,8 +222,9 @@ public final class GatewayServer implements AutoCloseable {
             leases.start();
             schedules.add(control.scheduleWithFixedDelay(coordinationMetrics::bindShares, 0,
                     config.coordination().get().renewInterval().toMillis(), TimeUnit.MILLISECONDS));
-            // serve with a share: the first grant is one round trip away (no wait beyond a renewal)
-            if (!leases.awaitFirstLease(config.coordination().get().renewInterval().toMillis())) {
+            // serve with a share: the first grant is one round trip away; with Redis unreachable, the
+            // replica starts on budget / 1 after a lease time (it knows no peers), and says so
+            if (!leases.awaitFirstLease(config.coordination().get().leaseTtl().toMillis())) {
                 log.warn("coordination no lease yet replica_id={} status={}", leases.status().replicaId(),
                         leases.status().mode().label());
             }

@@ -1,13 +1,14 @@
 -- One replica's lease renewal: heartbeat, demand report and grant, in one round trip (docs/scale-out.md).
 -- KEYS[1] {sluice}:fleet  hash: member key (replica id '#' generation) -> cjson of the member
--- KEYS[2] {sluice}:gen    counter of generations (fencing: a lapsed incarnation never comes back)
--- ARGV[1] replica id, ARGV[2] its address, ARGV[3] its generation (0: none yet), ARGV[4] lease ttl (ms),
+-- ARGV[1] replica id, ARGV[2] its address, ARGV[3] its generation (chosen by the process at start, unique
+-- per incarnation: a renewal whose answer was lost and is sent again never makes a second member), ARGV[4] lease ttl (ms),
 -- ARGV[5] cjson {resource: [capacity, usage, demand], ...}
 -- Returns cjson {gen, now, joined, grants: {resource: n}, members: [...]}.
 -- Time is the server's (TIME), never a replica's clock.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local id, addr, gen, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+-- the generation stays a string: cjson writes numbers with 14 significant digits
+local id, addr, gen, ttl = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local want = cjson.decode(ARGV[5])
 
 local others = {}
@@ -18,7 +19,7 @@ local all = redis.call('HGETALL', KEYS[1])
 for i = 1, #all, 2 do
   local m = cjson.decode(all[i + 1])
   if m.exp < now then
-    redis.call('HDEL', KEYS[1], all[i]) -- lapsed: its shares are free, its generation is never renewed
+    redis.call('HDEL', KEYS[1], all[i]) -- lapsed: its shares are free (a renewal from it later joins again, from nothing)
   elseif all[i] == selfKey then
     live = true
   else
@@ -26,16 +27,9 @@ for i = 1, #all, 2 do
     others[#others + 1] = m
   end
 end
-if gen == 0 or not live then
-  -- a new incarnation (or one whose lease lapsed while it was away): a fresh generation, so that it is
-  -- never counted twice, and the safety cap below keeps it from taking what the others now hold
-  gen = redis.call('INCR', KEYS[2])
-  if gen < now then
-    -- never below the clock: generations stay unique even if Redis lost its data (no persistence)
-    redis.call('SET', KEYS[2], now)
-    gen = now
-  end
-  selfKey = id .. '#' .. gen
+if not live then
+  -- a new incarnation, or one whose lease lapsed while it was away (its old entry is gone: it is
+  -- never counted twice); the safety cap below keeps it from taking what the others now hold
   joined = true
 end
 

@@ -53,13 +53,12 @@ class LeaseScriptTest {
     void onceEveryoneHasRenewedTheGrantsAreTheJavaReferencesSplit() throws Exception {
         String res = "split";
         long[] demand = {30, 10, 10};
-        long[] gen = new long[3];
+        long[] gen = {101, 102, 103};
         LeaseReply last = null;
         Map<String, Long> grants = new java.util.HashMap<>();
         for (int round = 0; round < 3; round++) { // the first rounds are capped by what the others held before
             for (int i = 0; i < 3; i++) {
                 last = renew("split-" + i, gen[i], 5000, res, 10, 0, demand[i]);
-                gen[i] = last.generation();
                 grants.put("split-" + i + "#" + gen[i], last.grants().get(res));
             }
         }
@@ -86,13 +85,12 @@ class LeaseScriptTest {
             int me = i;
             pool.execute(() -> {
                 Random r = new Random(me);
-                long gen = 0;
+                long gen = 200 + me;
                 long grant = 0;
                 try {
                     for (int round = 0; round < 150 && violation.get() == null; round++) {
                         long usage = grant == 0 ? 0 : r.nextInt((int) grant + 1); // a replica uses at most its grant
                         LeaseReply reply = renew("race-" + me, gen, 5000, res, cap, usage, usage + r.nextInt(40));
-                        gen = reply.generation();
                         grant = reply.grants().get(res);
                         long sum = 0;
                         for (LeaseReply.Peer p : reply.members()) {
@@ -123,35 +121,59 @@ class LeaseScriptTest {
     @Test
     void aReplicaThatStopsRenewingFreesItsShareAfterTheTtl() throws Exception {
         String res = "expiry";
-        LeaseReply a = renew("exp-a", 0, 1000, res, 12, 6, 20);
+        LeaseReply a = renew("exp-a", 301, 1000, res, 12, 6, 20);
         assertThat(a.grants().get(res)).isEqualTo(12L); // alone: everything
-        LeaseReply b = renew("exp-b", 0, 1000, res, 12, 0, 20);
+        LeaseReply b = renew("exp-b", 302, 1000, res, 12, 0, 20);
+        assertThat(b.joined()).isTrue();
         assertThat(b.grants().get(res)).isZero(); // a holds its grant until it renews (smaller) or lapses
         // a stops renewing; b renews on: within a generous bound after the ttl, b holds the whole
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         long started = System.nanoTime();
         while (b.grants().get(res) < 12 && System.nanoTime() < deadline) {
             Thread.sleep(100); // b's renew interval
-            b = renew("exp-b", b.generation(), 1000, res, 12, 0, 20);
+            b = renew("exp-b", 302, 1000, res, 12, 0, 20);
+            assertThat(b.joined()).isFalse();
         }
         assertThat(b.grants().get(res)).isEqualTo(12L);
         assertThat(System.nanoTime() - started).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(800));
         assertThat(b.members()).extracting(LeaseReply.Peer::replicaId).doesNotContain("exp-a");
 
-        // a comes back with its lapsed generation: a new one, never the old lease counted again
-        LeaseReply back = renew("exp-a", a.generation(), 1000, res, 12, 0, 20);
+        // a comes back after its lease lapsed: it joins again, once (its old entry is gone)
+        LeaseReply back = renew("exp-a", 301, 1000, res, 12, 0, 20);
         assertThat(back.joined()).isTrue();
-        assertThat(back.generation()).isGreaterThan(a.generation());
+        assertThat(back.generation()).isEqualTo(301);
         assertThat(back.grants().get(res)).isZero(); // b holds everything until it renews
         assertThat(back.members()).filteredOn(p -> p.replicaId().equals("exp-a")).hasSize(1);
     }
 
     @Test
+    void aReleasedLeaseIsFreeAtTheOthersNextRenewal() throws Exception {
+        String res = "release";
+        renew("rel-a", 601, 60_000, res, 10, 5, 20);
+        LeaseReply b = renew("rel-b", 602, 60_000, res, 10, 0, 20);
+        assertThat(b.grants().get(res)).isZero();
+        store.release("rel-a", 601).toCompletableFuture().get(10, TimeUnit.SECONDS);
+        b = renew("rel-b", 602, 60_000, res, 10, 0, 20);
+        assertThat(b.grants().get(res)).isEqualTo(10L);
+        assertThat(b.members()).extracting(LeaseReply.Peer::replicaId).doesNotContain("rel-a");
+    }
+
+    @Test
     void twoProcessesWithOneReplicaIdAreTwoMembers() throws Exception {
         String res = "twins";
-        LeaseReply first = renew("twin", 0, 5000, res, 10, 5, 5);
-        LeaseReply second = renew("twin", 0, 5000, res, 10, 0, 20);
-        assertThat(second.generation()).isNotEqualTo(first.generation());
-        assertThat(second.grants().get(res)).isLessThanOrEqualTo(5L);
+        LeaseReply first = renew("twin", 401, 5000, res, 10, 5, 5);
+        LeaseReply second = renew("twin", 402, 5000, res, 10, 0, 20);
+        assertThat(second.members()).filteredOn(p -> p.replicaId().equals("twin")).hasSize(2);
+        assertThat(second.grants().get(res)).isLessThanOrEqualTo(10L - first.grants().get(res));
+    }
+
+    @Test
+    void aRenewalSentAgainAfterALostAnswerIsStillOneMember() throws Exception {
+        String res = "again";
+        renew("again", 501, 5000, res, 10, 0, 5);
+        LeaseReply twice = renew("again", 501, 5000, res, 10, 0, 5);
+        assertThat(twice.joined()).isFalse();
+        assertThat(twice.members()).filteredOn(p -> p.replicaId().equals("again")).hasSize(1);
+        assertThat(twice.grants().get(res)).isEqualTo(10L);
     }
 }
