@@ -15,8 +15,9 @@ import java.util.function.LongSupplier;
  * worker, shared by every gateway replica that subscribes to the same workers: the view
  * {@code cache_aware} routes by when it is fresh (docs/cache-affinity.md).
  *
- * <p>Reads ({@link #match}, {@link #usable}) run under the admission lock and touch only concurrent
- * maps and volatiles; the subscriber thread writes.
+ * <p>{@link #match}, {@link #usable} and {@link #dispatched} run under the admission lock (the key
+ * memo is confined to it) and read the indexes' concurrent maps and volatiles; the subscriber
+ * thread writes the indexes.
  */
 public final class CacheView {
     /** Which view decided a cache_aware choice (the {@code source} label). */
@@ -33,6 +34,13 @@ public final class CacheView {
     private final LongSupplier nanoClock;
     private final LongAdder byEvents = new LongAdder();
     private final LongAdder byTree = new LongAdder();
+    /**
+     * The last prompt's chain keys, so that {@link #dispatched} reuses what {@link #match} computed
+     * for the same request; touched under the admission lock only (both are called there).
+     */
+    private int[] memoIds;
+    private int memoSize;
+    private long[] memoKeys;
 
     public CacheView(List<Worker> subscribed, long maxBlocksPerWorker, long staleAfterNanos, LongSupplier nanoClock) {
         Map<Worker, WorkerBlocks> m = new LinkedHashMap<>();
@@ -85,7 +93,7 @@ public final class CacheView {
             }
             if (b.blockSize() != keyedSize) {
                 keyedSize = b.blockSize();
-                keys = BlockChain.keys(promptIds, keyedSize);
+                keys = keys(promptIds, keyedSize);
             }
             out[i] = b.matchedBlocks(keys) * keyedSize;
         }
@@ -100,9 +108,18 @@ public final class CacheView {
         }
         int size = Math.max(1, b.blockSize());
         int full = promptIds.length / size;
-        if (full > 0 && b.matchedBlocks(BlockChain.keys(promptIds, size)) < full) {
+        if (full > 0 && b.matchedBlocks(keys(promptIds, size)) < full) {
             b.expectEvents(nanoClock.getAsLong());
         }
+    }
+
+    private long[] keys(int[] promptIds, int blockSize) {
+        if (promptIds != memoIds || blockSize != memoSize) {
+            memoKeys = BlockChain.keys(promptIds, blockSize);
+            memoIds = promptIds;
+            memoSize = blockSize;
+        }
+        return memoKeys;
     }
 
     /** Counts a cache_aware decision by the view that made it. */

@@ -91,15 +91,18 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         int n = candidates.size();
         CacheView events = kvEventsFor(candidates, request);
         int[] matched;
-        long keyLength;
+        long keyLength; // what the match ratio is of
+        long promptLength; // the whole prompt, in the match's unit (the share guard's tokens per unit)
         if (events != null) {
             matched = events.match(candidates, request.promptIds());
             keyLength = request.promptIds().length;
+            promptLength = keyLength;
             events.decided(CacheView.Source.KV_EVENTS);
         } else {
             PrefixTree.Key key = request.prefix(); // prepared when the request was built, off the admission lock
             matched = tree.match(key, candidates);
             keyLength = Math.min(key.length(), tree.maxSizePerWorker());
+            promptLength = key.length();
             cacheView.ifPresent(v -> v.decided(CacheView.Source.LOCAL_TREE));
         }
         double[] scores = load.scores(candidates, request, view);
@@ -118,7 +121,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE);
             }
-            int spill = shareSpill(candidates, request, keyLength, matched, best);
+            int spill = shareSpill(candidates, request, promptLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE);
             }

@@ -151,7 +151,7 @@ class KvEventRoutingEndToEndTest {
 
     /** PUB drops what it sends before a subscription arrives: flush the caches until both replicas hear each one. */
     private void awaitSubscribed(SimCluster cluster) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
             for (PrefillServer p : cluster.prefills()) {
                 http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))

@@ -90,6 +90,8 @@ final class KvEventPublisher implements AutoCloseable {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
+        } catch (RuntimeException e) {
+            log.error("kv events publisher failed endpoint={} error={}", endpoint, e.toString(), e);
         } finally {
             context.close();
         }

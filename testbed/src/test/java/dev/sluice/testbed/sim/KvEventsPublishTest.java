@@ -114,9 +114,10 @@ class KvEventsPublishTest {
 
     /** PUB drops what it sends before the subscription arrives: flush until a clear comes through. */
     private List<Frame> untilSubscribed(ZMQ.Socket sub, SimWorker server) throws Exception {
-        long deadline = System.nanoTime() + 10_000_000_000L;
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        List<Integer> statuses = new ArrayList<>();
         while (System.nanoTime() < deadline) {
-            client.postNow(server, "/flush_cache", json("{}"));
+            statuses.add(client.postNow(server, "/flush_cache", json("{}")).statusCode());
             ZMsg msg = ZMsg.recvMsg(sub);
             if (msg != null) {
                 List<Frame> got = new ArrayList<>(List.of(Frame.of(msg)));
@@ -126,7 +127,7 @@ class KvEventsPublishTest {
                 return got;
             }
         }
-        throw new AssertionError("no KV event within 10 s");
+        throw new AssertionError("no KV event within 30 s; flush statuses " + statuses);
     }
 
     private static Frame next(ZMQ.Socket sub) throws Exception {
