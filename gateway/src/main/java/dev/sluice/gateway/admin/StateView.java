@@ -142,7 +142,7 @@ public final class StateView {
         if (kv != null) {
             ObjectNode k = root.putObject("kv_events");
             ObjectNode decisions = k.putObject("decisions");
-            for (dev.sluice.gateway.cacheview.CacheView.Source src : dev.sluice.gateway.cacheview.CacheView.Source.values()) {
+            for (dev.sluice.gateway.routing.KvCacheView.Source src : dev.sluice.gateway.routing.KvCacheView.Source.values()) {
                 decisions.put(src.label(), kv.decisions(src));
             }
             ArrayNode per = k.putArray("workers");

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.cacheview;
 
+import dev.sluice.gateway.routing.KvCacheView;
 import dev.sluice.gateway.routing.Worker;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -19,15 +20,7 @@ import java.util.function.LongSupplier;
  * memo is confined to it) and read the indexes' concurrent maps and volatiles; the subscriber
  * thread writes the indexes.
  */
-public final class CacheView {
-    /** Which view decided a cache_aware choice (the {@code source} label). */
-    public enum Source {
-        KV_EVENTS, LOCAL_TREE;
-
-        public String label() {
-            return name().toLowerCase(java.util.Locale.ROOT);
-        }
-    }
+public final class CacheView implements KvCacheView {
 
     private final Map<Worker, WorkerBlocks> workers;
     private final long staleAfterNanos;
@@ -56,12 +49,19 @@ public final class CacheView {
         return Optional.ofNullable(workers.get(w));
     }
 
+    @Override
+    public long blocks(Worker w) {
+        WorkerBlocks b = workers.get(w);
+        return b == null ? 0 : b.size();
+    }
+
     /** The subscribed workers, in config order. */
     public List<Worker> workers() {
         return new ArrayList<>(workers.keySet());
     }
 
     /** Whether every candidate's view is fresh: only then may a decision rest on it. */
+    @Override
     public boolean usable(List<Worker> candidates) {
         long now = nanoClock.getAsLong();
         for (Worker w : candidates) {
@@ -82,6 +82,7 @@ public final class CacheView {
      * Prompt tokens each candidate holds as a cached prefix of {@code promptIds}, index for index.
      * Keys are computed once per block size in use.
      */
+    @Override
     public int[] match(List<Worker> candidates, int[] promptIds) {
         int[] out = new int[candidates.size()];
         int keyedSize = -1;
@@ -101,6 +102,7 @@ public final class CacheView {
     }
 
     /** {@code worker} was sent {@code promptIds}: unless all its full blocks are held, expect events. */
+    @Override
     public void dispatched(Worker worker, int[] promptIds) {
         WorkerBlocks b = workers.get(worker);
         if (b == null || promptIds.length == 0) {
@@ -123,6 +125,7 @@ public final class CacheView {
     }
 
     /** Counts a cache_aware decision by the view that made it. */
+    @Override
     public void decided(Source source) {
         (source == Source.KV_EVENTS ? byEvents : byTree).increment();
     }

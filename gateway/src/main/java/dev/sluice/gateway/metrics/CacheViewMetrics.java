@@ -36,7 +36,7 @@ public final class CacheViewMetrics {
                     .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")
                     .tag("worker", w.name()).strongReference(true).register(registry);
         }
-        for (CacheView.Source s : CacheView.Source.values()) {
+        for (dev.sluice.gateway.routing.KvCacheView.Source s : dev.sluice.gateway.routing.KvCacheView.Source.values()) {
             FunctionCounter.builder("sluice_kv_view_decisions", view, v -> v.decisions(s))
                     .description("cache_aware decisions by the view that made them: kv_events (the workers' own events) "
                             + "or local_tree (the fallback)")

@@ -1,6 +1,5 @@
 package dev.sluice.gateway.routing;
 
-import dev.sluice.gateway.cacheview.CacheView;
 import dev.sluice.gateway.config.RoutingConfig.CacheAware;
 import java.util.List;
 import java.util.Objects;
@@ -36,7 +35,7 @@ import java.util.function.LongSupplier;
  * The key is remembered for the worker only once the request is {@link #dispatched}. Admission
  * calls the overloads that take the key as a {@link PrefixTree.Key} prepared off its lock.
  *
- * <p>With the workers' KV events ({@link CacheView}, {@code routing.kv_events}): when the request
+ * <p>With the workers' KV events ({@link KvCacheView}, {@code routing.kv_events}): when the request
  * has token ids and every candidate's view is fresh, the match is what each worker's cache holds
  * by its own events, in tokens (the same on every gateway replica); otherwise the local tree
  * decides as above. The tree is fed either way, so the fallback stays warm
@@ -53,14 +52,14 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     private final WorkerLoad load;
     private final PrefixTree<Worker> tree;
     private final RecentLoad recent;
-    private final Optional<CacheView> cacheView;
+    private final Optional<KvCacheView> cacheView;
     private int cursor;
 
     public CacheAwarePolicy(WorkerRole role, CacheAware settings) {
         this(role, settings, Optional.empty());
     }
 
-    public CacheAwarePolicy(WorkerRole role, CacheAware settings, Optional<CacheView> view) {
+    public CacheAwarePolicy(WorkerRole role, CacheAware settings, Optional<KvCacheView> view) {
         this(role, settings, System::nanoTime, view);
     }
 
@@ -68,7 +67,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         this(role, settings, nanoClock, Optional.empty());
     }
 
-    CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock, Optional<CacheView> view) {
+    CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock, Optional<KvCacheView> view) {
         this.cacheView = Objects.requireNonNull(view, "view");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.load = new WorkerLoad(role);
@@ -89,7 +88,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
         int n = candidates.size();
-        CacheView events = kvEventsFor(candidates, request);
+        KvCacheView events = kvEventsFor(candidates, request);
         int[] matched;
         long keyLength; // what the match ratio is of
         long promptLength; // the whole prompt, in the match's unit (the share guard's tokens per unit)
@@ -97,13 +96,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             matched = events.match(candidates, request.promptIds());
             keyLength = request.promptIds().length;
             promptLength = keyLength;
-            events.decided(CacheView.Source.KV_EVENTS);
+            events.decided(KvCacheView.Source.KV_EVENTS);
         } else {
             PrefixTree.Key key = request.prefix(); // prepared when the request was built, off the admission lock
             matched = tree.match(key, candidates);
             keyLength = Math.min(key.length(), tree.maxSizePerWorker());
             promptLength = key.length();
-            cacheView.ifPresent(v -> v.decided(CacheView.Source.LOCAL_TREE));
+            cacheView.ifPresent(v -> v.decided(KvCacheView.Source.LOCAL_TREE));
         }
         double[] scores = load.scores(candidates, request, view);
         double[] guard = load.decode() ? streams(candidates, view) : scores;
@@ -140,11 +139,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     }
 
     /** The KV event view when it may decide for this request (ids, every candidate fresh), else null. */
-    private CacheView kvEventsFor(List<Worker> candidates, RoutingRequest request) {
+    private KvCacheView kvEventsFor(List<Worker> candidates, RoutingRequest request) {
         if (cacheView.isEmpty() || request.promptIds().length == 0) {
             return null;
         }
-        CacheView v = cacheView.get();
+        KvCacheView v = cacheView.get();
         return v.usable(candidates) ? v : null;
     }
 
@@ -199,7 +198,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     }
 
     /** Ties broken by the smallest cache: the event view's blocks when it decides, else the local tree's characters. */
-    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores, CacheView events) {
+    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores, KvCacheView events) {
         int n = candidates.size();
         int first = Math.floorMod(cursor, n);
         int pick = first;
@@ -215,8 +214,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return pick;
     }
 
-    private long cacheSize(Worker w, CacheView events) {
-        return events == null ? tree.size(w) : events.of(w).map(b -> (long) b.size()).orElse(0L);
+    private long cacheSize(Worker w, KvCacheView events) {
+        return events == null ? tree.size(w) : events.blocks(w);
     }
 
     private static double[] streams(List<Worker> candidates, LoadView view) {

@@ -3,7 +3,6 @@ package dev.sluice.gateway.routing;
 import dev.sluice.gateway.config.RoutingConfig;
 import dev.sluice.gateway.config.RoutingConfig.Policy;
 import dev.sluice.gateway.config.RoutingConfig.RolePolicy;
-import dev.sluice.gateway.cacheview.CacheView;
 import java.util.List;
 import java.util.Optional;
 
@@ -18,7 +17,7 @@ public final class RoutingPolicies {
     }
 
     /** As {@link #create(RoutingConfig, WorkerRole)}; a prefill (or unified) cache_aware routes by {@code kvView} when fresh. */
-    public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role, Optional<CacheView> kvView) {
+    public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role, Optional<KvCacheView> kvView) {
         RolePolicy p = role == WorkerRole.DECODE ? cfg.decode() : cfg.prefill();
         return switch (p.policy()) {
             case ROUND_ROBIN -> new RoundRobinRouting();

@@ -130,7 +130,7 @@ public final class GatewayServer implements AutoCloseable {
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
         RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
-                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(KvEventSubscriber::view));
+                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()));
         kvEvents.ifPresent(k -> CacheViewMetrics.bind(metrics.registry(), k.view()));
         RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);

@@ -42,13 +42,13 @@ class CacheAwareKvViewTest {
         Choice c = policy.choose(ws, r, load);
         assertThat(c.worker()).isSameAs(ws.get(2));
         assertThat(c.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
-        assertThat(view.decisions(CacheView.Source.KV_EVENTS)).isEqualTo(1);
+        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.KV_EVENTS)).isEqualTo(1);
 
         policy.dispatched(c.worker(), r); // 10 blocks not cached yet: events are expected from it
         clock.addAndGet(31 * SECOND);
         Choice after = policy.choose(ws, r, load);
         assertThat(view.freshness(ws.get(2)).label()).isEqualTo("stale");
-        assertThat(view.decisions(CacheView.Source.LOCAL_TREE)).as("a stale view hands over to the tree").isEqualTo(1);
+        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).as("a stale view hands over to the tree").isEqualTo(1);
         assertThat(after.reason()).isEqualTo(CacheAwarePolicy.PREFIX_MISS); // the tree got an empty key
     }
 
@@ -62,8 +62,8 @@ class CacheAwareKvViewTest {
         Choice c = policy.choose(ws, r, load);
         assertThat(c.worker()).isSameAs(ws.get(1));
         assertThat(c.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
-        assertThat(view.decisions(CacheView.Source.LOCAL_TREE)).isEqualTo(1);
-        assertThat(view.decisions(CacheView.Source.KV_EVENTS)).isZero();
+        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
+        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.KV_EVENTS)).isZero();
     }
 
     @Test
@@ -72,6 +72,6 @@ class CacheAwareKvViewTest {
             heard(w, new KvEvent.Cleared());
         }
         policy.choose(ws, new RoutingRequest("text", 1), load);
-        assertThat(view.decisions(CacheView.Source.LOCAL_TREE)).isEqualTo(1);
+        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
     }
 }
