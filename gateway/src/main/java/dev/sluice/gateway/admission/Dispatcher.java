@@ -39,7 +39,8 @@ final class Dispatcher {
                 return;
             }
             queue.poll();
-            if (pastUsefulness(head, pair[0], now, config)) {
+            long predictedDone = predictedPrefillDone(head, pair[0], now);
+            if (pastUsefulness(head, predictedDone, now, config)) {
                 returnTrials(pair); // never sent: a half-open or suspect worker's trial permit goes back
                 ledger.notPending(head);
                 head.state = Ticket.State.ENDED;
@@ -47,6 +48,7 @@ final class Dispatcher {
                         ledger.rates.remainingTokens(now) / ledger.rates.clusterRate()));
                 continue;
             }
+            head.predictedPrefillDoneNanos = predictedDone; // for the slack to learn from when it is done
             grant(head, pair[0], pair[1], now, after);
         }
     }
@@ -101,25 +103,35 @@ final class Dispatcher {
     }
 
     /**
-     * A request is worth a GPU only if its first token can still come before its deadline (the
-     * client's, or the queue timeout): what its prefill worker still holds plus its own prompt, at
-     * that worker's rate. One that cannot is answered instead of being prefilled for a client about
-     * to leave. While the rates are only guessed, only the deadline itself is checked; a short prompt
-     * a decode prefills itself (direct) likewise.
+     * When {@code t}'s prefill should be done if sent to {@code prefill} now: what that worker still
+     * holds plus its own prompt, at the worker's rate; 0 while the rates are only guessed, and for a
+     * short prompt a decode prefills itself (direct).
      */
-    private boolean pastUsefulness(Ticket t, Worker prefill, long now, AdmissionConfig config) {
+    private long predictedPrefillDone(Ticket t, Worker prefill, long now) {
+        PrefillRates rates = ledger.rates;
+        if (t.direct || !rates.known()) {
+            return 0;
+        }
+        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
+        return now + (long) (seconds * 1e9);
+    }
+
+    /**
+     * A request is worth a GPU only if its first token can still come before its deadline (the
+     * client's, or the queue timeout): its prefill done as predicted, plus the margin predictions
+     * have needed ({@link PredictionSlack}), plus, for a non-streamed request, its answer. One that
+     * cannot is answered instead of being prefilled for a client about to leave. Without a
+     * prediction, only the deadline itself is checked.
+     */
+    private boolean pastUsefulness(Ticket t, long predictedDone, long now, AdmissionConfig config) {
         long deadline = t.queueDeadline(t.enqueuedNanos, config.queueTimeout().toNanos());
         if (now >= deadline) {
             return true;
         }
-        PrefillRates rates = ledger.rates;
-        if (t.direct || !rates.known()) {
+        if (predictedDone == 0) {
             return false;
         }
-        double prefillSeconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
-        // kept for the slack to learn from when the prefill is done (it is dispatched unless this says no)
-        t.predictedPrefillDoneNanos = now + (long) (prefillSeconds * 1e9);
-        double seconds = prefillSeconds + ledger.slack.seconds() + ledger.pace.seconds(t.answerTokens);
-        return now + (long) (seconds * 1e9) > deadline;
+        double after = ledger.slack.seconds() + ledger.pace.seconds(t.answerTokens);
+        return predictedDone + (long) (after * 1e9) > deadline;
     }
 }

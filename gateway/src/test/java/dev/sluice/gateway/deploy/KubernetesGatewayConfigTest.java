@@ -44,10 +44,7 @@ class KubernetesGatewayConfigTest {
         pod = new GatewayPod(objects);
     }
 
-    /**
-     * The file as the pod reads it, coordination and all. (Needs the gateway's coordination: config,
-     * issue 20; before it, the loader refuses coordination: as an unknown key, and this test says so.)
-     */
+    /** The file as the pod reads it, coordination and all. */
     @Test
     void theConfigMapLoadsAsThePodStartsIt() {
         LoadedConfig loaded = ConfigLoader.check(pod.configYaml(), SOURCE, pod.overrides(List.of(), List.of()));
