@@ -81,6 +81,7 @@ public final class StateView {
                 .put("max_request_tokens", a.maxRequestTokens()).put("queue_timeout_ms", a.queueTimeout().toMillis())
                 .put("prefill_max_inflight_requests", a.prefillMaxInflightRequests())
                 .put("prefill_max_inflight_tokens", a.prefillMaxInflightTokens())
+                .put("prefill_max_inflight_time_ms", a.prefillMaxInflightTime().toMillis())
                 .put("decode_max_inflight_streams", a.decodeMaxInflightStreams());
         coordination.get().ifPresent(c -> CoordinationView.render(c, root.putObject("coordination")));
         ObjectNode queue = root.putObject("queue");

@@ -72,7 +72,7 @@ public final class AdmissionController {
         this.queue = new PriorityQueues(config.priorities().size(), config.queueTimeout().toNanos(), edf(config));
         this.prefill = new PrefillRates(workers, config.prefillRate(), config.initialPrefillTokensPerSecond(), Map.of());
         this.ledger = new PrefillLedger(prefill);
-        this.windows = new WorkerWindows(config, workers, routing);
+        this.windows = new WorkerWindows(config, workers, routing, prefill);
         this.rates = new TenantRates(config.tenantLimits());
         this.dispatcher = new Dispatcher(workers, windows, rates, ledger, observer);
     }

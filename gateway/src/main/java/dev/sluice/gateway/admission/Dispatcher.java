@@ -30,7 +30,7 @@ final class Dispatcher {
     void dispatch(PriorityQueues queue, AdmissionConfig config, long now, After after) {
         Ticket head;
         while ((head = queue.peek()) != null) {
-            Worker[] pair = pair(head);
+            Worker[] pair = pair(head, now);
             if (pair == null) {
                 return;
             }
@@ -61,16 +61,16 @@ final class Dispatcher {
     }
 
     /** {prefill, decode} with room for {@code head} and, if half-open, a trial permit; else null: it waits. */
-    private Worker[] pair(Ticket head) {
+    private Worker[] pair(Ticket head, long now) {
         Worker p;
         Worker d;
         if (head.direct) {
-            d = windows.pickDirectDecode(head); // a short prompt the decode prefills itself
+            d = windows.pickDirectDecode(head, now); // a short prompt the decode prefills itself
             p = d;
         } else {
-            p = windows.pickPrefill(head);
+            p = windows.pickPrefill(head, now);
             // a unified worker (disaggregation: none) is its own decode; pickPrefill checked its stream room
-            d = p == null ? null : workers.unified() ? p : windows.pickDecode(head);
+            d = p == null ? null : workers.unified() ? p : windows.pickDecode(head, now);
         }
         // a half-open worker takes a limited number of trial requests
         if (p == null || d == null || !p.takeForNewRequest()) {

@@ -36,7 +36,7 @@ public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<Stri
                 f.prefillMaxInflightRequests(), f.prefillMaxInflightTokens(), f.decodeMaxInflightStreams(),
                 f.initialPrefillTokensPerSecond(), f.retryAfterMin(), f.retryAfterMax(), f.drainGrace(), f.priorities(),
                 f.defaultPriority(), f.apiKeys(), f.requireApiKey(), f.tenantLimits(), f.tokenizer(), f.scheduling(),
-                f.prefillRate());
+                f.prefillRate(), f.prefillMaxInflightTime());
     }
 
     int prefillRequests(String url, int fleet) {

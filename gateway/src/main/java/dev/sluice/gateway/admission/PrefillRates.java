@@ -218,6 +218,16 @@ final class PrefillRates {
         return true;
     }
 
+    /** Whether {@code w}'s rate is measured or a prior (not the guess): a prediction for it can be trusted. */
+    boolean knows(Worker w) {
+        return sourceOf(w) != Source.GUESS;
+    }
+
+    /** How long {@code w} would take to finish what it still holds, at its rate. */
+    double secondsAhead(Worker w, long now) {
+        return remainingTokens(w, now) / rateOf(w);
+    }
+
     /** Prompt tokens still to compute in every worker's prefill at {@code now}, progress since its last completion deducted. */
     double remainingTokens(long now) {
         double sum = 0;

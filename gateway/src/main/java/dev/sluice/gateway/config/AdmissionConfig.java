@@ -28,6 +28,9 @@ import java.util.Optional;
  * @param tokenizer                    exact counting with a HuggingFace tokenizer.json, or empty for the estimator
  * @param scheduling                   the order of a class's queue and how often queued requests are re-judged
  * @param prefillRate                  where each prefill worker's rate comes from before it is measured
+ * @param prefillMaxInflightTime       a prefill worker's window in time: it is given another request only while
+ *                                     what it holds would be done within this at its known rate (while its rate
+ *                                     is a guess: held plus new tokens within this at the guess); zero: off
  */
 public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
                               int prefillMaxInflightRequests, long prefillMaxInflightTokens,
@@ -35,13 +38,18 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                               Duration retryAfterMin, Duration retryAfterMax, Duration drainGrace,
                               List<String> priorities, String defaultPriority, Map<String, ApiKey> apiKeys,
                               boolean requireApiKey, TenantLimits tenantLimits, TokenizerConfig tokenizer,
-                              SchedulingConfig scheduling, PrefillRateConfig prefillRate) {
+                              SchedulingConfig scheduling, PrefillRateConfig prefillRate,
+                              Duration prefillMaxInflightTime) {
+
+    /** The default of {@code admission.prefill.max_inflight_time}. */
+    public static final Duration DEFAULT_PREFILL_MAX_INFLIGHT_TIME = Duration.ofSeconds(2);
 
     public AdmissionConfig {
         priorities = List.copyOf(priorities);
         apiKeys = Map.copyOf(apiKeys);
         java.util.Objects.requireNonNull(scheduling, "scheduling");
         java.util.Objects.requireNonNull(prefillRate, "prefillRate");
+        java.util.Objects.requireNonNull(prefillMaxInflightTime, "prefillMaxInflightTime");
     }
 
     /** No API keys required, no per-tenant limits beyond the defaults. */
@@ -53,7 +61,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         this(maxQueuedRequests, maxPendingTokens, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
                 prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
                 retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, false, TenantLimits.DEFAULTS, tokenizer,
-                SchedulingConfig.DEFAULTS, PrefillRateConfig.NONE);
+                SchedulingConfig.DEFAULTS, PrefillRateConfig.NONE, DEFAULT_PREFILL_MAX_INFLIGHT_TIME);
     }
 
     public static Builder builder() {
@@ -67,7 +75,8 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 .initialPrefillTokensPerSecond(initialPrefillTokensPerSecond).retryAfterMin(retryAfterMin)
                 .retryAfterMax(retryAfterMax).drainGrace(drainGrace).priorities(priorities)
                 .defaultPriority(defaultPriority).apiKeys(apiKeys).requireApiKey(requireApiKey)
-                .tenantLimits(tenantLimits).tokenizer(tokenizer).scheduling(scheduling).prefillRate(prefillRate);
+                .tenantLimits(tenantLimits).tokenizer(tokenizer).scheduling(scheduling).prefillRate(prefillRate)
+                .prefillMaxInflightTime(prefillMaxInflightTime);
     }
 
     /**
@@ -98,6 +107,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         private TokenizerConfig tokenizer;
         private SchedulingConfig scheduling = SchedulingConfig.DEFAULTS;
         private PrefillRateConfig prefillRate = PrefillRateConfig.NONE;
+        private Duration prefillMaxInflightTime = DEFAULT_PREFILL_MAX_INFLIGHT_TIME;
 
         private Builder() {
         }
@@ -205,6 +215,11 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
             return this;
         }
 
+        public Builder prefillMaxInflightTime(Duration v) {
+            prefillMaxInflightTime = KeyCheck.atLeast(A + "prefill.max_inflight_time", v, Duration.ZERO);
+            return this;
+        }
+
         public AdmissionConfig build() {
             long pending = KeyCheck.set(A + "max_pending_tokens", maxPendingTokens);
             long request = KeyCheck.set(A + "max_request_tokens", maxRequestTokens);
@@ -236,7 +251,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                     KeyCheck.set(A + "decode.max_inflight_streams", decodeMaxInflightStreams),
                     KeyCheck.set(A + "initial_prefill_tokens_per_second", initialPrefillTokensPerSecond), min, max,
                     KeyCheck.set(A + "drain_grace", drainGrace), classes, def, apiKeys, requireApiKey, tenantLimits,
-                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate);
+                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate, prefillMaxInflightTime);
         }
     }
 

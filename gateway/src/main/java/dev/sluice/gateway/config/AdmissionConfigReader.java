@@ -45,12 +45,19 @@ final class AdmissionConfigReader {
             maxRequest = maxPending;
         }
         ConfigNode prefill = n.child("prefill", "Each prefill worker's window.")
-                .allowOnly("max_inflight_requests", "max_inflight_tokens");
+                .allowOnly("max_inflight_requests", "max_inflight_tokens", "max_inflight_time");
         ConfigNode decode = n.child("decode", "Each decode worker's window.").allowOnly("max_inflight_streams");
         int prefillRequests = prefill.child("max_inflight_requests", "Requests dispatched to one prefill worker and "
                 + "not yet prefilled.").intIn(4, 1, 100_000);
         long prefillTokens = prefill.child("max_inflight_tokens", "Their prompt tokens (a single larger request still "
                 + "goes, alone).").longIn(32_768, 1, Long.MAX_VALUE / 4);
+        Duration prefillTime = prefill.child("max_inflight_time", "The window in time: a prefill worker that holds "
+                + "work is given another request only while that work would be done within this at its known rate "
+                + "(measured, or a prior); while its rate is only the guess, what it holds plus the new prompt must fit "
+                + "in this at initial_prefill_tokens_per_second. The rest waits in the gateway's queue, where deadlines "
+                + "and classes order it. A few seconds keeps the worker busy (the next request is there before it runs "
+                + "dry); 0s: only the request and token limits.")
+                .durationAtLeast(AdmissionConfig.DEFAULT_PREFILL_MAX_INFLIGHT_TIME, Duration.ZERO);
         int decodeStreams = decode.child("max_inflight_streams", "Requests on one decode worker, until they end.")
                 .intIn(256, 1, 1_000_000);
         double initialRate = n.child("initial_prefill_tokens_per_second", "Drain-rate guess until one is measured "
@@ -84,6 +91,7 @@ final class AdmissionConfigReader {
                 .maxRequestTokens(maxRequest)
                 .prefillMaxInflightRequests(prefillRequests)
                 .prefillMaxInflightTokens(prefillTokens)
+                .prefillMaxInflightTime(prefillTime)
                 .decodeMaxInflightStreams(decodeStreams)
                 .initialPrefillTokensPerSecond(initialRate)
                 .retryAfterMin(retryMin)

@@ -16,8 +16,28 @@ final class AdmissionFixtures {
     private AdmissionFixtures() {
     }
 
+    /**
+     * Windows counted in requests and tokens only ({@code prefill.max_inflight_time: 0s}): what most
+     * tests here are about; the window in time has its own (PrefillTimeWindowTest).
+     */
     static AdmissionConfig config(int maxQueued, long maxPending, Duration queueTimeout, long maxRequest,
                                   int prefillRequests, long prefillTokens, int decodeStreams) {
+        return withTimeWindow(withDefaultTimeWindow(maxQueued, maxPending, queueTimeout, maxRequest, prefillRequests,
+                prefillTokens, decodeStreams), Duration.ZERO);
+    }
+
+    static AdmissionConfig withTimeWindow(AdmissionConfig c, Duration window) {
+        // the record's own constructor: some tests here use limits the builder's cross-checks refuse
+        return new AdmissionConfig(c.maxQueuedRequests(), c.maxPendingTokens(), c.queueTimeout(), c.maxRequestTokens(),
+                c.prefillMaxInflightRequests(), c.prefillMaxInflightTokens(), c.decodeMaxInflightStreams(),
+                c.initialPrefillTokensPerSecond(), c.retryAfterMin(), c.retryAfterMax(), c.drainGrace(), c.priorities(),
+                c.defaultPriority(), c.apiKeys(), c.requireApiKey(), c.tenantLimits(), c.tokenizer(), c.scheduling(),
+                c.prefillRate(), window);
+    }
+
+    /** The same limits with {@code prefill.max_inflight_time} at its default. */
+    static AdmissionConfig withDefaultTimeWindow(int maxQueued, long maxPending, Duration queueTimeout, long maxRequest,
+                                                 int prefillRequests, long prefillTokens, int decodeStreams) {
         return new AdmissionConfig(maxQueued, maxPending, queueTimeout, maxRequest, prefillRequests, prefillTokens,
                 decodeStreams, 10_000, Duration.ofSeconds(1), Duration.ofSeconds(60), Duration.ofSeconds(30),
                 List.of("high", "normal", "low"), "normal", Map.of(),

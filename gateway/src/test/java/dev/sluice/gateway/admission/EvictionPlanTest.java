@@ -26,7 +26,8 @@ class EvictionPlanTest {
                 base.maxRequestTokens(), base.prefillMaxInflightRequests(), base.prefillMaxInflightTokens(),
                 base.decodeMaxInflightStreams(), base.initialPrefillTokensPerSecond(), base.retryAfterMin(),
                 base.retryAfterMax(), base.drainGrace(), base.priorities(), base.defaultPriority(), Map.of(), false,
-                TenantLimits.DEFAULTS, base.tokenizer(), base.scheduling(), base.prefillRate());
+                TenantLimits.DEFAULTS, base.tokenizer(), base.scheduling(), base.prefillRate(),
+                base.prefillMaxInflightTime());
     }
 
     private PriorityQueues queue(Ticket... tickets) {
@@ -122,7 +123,7 @@ class EvictionPlanTest {
                 base.retryAfterMax(), base.drainGrace(), base.priorities(), base.defaultPriority(), base.apiKeys(),
                 base.requireApiKey(), base.tenantLimits(), base.tokenizer(),
                 new AdmissionConfig.SchedulingConfig(base.scheduling().order(), base.scheduling().reviewInterval(),
-                        shed), base.prefillRate());
+                        shed), base.prefillRate(), base.prefillMaxInflightTime());
     }
 
     @Test

@@ -24,7 +24,7 @@ class TenantLimitsTest {
                 base.maxRequestTokens(), base.prefillMaxInflightRequests(), base.prefillMaxInflightTokens(),
                 base.decodeMaxInflightStreams(), base.initialPrefillTokensPerSecond(), base.retryAfterMin(),
                 base.retryAfterMax(), base.drainGrace(), base.priorities(), base.defaultPriority(), Map.of(), false,
-                limits, base.tokenizer(), base.scheduling(), base.prefillRate());
+                limits, base.tokenizer(), base.scheduling(), base.prefillRate(), base.prefillMaxInflightTime());
         return new AdmissionController(cfg, workers(1, 1), AdmissionObserver.NONE, now::get);
     }
 

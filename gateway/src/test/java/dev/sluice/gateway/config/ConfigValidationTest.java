@@ -67,7 +67,7 @@ class ConfigValidationTest {
                         "helth: unknown key (expected one of: admin, admission, coordination, disaggregation, health, http, listen, logging, "
                                 + "retries, routing, telemetry, timeouts, upstream, vllm_kv_connector, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
-                                + "max_inflight_tokens)");
+                                + "max_inflight_time, max_inflight_tokens)");
         assertThat(texts(WORKERS.replace("bootstrap_port: 8998", "bootstrap: 8998")))
                 .containsExactly("workers.prefill[0].bootstrap: unknown key (expected one of: bootstrap_port, url)");
     }

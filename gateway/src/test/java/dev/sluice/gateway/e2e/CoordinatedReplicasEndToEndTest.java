@@ -81,7 +81,9 @@ class CoordinatedReplicasEndToEndTest {
                 + "health: {interval: 200ms, timeout: 3s}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
                 + "routing: {prefill: {policy: round_robin}, decode: {policy: round_robin}}\n"
                 + "admission:\n  max_queued_requests: 32\n  queue_timeout: 30s\n"
-                + "  prefill: {max_inflight_requests: " + WINDOW + "}\n"
+                // the counted window is what is shared and measured here: the window in time (which would keep the
+                // slow prefill's queue near 1 whatever the replicas) is off; PrefillTimeWindowTest covers its share
+                + "  prefill: {max_inflight_requests: " + WINDOW + ", max_inflight_time: 0s}\n"
                 + coordination;
     }
 

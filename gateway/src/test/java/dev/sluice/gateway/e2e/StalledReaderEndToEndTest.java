@@ -30,7 +30,9 @@ class StalledReaderEndToEndTest {
         // two decodes: one failure would be enough to eject the one behind the stalled reader, were it counted
         bed = PdTestbed.start(1, 2, SimConfig.defaults().withDecodeStep(Duration.ZERO),
                 "{connect: 2s, first_token: 20s, idle_stream: 1s}",
-                "health: {interval: 200ms, timeout: 500ms, passive: {consecutive_failures: 1}}\n");
+                // active checks get 3 s: a decode streaming at full speed (no step) shares the simulator's loop
+                // with its /health, and a loaded machine made 500 ms checks fail (an ejection this test is not about)
+                "health: {interval: 200ms, timeout: 3s, passive: {consecutive_failures: 1}}\n");
         try (RawHttpClient client = new RawHttpClient(bed.port(), 16 * 1024)) {
             client.post("/v1/completions", "{\"model\":\"sim-model\",\"prompt\":\"go\",\"stream\":true,\"max_tokens\":100000}");
             client.readUntil("data:"); // the stream started; from now on the client reads nothing
