@@ -243,6 +243,12 @@ class PredictiveAdmissionTest {
         assertThat(s.prefillRates().get(prefill).source()).isEqualTo("telemetry");
         assertThat(s.prefillTokensPerSecond()).isEqualTo(3_000.0);
 
+        Ticket cold = ticket("cold", 10_000, 1, new Recorder());
+        c.submit(cold);
+        advance(5);
+        c.prefillDone(cold);
+        c.release(cold);
+        assertThat(c.snapshot().prefillRates().get(prefill).source()).as("a cold start is no sample").isEqualTo("telemetry");
         Recorder r = new Recorder();
         Ticket t = ticket("m", 10_000, 1, r);
         c.submit(t);

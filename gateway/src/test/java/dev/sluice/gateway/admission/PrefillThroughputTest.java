@@ -66,14 +66,32 @@ class PrefillThroughputTest {
     }
 
     @Test
+    void theFirstCompletionEverCarriesTheColdStartAndIsNoSampleEvenAlone() {
+        PrefillThroughput t = new PrefillThroughput(8000, 10);
+        t.busy(true, 0);
+        t.completed(11_000, 7_100 * MS); // 4.4 s of prefill + 2.7 s of a cold start, the worker idle after
+        t.busy(false, 7_100 * MS);
+        assertThat(t.measured()).isFalse();
+        t.busy(true, 8_000 * MS);
+        t.completed(11_000, 12_450 * MS); // warm: 4.4 s + 50 ms
+        t.busy(false, 12_450 * MS);
+        assertThat(t.measured()).isTrue();
+        assertThat(t.tokensPerSecond()).isCloseTo(2472, within(1.0));
+    }
+
+    @Test
     void aPriorIsWeighedAgainstNotReplacedByTheFirstSamples() {
         PrefillThroughput t = new PrefillThroughput(8000, 10);
         t.seed(2500);
         assertThat(t.measured()).isFalse();
         assertThat(t.tokensPerSecond()).isEqualTo(2500);
         t.busy(true, 0);
-        t.completed(10_000, 5_000 * MS); // 2,000 tokens/s over 5 s: half the horizon
+        t.completed(10_000, 5_000 * MS); // the first completion: its cold start is no sample
         t.busy(false, 5_000 * MS);
+        assertThat(t.measured()).isFalse();
+        t.busy(true, 6_000 * MS);
+        t.completed(10_000, 11_000 * MS); // 2,000 tokens/s over 5 s: half the horizon
+        t.busy(false, 11_000 * MS);
         assertThat(t.measured()).isTrue();
         assertThat(t.tokensPerSecond()).isCloseTo(2250, within(1.0));
     }
