@@ -29,7 +29,7 @@ final class TenantRates {
     private static final long NO_SHARE_WAIT_NANOS = 1_000_000_000L;
     /** Without a charge or a refusal for this long, a tenant's activity (and so its lease) is dropped. */
     static final long IDLE_NANOS = 30_000_000_000L;
-    /** Consumption is smoothed over about this long (an exponential average). */
+    /** Consumption and refusals are smoothed over about this long (an exponential average). */
     private static final double SMOOTHING_NANOS = 5e9;
 
     private final Map<String, Bucket> buckets = new HashMap<>();
@@ -136,8 +136,8 @@ final class TenantRates {
         long refused;
         long lastActive;
         long since;
-        double smoothedPerMinute = -1;
-        double lastRefused;
+        double consumed = -1; // tokens per minute, smoothed; -1 before the first report
+        double refusedRate = -1;
 
         Activity(long now) {
             this.since = now;
@@ -160,28 +160,26 @@ final class TenantRates {
                 return true;
             }
             long elapsed = now - a.since;
-            double perMinute = 0;
-            double refused = 0;
-            if (elapsed > 0) { // else asked twice at once: the last figures again
-                perMinute = a.charged * 60e9 / elapsed;
-                refused = a.refused * 60e9 / elapsed;
+            if (elapsed > 0) { // else asked twice at once: the same figures again
+                // one renewal sees a request or none: smoothed, or the split would follow that noise
                 double w = 1 - Math.exp(-elapsed / SMOOTHING_NANOS);
-                a.smoothedPerMinute = a.smoothedPerMinute < 0 ? perMinute
-                        : a.smoothedPerMinute + w * (perMinute - a.smoothedPerMinute);
-                a.lastRefused = refused;
+                a.consumed = smooth(a.consumed, a.charged * 60e9 / elapsed, w);
+                a.refusedRate = smooth(a.refusedRate, a.refused * 60e9 / elapsed, w);
                 a.charged = 0;
                 a.refused = 0;
                 a.since = now;
-            } else {
-                refused = a.lastRefused;
             }
-            out.add(new TenantDemand(tenant, configured, Math.max(0, limit(tenant)),
-                    (long) Math.ceil(Math.max(perMinute, a.smoothedPerMinute)), (long) Math.ceil(refused)));
+            out.add(new TenantDemand(tenant, configured, Math.max(0, limit(tenant)), (long) Math.ceil(a.consumed),
+                    (long) Math.ceil(a.refusedRate)));
             return false;
         });
         out.sort(Comparator.comparingLong((TenantDemand d) -> d.consumed() + d.refused()).reversed()
                 .thenComparing(TenantDemand::tenant));
         return out.size() <= max ? out : List.copyOf(out.subList(0, max));
+    }
+
+    private static double smooth(double was, double sample, double weight) {
+        return was < 0 ? sample : was + weight * (sample - was);
     }
 
     /** Forgets full buckets (a tenant at its limit is the same as one never seen) and idle tenants' activity: bounded memory. */
