@@ -100,8 +100,9 @@ class CoordinatedTenantRatesEndToEndTest {
     private static final class Stream {
         final String tenant;
         final GatewayServer gateway;
-        final ConcurrentLinkedQueue<long[]> served = new ConcurrentLinkedQueue<>(); // {nanoTime, tokens}
+        final ConcurrentLinkedQueue<long[]> served = new ConcurrentLinkedQueue<>(); // {nanoTime, tokens, latency}
         final AtomicInteger limited = new AtomicInteger();
+        final AtomicLong lastLimited = new AtomicLong(Long.MIN_VALUE); // when the last tenant_rate_limited came
         final ConcurrentLinkedQueue<Long> other = new ConcurrentLinkedQueue<>(); // when an answer was neither
 
         final AtomicInteger outstanding = new AtomicInteger();
@@ -109,6 +110,13 @@ class CoordinatedTenantRatesEndToEndTest {
         Stream(String tenant, GatewayServer gateway) {
             this.tenant = tenant;
             this.gateway = gateway;
+        }
+
+        /** Served in the window: how many, and the longest wait (ms) of one. */
+        String servedBetween(long from, long to) {
+            return served.stream().filter(s -> s[0] >= from && s[0] < to).count() + "x/max"
+                    + served.stream().filter(s -> s[0] >= from && s[0] < to).mapToLong(s -> s[2] / 1_000_000).max()
+                    .orElse(0) + "ms";
         }
 
         long tokensBetween(long from, long to) {
@@ -122,6 +130,7 @@ class CoordinatedTenantRatesEndToEndTest {
             String body = "{\"text\":\"" + s.tenant + " " + seq.incrementAndGet() + " " + "abc ".repeat(200)
                     + "\",\"sampling_params\":{\"max_new_tokens\":2}}";
             s.outstanding.incrementAndGet();
+            long sent = System.nanoTime();
             http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + s.gateway.port() + "/generate"))
                             .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
                             .header("X-Sluice-Tenant", s.tenant).POST(HttpRequest.BodyPublishers.ofString(body)).build(),
@@ -130,9 +139,10 @@ class CoordinatedTenantRatesEndToEndTest {
                             if (e == null && r.statusCode() == 200) {
                                 JsonNode meta = JSON.readTree(r.body()).path("meta_info");
                                 s.served.add(new long[] {System.nanoTime(), meta.path("prompt_tokens").asLong()
-                                        + meta.path("completion_tokens").asLong()});
+                                        + meta.path("completion_tokens").asLong(), System.nanoTime() - sent});
                             } else if (e == null && r.statusCode() == 429 && r.body().contains("tenant_rate_limited")) {
                                 s.limited.incrementAndGet();
+                                s.lastLimited.accumulateAndGet(System.nanoTime(), Math::max);
                             } else {
                                 s.other.add(System.nanoTime());
                                 log.warn("unexpected answer tenant={} status={} error={}", s.tenant,
@@ -179,12 +189,13 @@ class CoordinatedTenantRatesEndToEndTest {
                 && grant(three.get(0), "solo") == SOLO_PER_MINUTE && solo.limited.get() > 0))
                 .as("leased: %s", three.stream().map(g -> g.coordination().orElseThrow().grants()).toList()).isTrue();
 
-        // and has paid what it owes for the requests admitted before it was charged for them (a request
-        // is charged at dispatch: a cold start queues many, its tenant's debt outlasts the warm-up)
+        // and has spent what its bucket held before (a minute's worth of rate / N, or of a first grant that
+        // was larger than the split): refused for its rate again now that every grant is positive, its
+        // bucket was in debt then, and an open loop keeps it spending whatever refills
         long converged = System.nanoTime();
-        assertThat(PdTestbed.eventually(Duration.ofSeconds(60), () -> spread.stream().allMatch(s -> s.tokensBetween(
-                converged, Long.MAX_VALUE) > 0) && solo.tokensBetween(converged, Long.MAX_VALUE) > 0))
-                .as("every stream served again after the leases converged").isTrue();
+        assertThat(PdTestbed.eventually(Duration.ofSeconds(60), () -> spread.stream().allMatch(s -> s.lastLimited.get()
+                > converged) && solo.lastLimited.get() > converged))
+                .as("every stream refused for its rate after the leases converged").isTrue();
 
         long from = System.nanoTime();
         long to = from + WINDOW.toNanos();
@@ -215,11 +226,12 @@ class CoordinatedTenantRatesEndToEndTest {
         long soloExpected = (long) (SOLO_PER_MINUTE * minutes);
         log.info("tenant_rates window_s={} spread_tokens={} spread_expected={} spread_by_replica={} solo_tokens={} "
                         + "solo_expected={} spread_grants_max={} spread_grants_min={} solo_grant_min={} "
-                        + "limited_spread={} limited_solo={} spread_grants_every_500ms={}",
+                        + "limited_spread={} limited_solo={} spread_served={} spread_grants_every_500ms={}",
                 WINDOW.toSeconds(), spreadTokens, spreadExpected,
                 spread.stream().map(s -> s.tokensBetween(from, to)).toList(), soloTokens, soloExpected,
                 maxSpreadGrants.get(), minSpreadGrants.get(), minSoloGrant.get(),
-                spread.stream().map(s -> s.limited.get()).toList(), solo.limited.get(), trace);
+                spread.stream().map(s -> s.limited.get()).toList(), solo.limited.get(),
+                spread.stream().map(s -> s.servedBetween(from, to)).toList(), trace);
 
         assertThat(spread.stream().mapToLong(s -> s.other.stream().filter(t -> t >= from).count()).sum()
                 + solo.other.stream().filter(t -> t >= from).count())
