@@ -93,6 +93,7 @@ public final class AdmissionController {
             shares = next;
             config = next == null ? fleet : next.applyTo(fleet);
             windows.shares(next);
+            rates.shares(next);
             reviewDue = true;
         });
         kick();
@@ -202,6 +203,7 @@ public final class AdmissionController {
         long now = clock.getAsLong();
         long rateWait = rates.waitNanos(t.tenant, now);
         if (rateWait > 0) {
+            rates.refused(t.tenant, t.tokens, now); // unmet demand, for the tenant's lease (coordination)
             return Rejections.tenantRate(config, t, rateWait);
         }
         double rate = prefill.clusterRate();
@@ -413,6 +415,14 @@ public final class AdmissionController {
     /** Tokens left in a tenant's per-minute bucket (Long.MAX_VALUE without a rate limit). */
     public long tokensRemaining(String tenant) {
         return decisions.read(() -> rates.remaining(tenant, clock.getAsLong()));
+    }
+
+    /**
+     * The rate-limited tenants active here lately, the busiest {@code max} first, with what they used
+     * and were refused since the last call (coordination: their token-rate leases). Resets the counts.
+     */
+    public List<TenantDemand> tenantDemand(int max) {
+        return decisions.read(() -> rates.demand(clock.getAsLong(), max));
     }
 
     /** Stops admitting; queued requests stay until they are served or expire. */

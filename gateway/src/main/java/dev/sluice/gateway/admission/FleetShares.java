@@ -8,13 +8,16 @@ import java.util.Objects;
  * This replica's share of the fleet's admission limits (docs/scale-out.md): the queue bound, the
  * pending-token budget and, per worker URL, the prefill window (requests, tokens) and the decode
  * stream cap. The configured values are the whole fleet's; these are what this replica may use now.
- * A worker not (yet) in the maps gets its fleet limit divided by {@code divisor}.
+ * A worker not (yet) in the maps gets its fleet limit divided by {@code divisor}; so does a tenant's
+ * token rate ({@code tenantTokens}: tokens per minute by tenant, only the tenants leased here).
  *
  * @param divisor the replicas the fleet is split over for what the maps do not name (at least 1)
  */
 public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<String, Integer> prefillRequests,
-                          Map<String, Long> prefillTokens, Map<String, Integer> decodeStreams, int divisor) {
+                          Map<String, Long> prefillTokens, Map<String, Integer> decodeStreams, Map<String, Long> tenantTokens,
+                          int divisor) {
     public FleetShares {
+        tenantTokens = Map.copyOf(tenantTokens);
         prefillRequests = Map.copyOf(prefillRequests);
         prefillTokens = Map.copyOf(prefillTokens);
         decodeStreams = Map.copyOf(decodeStreams);
@@ -37,6 +40,17 @@ public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<Stri
                 f.initialPrefillTokensPerSecond(), f.retryAfterMin(), f.retryAfterMax(), f.drainGrace(), f.priorities(),
                 f.defaultPriority(), f.apiKeys(), f.requireApiKey(), f.tenantLimits(), f.tokenizer(), f.scheduling(),
                 f.prefillRate(), f.prefillMaxInflightTime());
+    }
+
+    /** Without the tenants: the shares of the budgets alone (tests, and a fleet that leases no tenant rate). */
+    public FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<String, Integer> prefillRequests,
+                       Map<String, Long> prefillTokens, Map<String, Integer> decodeStreams, int divisor) {
+        this(maxQueuedRequests, maxPendingTokens, prefillRequests, prefillTokens, decodeStreams, Map.of(), divisor);
+    }
+
+    /** A tenant's token rate here (tokens per minute): its grant, else its configured rate / divisor. */
+    long tenantTokens(String tenant, long configured) {
+        return tenantTokens.getOrDefault(Objects.requireNonNull(tenant, "tenant"), configured / divisor);
     }
 
     int prefillRequests(String url, int fleet) {

@@ -17,6 +17,11 @@ import java.util.function.Supplier;
  * someone else needs it, and then loses its newest requests, not the others their place.
  * Computed when the queue or budget is full: from each tenant's totals, which the queue keeps, and
  * only when some tenant is over its share (evicting), from the queued tickets themselves.
+ *
+ * <p>With coordination the shares are fractions of this replica's lease of the queue and budget
+ * (what {@code config} holds here): a tenant's shares over the fleet add up to its fraction of the
+ * fleet's limits, and a newcomer can only displace what waits on its own replica
+ * (docs/scale-out.md, "Tenant shares of the queue").
  */
 final class TenantShares {
     private TenantShares() {
@@ -35,8 +40,10 @@ final class TenantShares {
         TenantLimits limits = config.tenantLimits();
         long[] mine = use.getOrDefault(newcomer.tenant, new long[2]);
         var own = limits.of(newcomer.tenant);
-        boolean underQueueShare = mine[0] + 1 <= own.maxQueueShare() * config.maxQueuedRequests();
-        boolean underTokenShare = mine[1] + newcomer.tokens <= own.maxPendingShare() * config.maxPendingTokens();
+        // a tenant with nothing waiting here is under any share: its first request is its due
+        boolean underQueueShare = mine[0] == 0 || mine[0] + 1 <= own.maxQueueShare() * config.maxQueuedRequests();
+        boolean underTokenShare = mine[0] == 0
+                || mine[1] + newcomer.tokens <= own.maxPendingShare() * config.maxPendingTokens();
         if ((needSlots > 0 && !underQueueShare) || (needTokens > 0 && !underTokenShare)) {
             return List.of();
         }
@@ -92,8 +99,20 @@ final class TenantShares {
         return false;
     }
 
-    /** How far over its share a tenant is, as a fraction of the limit being short. */
+    /**
+     * How far over its share a tenant is, as a fraction of the limit being short. One waiting
+     * request is never over: with a small queue or budget (a replica's lease of the fleet's, docs/
+     * scale-out.md) a share can be less than one request, and two tenants would evict each other's
+     * only request in turn.
+     */
     private static double excess(String tenant, long[] use, AdmissionConfig config, int slots, long tokens) {
+        if (use[0] <= 1) {
+            return Math.min(1.0, rawExcess(tenant, use, config, slots, tokens));
+        }
+        return rawExcess(tenant, use, config, slots, tokens);
+    }
+
+    private static double rawExcess(String tenant, long[] use, AdmissionConfig config, int slots, long tokens) {
         var l = config.tenantLimits().of(tenant);
         return Math.max(slots > 0 ? use[0] / (l.maxQueueShare() * config.maxQueuedRequests()) : 0,
                 tokens > 0 ? use[1] / (l.maxPendingShare() * config.maxPendingTokens()) : 0);

@@ -272,7 +272,8 @@ final class AdmissionConfigReader {
                 n.child("max_pending_share", "The same for admission.max_pending_tokens.")
                         .doubleIn(d.maxPendingShare(), 0.01, 1.0, "a share in [0.01, 1]"),
                 n.child("tokens_per_minute", "Prompt + completion tokens a tenant may use per minute (a token bucket "
-                        + "of that size); past it, 429 tenant_rate_limited with the time to refill. 0 = no limit.")
+                        + "of that size); past it, 429 tenant_rate_limited with the time to refill. 0 = no limit. With "
+                        + "coordination: the whole fleet's, each replica's bucket its leased share.")
                         .longIn(d.tokensPerMinute(), 0, Long.MAX_VALUE / 4));
     }
 

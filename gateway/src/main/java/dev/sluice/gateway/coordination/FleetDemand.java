@@ -4,12 +4,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.FleetShares;
+import dev.sluice.gateway.admission.TenantDemand;
 import dev.sluice.gateway.admission.WorkerWindow;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -31,7 +33,7 @@ final class FleetDemand {
     }
 
     static Map<Resource, Line> of(AdmissionConfig fleet, AdmissionSnapshot s, WorkerSet workers, long queueFull,
-                                  long budgetTokens) {
+                                  long budgetTokens, List<TenantDemand> tenants) {
         Map<Resource, Line> out = new LinkedHashMap<>();
         int queued = s.queued();
         long queuedTokens = Math.max(0, s.pendingTokens() - s.inflightPrefillTokens());
@@ -51,7 +53,22 @@ final class FleetDemand {
             out.put(new Resource(Resource.Kind.DECODE_STREAMS, w.url()),
                     line(fleet.decodeMaxInflightStreams(), win == null ? 0 : win.streams(), queued));
         }
+        for (TenantDemand t : tenants) {
+            out.put(new Resource(Resource.Kind.TENANT_TOKENS, t.tenant()), tenantLine(t));
+        }
         return out;
+    }
+
+    /**
+     * A tenant's token rate, tokens per minute. Its usage is the rate its bucket refills at here now
+     * (what this replica holds of the fleet's rate, whatever it consumed: a rate spent is not held);
+     * its demand what it consumed lately, plus what was refused for its rate (at most the capacity),
+     * plus the headroom.
+     */
+    static Line tenantLine(TenantDemand t) {
+        long headroom = Math.max(1, t.configured() / 32);
+        return new Line(t.configured(), t.inForce(),
+                t.consumed() + Math.min(t.refused(), t.configured()) + headroom);
     }
 
     private static Line line(long capacity, long usage, long waiting) {
@@ -65,16 +82,18 @@ final class FleetDemand {
         return o.toString();
     }
 
-    /** Grants as admission limits; a resource without a grant gets its capacity / {@code divisor}. */
+    /** Grants as admission limits; a resource (or a tenant's rate) without a grant gets its capacity / {@code divisor}. */
     static FleetShares shares(Map<Resource, Long> grants, AdmissionConfig fleet, int divisor) {
         Map<String, Integer> prefillRequests = new HashMap<>();
         Map<String, Long> prefillTokens = new HashMap<>();
         Map<String, Integer> decodeStreams = new HashMap<>();
+        Map<String, Long> tenantTokens = new HashMap<>();
         grants.forEach((r, g) -> {
             switch (r.kind()) {
                 case PREFILL_REQUESTS -> prefillRequests.put(r.worker(), (int) Math.min(Integer.MAX_VALUE, g));
                 case PREFILL_TOKENS -> prefillTokens.put(r.worker(), g);
                 case DECODE_STREAMS -> decodeStreams.put(r.worker(), (int) Math.min(Integer.MAX_VALUE, g));
+                case TENANT_TOKENS -> tenantTokens.put(r.worker(), g);
                 default -> { }
             }
         });
@@ -82,7 +101,7 @@ final class FleetDemand {
         Long pending = grants.get(Resource.PENDING_TOKENS);
         return new FleetShares(queue == null ? fleet.maxQueuedRequests() / divisor : (int) Math.min(Integer.MAX_VALUE, queue),
                 pending == null ? fleet.maxPendingTokens() / divisor : pending, prefillRequests, prefillTokens,
-                decodeStreams, divisor);
+                decodeStreams, tenantTokens, divisor);
     }
 
     /** Redis gone and the lease lapsed: every resource at its capacity / N. */

@@ -34,6 +34,11 @@ import org.slf4j.LoggerFactory;
  */
 public final class FleetLeases implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(FleetLeases.class);
+    /**
+     * The most tenants' token rates one replica leases (the busiest; every tenant is unbounded, a
+     * member's entry in Redis is not): past it, a tenant runs on its rate / N here.
+     */
+    static final int MAX_LEASED_TENANTS = 64;
 
     private final CoordinationConfig config;
     private final String replicaId;
@@ -130,7 +135,7 @@ public final class FleetLeases implements AutoCloseable {
         }
         AdmissionSnapshot s = admission.snapshot();
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(admission.config(), s, workers, tally.takeQueueFull(),
-                tally.takeBudgetTokens());
+                tally.takeBudgetTokens(), admission.tenantDemand(MAX_LEASED_TENANTS));
         long sent = clock.getAsLong();
         inFlight = true;
         try {
@@ -208,8 +213,9 @@ public final class FleetLeases implements AutoCloseable {
             return false;
         }
         mode = Mode.FALLBACK;
-        grants = Map.copyOf(FleetDemand.fallback(FleetDemand.of(admission.config(), admission.snapshot(), workers, 0, 0),
-                replicas));
+        // the tenants' rates need no line: a tenant without a grant runs on its rate / N
+        grants = Map.copyOf(FleetDemand.fallback(FleetDemand.of(admission.config(), admission.snapshot(), workers, 0, 0,
+                List.of()), replicas));
         log.warn("coordination lease expired replica_id={} running_on=budget/{} reason=\"{}\"", replicaId, replicas,
                 reason);
         admission.applyShares(FleetDemand.shares(grants, admission.config(), replicas));

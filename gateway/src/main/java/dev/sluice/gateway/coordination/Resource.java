@@ -2,7 +2,10 @@ package dev.sluice.gateway.coordination;
 
 /**
  * One budget the fleet shares, by the name it has in Redis: {@code queue}, {@code pending_tokens},
- * and per worker URL {@code prefill_requests|url}, {@code prefill_tokens|url}, {@code decode_streams|url}.
+ * per worker URL {@code prefill_requests|url}, {@code prefill_tokens|url}, {@code decode_streams|url},
+ * and per rate-limited tenant {@code tenant_tokens|tenant} (its tokens per minute).
+ *
+ * @param worker the worker URL, or the tenant, the resource is of; empty for the fleet-wide ones
  */
 public record Resource(Kind kind, String worker) {
     /** What a resource limits, and the admission key whose value is its fleet capacity. */
@@ -11,7 +14,8 @@ public record Resource(Kind kind, String worker) {
         PENDING_TOKENS("pending_tokens", "admission.max_pending_tokens"),
         PREFILL_REQUESTS("prefill_requests", "admission.prefill.max_inflight_requests"),
         PREFILL_TOKENS("prefill_tokens", "admission.prefill.max_inflight_tokens"),
-        DECODE_STREAMS("decode_streams", "admission.decode.max_inflight_streams");
+        DECODE_STREAMS("decode_streams", "admission.decode.max_inflight_streams"),
+        TENANT_TOKENS("tenant_tokens", "admission.tenant_limits.*.tokens_per_minute");
 
         private final String label;
         private final String key;

@@ -35,7 +35,8 @@ public final class CoordinationMetrics {
     /** Registers a gauge for each resource not seen before (workers added by a reload); called at each scrape. */
     public void bindShares() {
         for (String name : status.get().grants().keySet()) {
-            if (bound.add(name)) {
+            // tenants' rates are not gauges (tenants are unbounded over time): /admin/state shows them
+            if (!name.startsWith("tenant_tokens|") && bound.add(name)) {
                 int bar = name.indexOf('|');
                 String resource = bar < 0 ? name : name.substring(0, bar);
                 String worker = bar < 0 ? "" : name.substring(bar + 1);

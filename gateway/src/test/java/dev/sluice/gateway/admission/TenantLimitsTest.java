@@ -112,4 +112,42 @@ class TenantLimitsTest {
         now.addAndGet(Duration.ofSeconds(5).toNanos() + 1_000_000);
         assertThat(c.submit(ticket("m3", 10, "metered", new Recorder()))).isNull();
     }
+
+    @Test
+    void onASmallLeaseOfTheQueueATenantWithNothingWaitingStillDisplacesOneOverItsShare() {
+        // the fleet's queue is 32, this replica leases 2 of it (coordination): a share of 0.4 is 0.8 of a request
+        TenantLimits limits = new TenantLimits(new TenantLimit(0.4, 0.4, 0), Map.of());
+        AdmissionController c = controller(config(32, 1_000_000, Duration.ofSeconds(30), 50_000, 1, 1_000_000, 10),
+                limits);
+        c.applyShares(new FleetShares(2, 1_000_000, Map.of(), Map.of(), Map.of(), 1));
+        c.submit(ticket("running", 100, "x", new Recorder()));
+        Recorder a0 = new Recorder();
+        Recorder a1 = new Recorder();
+        assertThat(c.submit(ticket("a0", 100, "a", a0))).isNull();
+        assertThat(c.submit(ticket("a1", 100, "a", a1))).isNull();
+        Recorder b0 = new Recorder();
+        assertThat(c.submit(ticket("b0", 100, "b", b0))).as("b has nothing here: under any share").isNull();
+        assertThat(a1.rejection.reason()).isEqualTo(RejectReason.TENANT_SHARE);
+        // a, with one request left, is not over its share, and b with its one is not either: no evicting in turn
+        assertThat(c.submit(ticket("a2", 100, "a", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+        assertThat(c.submit(ticket("b1", 100, "b", new Recorder())).reason()).isEqualTo(RejectReason.QUEUE_FULL);
+        assertThat(a0.rejection).isNull();
+        assertThat(b0.rejection).isNull();
+    }
+
+    @Test
+    void withCoordinationATenantsRateHereIsItsLease() {
+        TenantLimits limits = new TenantLimits(new TenantLimit(0.5, 0.5, 0),
+                Map.of("metered", new TenantLimit(0.5, 0.5, 6_000), "other", new TenantLimit(0.5, 0.5, 900)));
+        AdmissionController c = controller(config(10, 1_000_000, Duration.ofSeconds(30), 50_000, 10, 1_000_000, 10),
+                limits);
+        c.applyShares(new FleetShares(10, 1_000_000, Map.of(), Map.of(), Map.of(), Map.of("metered", 1_500L), 3));
+        assertThat(c.tokensRemaining("metered")).isEqualTo(1_500);
+        assertThat(c.tokensRemaining("other")).as("not leased here: its rate / 3").isEqualTo(300);
+        assertThat(c.submit(ticket("m1", 1_600, "metered", new Recorder()))).isNull();
+        Rejection r = c.submit(ticket("m2", 10, "metered", new Recorder()));
+        assertThat(r.reason()).isEqualTo(RejectReason.TENANT_RATE_LIMITED);
+        assertThat(r.retryAfterSeconds()).as("100 tokens of debt at 25/s").isEqualTo(4);
+        assertThat(c.tenantDemand(64)).extracting(TenantDemand::tenant).containsExactly("metered");
+    }
 }

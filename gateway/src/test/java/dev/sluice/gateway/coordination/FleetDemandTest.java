@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.FleetShares;
+import dev.sluice.gateway.admission.TenantDemand;
 import dev.sluice.gateway.admission.WorkerWindow;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig;
@@ -38,7 +39,7 @@ class FleetDemandTest {
 
     @Test
     void demandIsUsagePlusWhatWaitsPlusAHeadroom() {
-        Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(5, 3000, 1000), workers, 3, 5000);
+        Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(5, 3000, 1000), workers, 3, 5000, List.of());
         assertThat(lines.get(Resource.QUEUE)).isEqualTo(new FleetDemand.Line(32, 5, 5 + 3 + 1));
         assertThat(lines.get(Resource.PENDING_TOKENS)).isEqualTo(new FleetDemand.Line(65_536, 3000, 3000 + 5000 + 2048));
         assertThat(lines.get(new Resource(Resource.Kind.PREFILL_REQUESTS, "http://p:1")))
@@ -48,14 +49,14 @@ class FleetDemandTest {
         assertThat(lines.get(new Resource(Resource.Kind.DECODE_STREAMS, "http://d:2")))
                 .isEqualTo(new FleetDemand.Line(64, 3, 3 + 5 + 2));
         // what waits counts at most the capacity: one replica's flood does not drown the others' demand
-        assertThat(FleetDemand.of(fleet, snapshot(500, 0, 0), workers, 0, 0)
+        assertThat(FleetDemand.of(fleet, snapshot(500, 0, 0), workers, 0, 0, List.of())
                 .get(new Resource(Resource.Kind.PREFILL_REQUESTS, "http://p:1")).demand()).isEqualTo(2 + 8 + 1);
     }
 
     @Test
     void theReportIsOneJsonObjectByRedisName() throws Exception {
         JsonNode json = new ObjectMapper().readTree(FleetDemand.json(FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0,
-                0)));
+                0, List.of())));
         assertThat(json.fieldNames()).toIterable().containsExactly("queue", "pending_tokens",
                 "prefill_requests|http://p:1", "prefill_tokens|http://p:1", "decode_streams|http://d:2");
         assertThat(json.path("queue").toString()).isEqualTo("[32,0,1]");
@@ -72,8 +73,28 @@ class FleetDemandTest {
         assertThat(s.maxPendingTokens()).isEqualTo(65_536 / 3);
         assertThat(s.prefillRequests()).containsExactly(Map.entry("http://p:1", 3));
         assertThat(s.divisor()).isEqualTo(3);
-        Map<Resource, Long> fallback = FleetDemand.fallback(FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0, 0), 3);
+        Map<Resource, Long> fallback = FleetDemand.fallback(FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0, 0, List.of()), 3);
         assertThat(fallback.get(Resource.QUEUE)).isEqualTo(10L);
         assertThat(fallback.get(new Resource(Resource.Kind.DECODE_STREAMS, "http://d:2"))).isEqualTo(21L);
+    }
+
+    @Test
+    void aTenantsRateIsLeasedByWhatItUsedAndWasRefusedAndItsGrantIsItsRateHere() throws Exception {
+        // acme: 6,000 tokens/min configured, 2,000 in force here, used 1,500, refused 9,000 (counted up to the capacity)
+        Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0, 0,
+                List.of(new TenantDemand("acme", 6_000, 2_000, 1_500, 9_000), new TenantDemand("b|c", 640, 0, 0, 0)));
+        Resource acme = new Resource(Resource.Kind.TENANT_TOKENS, "acme");
+        assertThat(lines.get(acme)).isEqualTo(new FleetDemand.Line(6_000, 2_000, 1_500 + 6_000 + 6_000 / 32));
+        assertThat(lines.get(new Resource(Resource.Kind.TENANT_TOKENS, "b|c")).demand()).as("idle: the headroom")
+                .isEqualTo(20);
+        JsonNode json = new ObjectMapper().readTree(FleetDemand.json(lines));
+        assertThat(json.path("tenant_tokens|acme").toString()).isEqualTo("[6000,2000,7687]");
+        assertThat(Resource.parse("tenant_tokens|b|c")).as("a tenant's name may hold a bar")
+                .isEqualTo(new Resource(Resource.Kind.TENANT_TOKENS, "b|c"));
+
+        FleetShares s = FleetDemand.shares(Map.of(acme, 4_500L), fleet, 3);
+        assertThat(s.tenantTokens()).containsExactly(Map.entry("acme", 4_500L));
+        // Redis gone past the lease: every leased tenant's rate / N, like the budgets
+        assertThat(FleetDemand.fallback(lines, 3).get(acme)).isEqualTo(2_000L);
     }
 }

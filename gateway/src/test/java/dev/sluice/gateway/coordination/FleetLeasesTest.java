@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionObserver;
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.config.AdmissionConfig.TenantLimit;
+import dev.sluice.gateway.config.AdmissionConfig.TenantLimits;
 import dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig;
 import dev.sluice.gateway.config.CoordinationConfig;
 import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
@@ -48,11 +50,17 @@ class FleetLeasesTest {
     }
 
     private FleetLeases replica(String id, String url) {
+        return replica(id, url, new AdmissionController[1]);
+    }
+
+    /** {@code admission[0]}: the replica's admission, to drive and to read. */
+    private FleetLeases replica(String id, String url, AdmissionController[] admissionOut) {
         WorkerSet workers = new WorkerSet(new WorkersConfig(
                 List.of(new WorkerEndpoint("http://10.0.0.1:30000", "10.0.0.1", 30000, 8998)),
                 List.of(new WorkerEndpoint("http://10.0.1.1:30001", "10.0.1.1", 30001, null))));
         DemandTally tally = new DemandTally(AdmissionObserver.NONE);
-        AdmissionController admission = new AdmissionController(admission(), workers, tally, System::nanoTime);
+        AdmissionController admission = new AdmissionController(withRate(admission()), workers, tally, System::nanoTime);
+        admissionOut[0] = admission;
         CoordinationConfig cc = new CoordinationConfig(url, Optional.empty(), false, id, TTL, RENEW);
         DefaultEventExecutor loop = new DefaultEventExecutor();
         closing.add(() -> loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(5, TimeUnit.SECONDS));
@@ -69,6 +77,51 @@ class FleetLeasesTest {
             assertThat(System.nanoTime()).as("within %d s: %s", seconds, what).isLessThan(deadline);
             Thread.sleep(20); // the pace of a poll with a deadline
         }
+    }
+
+    /** Tenant acme: 6,000 tokens a minute for the fleet. */
+    private static AdmissionConfig withRate(AdmissionConfig b) {
+        return new AdmissionConfig(b.maxQueuedRequests(), b.maxPendingTokens(), b.queueTimeout(), b.maxRequestTokens(),
+                b.prefillMaxInflightRequests(), b.prefillMaxInflightTokens(), b.decodeMaxInflightStreams(),
+                b.initialPrefillTokensPerSecond(), b.retryAfterMin(), b.retryAfterMax(), b.drainGrace(), b.priorities(),
+                b.defaultPriority(), Map.of(), false, new TenantLimits(TenantLimits.DEFAULTS.defaults(),
+                Map.of("acme", new TenantLimit(0.5, 0.5, 6_000))), b.tokenizer(), b.scheduling(), b.prefillRate());
+    }
+
+    private static long acme(FleetLeases l) {
+        return l.status().grants().getOrDefault("tenant_tokens|acme", -1L);
+    }
+
+    @Test
+    void aTenantsRateIsLeasedWhereItIsActiveSplitWhenActiveOnBothAndItsRateOverNWithRedisGone() throws Exception {
+        RedisServer redis = RedisServer.start(dir.resolve("redis"));
+        closing.add(redis);
+        AdmissionController[] adA = new AdmissionController[1];
+        AdmissionController[] adB = new AdmissionController[1];
+        FleetLeases a = replica("a", redis.url(), adA);
+        FleetLeases b = replica("b", redis.url(), adB);
+        await("both leased", 10, () -> a.status().mode() == Mode.LEASED && b.status().mode() == Mode.LEASED
+                && a.status().replicas() == 2);
+        assertThat(acme(a)).as("not active: not leased").isEqualTo(-1);
+        assertThat(adA[0].tokensRemaining("acme")).as("its rate / N until it is").isEqualTo(3_000);
+
+        adA[0].completionTokens("acme", 100); // acme is active on a only
+        await("acme's whole rate leased on a", 10, () -> acme(a) == 6_000);
+        assertThat(acme(b)).isEqualTo(-1);
+        assertThat(adA[0].tokensRemaining("acme")).as("the bucket follows: %s", a.status().grants())
+                .isBetween(2_900L, 6_000L);
+
+        adB[0].completionTokens("acme", 100); // now on both: split, never more than the rate
+        // (while the demands move, each replica's part is computed at its own renewal: the sum may lag a little below)
+        await("acme split", 10, () -> acme(a) > 0 && acme(b) > 0 && acme(a) + acme(b) >= 5_700);
+        assertThat(acme(a) + acme(b)).as("never more than the rate").isLessThanOrEqualTo(6_000);
+
+        redis.stop();
+        await("budget / 2 once the leases lapse", 10, () -> a.status().mode() == Mode.FALLBACK
+                && b.status().mode() == Mode.FALLBACK);
+        assertThat(adA[0].tokensRemaining("acme")).as("its rate / 2").isLessThanOrEqualTo(3_000);
+        adA[0].completionTokens("acme", 3_000);
+        assertThat(adA[0].tokensRemaining("acme")).isLessThanOrEqualTo(0);
     }
 
     private static long queue(FleetLeases l) {

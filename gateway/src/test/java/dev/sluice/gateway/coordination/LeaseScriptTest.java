@@ -159,6 +159,29 @@ class LeaseScriptTest {
     }
 
     @Test
+    void aTenantsRateIsSplitWithoutOverCommitAndAnIdleOnesShareGoesToTheOthersAtTheirNextRenewal() throws Exception {
+        // a tenant's rate (tokens per minute), its usage the rate in force on each replica; the name holds a '|'
+        String res = "tenant_tokens|team|b";
+        LeaseReply a = renew("ten-a", 801, 60_000, res, 36_000, 12_000, 40_000);
+        assertThat(a.grants().get(res)).isEqualTo(36_000L); // alone: the whole rate
+        LeaseReply b = renew("ten-b", 802, 60_000, res, 36_000, 12_000, 40_000);
+        assertThat(b.grants().get(res)).as("a holds the whole until it renews").isZero();
+        a = renew("ten-a", 801, 60_000, res, 36_000, 36_000, 40_000);
+        assertThat(a.grants().get(res)).as("a shrinks to its part of the split").isEqualTo(18_000L);
+        b = renew("ten-b", 802, 60_000, res, 36_000, 0, 40_000);
+        assertThat(b.grants().get(res)).as("a still reported the whole in force: b waits").isZero();
+        a = renew("ten-a", 801, 60_000, res, 36_000, 18_000, 40_000);
+        b = renew("ten-b", 802, 60_000, res, 36_000, 0, 40_000);
+        assertThat(List.of(a.grants().get(res), b.grants().get(res))).containsExactly(18_000L, 18_000L);
+        // the tenant goes idle on a: a renews without it (its other budgets only), b takes the whole
+        a = LeaseReply.parse(store.renew("ten-a", "ten-a.addr", 801, 60_000, "{\"queue\":[32,0,1]}")
+                .toCompletableFuture().get(10, TimeUnit.SECONDS));
+        assertThat(a.grants()).doesNotContainKey(res);
+        b = renew("ten-b", 802, 60_000, res, 36_000, 12_000, 40_000);
+        assertThat(b.grants().get(res)).isEqualTo(36_000L);
+    }
+
+    @Test
     void twoProcessesWithOneReplicaIdAreTwoMembers() throws Exception {
         String res = "twins";
         LeaseReply first = renew("twin", 401, 5000, res, 10, 5, 5);
