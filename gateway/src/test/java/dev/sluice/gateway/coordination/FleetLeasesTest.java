@@ -85,7 +85,8 @@ class FleetLeasesTest {
                 b.prefillMaxInflightRequests(), b.prefillMaxInflightTokens(), b.decodeMaxInflightStreams(),
                 b.initialPrefillTokensPerSecond(), b.retryAfterMin(), b.retryAfterMax(), b.drainGrace(), b.priorities(),
                 b.defaultPriority(), Map.of(), false, new TenantLimits(TenantLimits.DEFAULTS.defaults(),
-                Map.of("acme", new TenantLimit(0.5, 0.5, 6_000))), b.tokenizer(), b.scheduling(), b.prefillRate());
+                Map.of("acme", new TenantLimit(0.5, 0.5, 6_000))), b.tokenizer(), b.scheduling(), b.prefillRate(),
+                b.prefillMaxInflightTime());
     }
 
     private static long acme(FleetLeases l) {
