@@ -3,11 +3,13 @@ package dev.sluice.gateway.cacheview;
 import dev.sluice.gateway.routing.KvCacheView;
 import dev.sluice.gateway.routing.Worker;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
@@ -22,7 +24,9 @@ import java.util.function.LongSupplier;
  */
 public final class CacheView implements KvCacheView {
 
-    private final Map<Worker, WorkerBlocks> workers;
+    /** Copied on write (a reload adds or removes workers), read without a lock. */
+    private volatile Map<Worker, WorkerBlocks> workers;
+    private final long maxBlocksPerWorker;
     private final long staleAfterNanos;
     private final LongSupplier nanoClock;
     private final LongAdder byEvents = new LongAdder();
@@ -40,9 +44,29 @@ public final class CacheView implements KvCacheView {
         for (Worker w : subscribed) {
             m.put(w, new WorkerBlocks(maxBlocksPerWorker));
         }
-        this.workers = Map.copyOf(m);
+        this.workers = Collections.unmodifiableMap(m);
+        this.maxBlocksPerWorker = maxBlocksPerWorker;
         this.staleAfterNanos = staleAfterNanos;
         this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+    }
+
+    /** Gives {@code w} a view fed by {@code ranks} streams, unless it has one. */
+    public synchronized void add(Worker w, int ranks) {
+        WorkerBlocks b = workers.get(w);
+        if (b == null || b.ranks() != ranks) {
+            Map<Worker, WorkerBlocks> m = new LinkedHashMap<>(workers);
+            m.put(w, new WorkerBlocks(maxBlocksPerWorker, ranks));
+            workers = Collections.unmodifiableMap(m);
+        }
+    }
+
+    /** Drops the views of the workers not in {@code keep} (removed by a reload). */
+    public synchronized void retain(Set<Worker> keep) {
+        if (!keep.containsAll(workers.keySet())) {
+            Map<Worker, WorkerBlocks> m = new LinkedHashMap<>(workers);
+            m.keySet().retainAll(keep);
+            workers = Collections.unmodifiableMap(m);
+        }
     }
 
     public Optional<WorkerBlocks> of(Worker w) {
