@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 import org.zeromq.ZContext;
@@ -77,6 +78,10 @@ public final class KvEventSubscriber implements AutoCloseable {
         view.retain(copy.keySet());
         copy.forEach((w, e) -> view.add(w, e.size()));
         wanted.set(copy);
+        Thread t = thread;
+        if (t != null) {
+            LockSupport.unpark(t); // it may be idle without streams
+        }
     }
 
     private void run() {
@@ -91,7 +96,9 @@ public final class KvEventSubscriber implements AutoCloseable {
                     }
                     poller = poller(ctx, poller, streams);
                 }
-                if (poller.poll(200) > 0) {
+                if (streams.isEmpty()) {
+                    LockSupport.parkNanos(200_000_000L); // nothing to poll until follow() hands streams over
+                } else if (poller.poll(200) > 0) {
                     for (int i = 0; i < streams.size(); i++) {
                         if (poller.pollin(i)) {
                             EventStream s = streams.get(i);

@@ -40,7 +40,7 @@ public final class WorkerBlocks {
     }
 
     private final int maxBlocks;
-    /** Per DP rank: engine hash to chain key, oldest stored first; the subscriber's thread only. */
+    /** Per DP rank: engine hash to chain state ({@link BlockChain}), oldest stored first; the subscriber's thread only. */
     private final List<LinkedHashMap<Long, Long>> byEngineHash;
     /** Chain key to how many engine blocks carry it (DP ranks may store the same prefix). */
     private final Map<Long, Integer> keys = new ConcurrentHashMap<>();
@@ -69,7 +69,7 @@ public final class WorkerBlocks {
                 @Override
                 protected boolean removeEldestEntry(Map.Entry<Long, Long> eldest) {
                     if (size() > WorkerBlocks.this.maxBlocks) {
-                        release(eldest.getValue());
+                        release(BlockChain.key(eldest.getValue()));
                         return true;
                     }
                     return false;
@@ -98,9 +98,9 @@ public final class WorkerBlocks {
                 stored(engine, s);
             } else if (e instanceof KvEvent.Removed r) {
                 for (long h : r.hashes()) {
-                    Long key = engine.remove(h);
-                    if (key != null) {
-                        release(key);
+                    Long state = engine.remove(h);
+                    if (state != null) {
+                        release(BlockChain.key(state));
                     }
                 }
             } else {
@@ -130,13 +130,13 @@ public final class WorkerBlocks {
         }
         blockSize = size;
         for (int i = 0; i < s.hashes().length; i++) {
-            long key = BlockChain.next(parent, s.tokens(), i * size, (i + 1) * size);
-            Long old = engine.put(s.hashes()[i], key);
+            long state = BlockChain.next(parent, s.tokens(), i * size, (i + 1) * size);
+            Long old = engine.put(s.hashes()[i], state);
             if (old != null) {
-                release(old);
+                release(BlockChain.key(old));
             }
-            keys.merge(key, 1, Integer::sum);
-            parent = key;
+            keys.merge(BlockChain.key(state), 1, Integer::sum);
+            parent = state;
         }
     }
 
@@ -150,8 +150,8 @@ public final class WorkerBlocks {
     /** Forgets one rank's blocks (its AllBlocksCleared, or its publisher restarted). */
     public void clear(int rank) {
         LinkedHashMap<Long, Long> engine = byEngineHash.get(rank);
-        for (Long key : engine.values()) {
-            release(key);
+        for (Long state : engine.values()) {
+            release(BlockChain.key(state));
         }
         engine.clear();
     }
@@ -176,6 +176,22 @@ public final class WorkerBlocks {
     public int matchedBlocks(long[] promptKeys) {
         int i = 0;
         while (i < promptKeys.length && keys.containsKey(promptKeys[i])) {
+            i++;
+        }
+        return i;
+    }
+
+    /**
+     * Leading blocks of {@code blockSize} tokens of the prompt whose {@code PromptChain} is
+     * {@code promptChain} this worker holds: one key mixed and looked up per block, until the first
+     * miss.
+     */
+    public int matchedBlocks(long[] promptChain, int blockSize) {
+        int i = 0;
+        for (int end = blockSize - 1; end < promptChain.length; end += blockSize) {
+            if (!keys.containsKey(BlockChain.key(promptChain[end]))) {
+                break;
+            }
             i++;
         }
         return i;

@@ -1,7 +1,7 @@
 package dev.sluice.gateway.cacheview;
 
 import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.CLEARED;
-import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.ids;
+import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.chain;
 import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.send;
 import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.stored;
 import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.worker;
@@ -47,12 +47,12 @@ class KvEventSubscriptionTest {
                 assertThat(Poll.eventually(Duration.ofSeconds(30), () -> {
                     send(pubs[0], seq0[0]++, stored(0x41, 1));
                     send(pubs[1], seq1[0]++, stored(0x41, 30));
-                    return view.match(List.of(w), ids(1, 16))[0] == 16 && view.match(List.of(w), ids(30, 16))[0] == 16;
+                    return view.match(List.of(w), chain(1, 16))[0] == 16 && view.match(List.of(w), chain(30, 16))[0] == 16;
                 })).as("both ranks heard").isTrue();
                 send(pubs[1], seq1[0]++, CLEARED); // rank 1's cache cleared: rank 0's blocks stay
-                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(w), ids(30, 16))[0] == 0))
+                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(w), chain(30, 16))[0] == 0))
                         .isTrue();
-                assertThat(view.match(List.of(w), ids(1, 16))).containsExactly(16);
+                assertThat(view.match(List.of(w), chain(1, 16))).containsExactly(16);
                 assertThat(blocks.size()).isEqualTo(1);
                 assertThat(blocks.gaps()).isZero();
             }
@@ -83,7 +83,7 @@ class KvEventSubscriptionTest {
                 long[] seqB = {0};
                 KvEventSubscriberTest.awaitHeard(pubB, seqB, blocksB);
                 send(pubB, seqB[0]++, stored(0x51, 1));
-                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(b), ids(1, 16))[0] == 16))
+                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(b), chain(1, 16))[0] == 16))
                         .isTrue();
 
                 s.follow(List.of(b)); // a reload retired a
@@ -91,7 +91,7 @@ class KvEventSubscriptionTest {
                 assertThat(view.of(a)).isEmpty();
                 assertThat(view.usable(List.of(a, b))).as("a worker without a view: the local tree decides").isFalse();
                 send(pubB, seqB[0]++, stored(0x53, 40)); // b's stream still flows
-                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(b), ids(40, 16))[0] == 16))
+                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> view.match(List.of(b), chain(40, 16))[0] == 16))
                         .isTrue();
                 assertThat(view.usable(List.of(b))).isTrue();
                 assertThat(blocksB.gaps()).isZero();
