@@ -148,11 +148,15 @@ public final class StateView {
             }
             ArrayNode per = k.putArray("workers");
             for (var w : kv.workers()) {
-                var b = kv.of(w).orElseThrow();
+                var b = kv.of(w).orElse(null);
+                if (b == null) {
+                    continue; // retired by a reload since the list was read
+                }
                 ObjectNode o = per.addObject().put("worker", w.name()).put("url", w.url())
                         .put("freshness", kv.freshness(w).label()).put("blocks", b.size())
                         .put("block_size", b.blockSize()).put("events", b.events()).put("gaps", b.gaps())
-                        .put("orphans", b.orphans());
+                        .put("orphans", b.orphans()).put("resubscribes", b.resubscribes())
+                        .put("dp_ranks", b.ranks());
                 long last = b.lastEventNanos();
                 if (last == 0) {
                     o.putNull("last_event_age_seconds");

@@ -1,27 +1,34 @@
 package dev.sluice.gateway.cacheview;
 
+import dev.sluice.gateway.routing.PromptChain;
+
 /**
- * The gateway's own names for cached blocks: a 64-bit chain over the blocks' token ids, so that
- * the key of block i names the whole prefix up to it. Engines' block hashes are their own (SGLang:
- * a SHA-256 chain; vLLM: seeded per process), so the gateway recomputes a key from each event's
- * token ids and uses the engine hash only to find a block's parent and to remove it, as NVIDIA
- * Dynamo's KV router does (docs/cache-affinity.md).
+ * The gateway's own names for cached blocks: the {@link PromptChain} state after a block's last
+ * token, continued from its parent's, so that a block's key names the whole prefix up to it and
+ * equals the key a prompt with the same leading tokens computes on its event loop. Engines' block
+ * hashes are their own (SGLang: a SHA-256 chain; vLLM: seeded per process), so the gateway
+ * recomputes the chain from each event's token ids and uses the engine hash only to find a
+ * block's parent and to remove it, as NVIDIA Dynamo's KV router does (docs/cache-affinity.md).
  */
 public final class BlockChain {
-    /** The key "before" a prompt's first block. */
-    public static final long ROOT = 0x5_1ce_0000_0000_0001L;
-    private static final long FNV_PRIME = 0x100000001b3L;
+    /** The state "before" a prompt's first block. */
+    public static final long ROOT = PromptChain.ROOT;
 
     private BlockChain() {
     }
 
-    /** The key of the block holding {@code tokens[from, to)} after the block keyed {@code parent}. */
+    /** The chain state after {@code tokens[from, to)}, continued from the state {@code parent}. */
     public static long next(long parent, int[] tokens, int from, int to) {
-        long h = mix(parent) ^ 0xcbf29ce484222325L;
+        long h = parent;
         for (int i = from; i < to; i++) {
-            h = (h ^ tokens[i]) * FNV_PRIME;
+            h = PromptChain.extend(h, tokens[i]);
         }
-        return mix(h ^ (to - from));
+        return h;
+    }
+
+    /** The index key of the block whose chain state is {@code state}. */
+    public static long key(long state) {
+        return PromptChain.key(state);
     }
 
     /** The keys of a prompt's full blocks of {@code blockSize} tokens (a partial last block is never cached). */
@@ -29,20 +36,11 @@ public final class BlockChain {
         if (blockSize < 1) {
             return new long[0];
         }
-        int n = tokens.length / blockSize;
-        long[] out = new long[n];
-        long key = ROOT;
-        for (int b = 0; b < n; b++) {
-            key = next(key, tokens, b * blockSize, (b + 1) * blockSize);
-            out[b] = key;
+        long[] chain = PromptChain.of(tokens);
+        long[] out = new long[tokens.length / blockSize];
+        for (int b = 0; b < out.length; b++) {
+            out[b] = key(chain[(b + 1) * blockSize - 1]);
         }
         return out;
-    }
-
-    /** SplitMix64's finalizer: FNV's low bits alone are weak, and the index hashes the key. */
-    private static long mix(long z) {
-        z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
-        z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
-        return z ^ (z >>> 31);
     }
 }

@@ -262,8 +262,10 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
      * @param maxBlocksPerWorker blocks remembered per worker (the oldest stored go first)
      */
     public record KvEvents(Map<String, String> endpoints, Optional<String> endpointPattern, String topic,
-                           Tokenizer tokenizer, Duration staleAfter, long maxBlocksPerWorker) {
+                           Tokenizer tokenizer, Duration staleAfter, Duration resubscribeAfter, int dpRanks,
+                           long maxBlocksPerWorker) {
         public static final Duration DEFAULT_STALE_AFTER = Duration.ofSeconds(30);
+        public static final Duration DEFAULT_RESUBSCRIBE_AFTER = Duration.ofSeconds(5);
         /** 1 Mi blocks: 16M tokens at a 16-token page, 1M at SGLang's default page of 1. */
         public static final long DEFAULT_MAX_BLOCKS = 1L << 20;
 
@@ -273,16 +275,93 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             Objects.requireNonNull(topic, "topic");
             Objects.requireNonNull(tokenizer, "tokenizer");
             KeyCheck.atLeast("routing.kv_events.stale_after", staleAfter, Duration.ofSeconds(1));
+            KeyCheck.atLeast("routing.kv_events.resubscribe_after", resubscribeAfter, Duration.ofSeconds(1));
+            KeyCheck.atLeast("routing.kv_events.dp_ranks", dpRanks, 1);
             KeyCheck.atLeast("routing.kv_events.max_blocks_per_worker", maxBlocksPerWorker, 1L);
         }
 
-        /** The endpoint of the worker at {@code url} with host {@code host}, if any. */
+        public static Builder builder() {
+            return new Builder();
+        }
+
+        /** The endpoint of the worker at {@code url} with host {@code host}, if any (its DP rank 0's). */
         public Optional<String> endpointOf(String url, String host) {
             String e = endpoints.get(url);
             if (e != null) {
                 return Optional.of(e);
             }
             return endpointPattern.map(p -> p.replace("{host}", host));
+        }
+
+        /**
+         * Each DP rank's endpoint: rank r publishes on the base port + r, as SGLang's and vLLM's
+         * {@code ZmqEventPublisher.offset_endpoint_port} place them (docs/cache-affinity.md).
+         */
+        public java.util.List<String> rankEndpoints(String rank0) {
+            int colon = rank0.lastIndexOf(':');
+            int port = Integer.parseInt(rank0.substring(colon + 1));
+            java.util.List<String> out = new java.util.ArrayList<>(dpRanks);
+            for (int r = 0; r < dpRanks; r++) {
+                out.add(rank0.substring(0, colon + 1) + (port + r));
+            }
+            return out;
+        }
+
+        /** Builds {@link KvEvents}, each value checked by the record. */
+        public static final class Builder {
+            private Map<String, String> endpoints = Map.of();
+            private Optional<String> endpointPattern = Optional.empty();
+            private String topic = "";
+            private Tokenizer tokenizer = Tokenizer.SIM;
+            private Duration staleAfter = DEFAULT_STALE_AFTER;
+            private Duration resubscribeAfter = DEFAULT_RESUBSCRIBE_AFTER;
+            private int dpRanks = 1;
+            private long maxBlocksPerWorker = DEFAULT_MAX_BLOCKS;
+
+            public Builder endpoints(Map<String, String> v) {
+                endpoints = v;
+                return this;
+            }
+
+            public Builder endpointPattern(Optional<String> v) {
+                endpointPattern = v;
+                return this;
+            }
+
+            public Builder topic(String v) {
+                topic = v;
+                return this;
+            }
+
+            public Builder tokenizer(Tokenizer v) {
+                tokenizer = v;
+                return this;
+            }
+
+            public Builder staleAfter(Duration v) {
+                staleAfter = v;
+                return this;
+            }
+
+            public Builder resubscribeAfter(Duration v) {
+                resubscribeAfter = v;
+                return this;
+            }
+
+            public Builder dpRanks(int v) {
+                dpRanks = v;
+                return this;
+            }
+
+            public Builder maxBlocksPerWorker(long v) {
+                maxBlocksPerWorker = v;
+                return this;
+            }
+
+            public KvEvents build() {
+                return new KvEvents(endpoints, endpointPattern, topic, tokenizer, staleAfter, resubscribeAfter,
+                        dpRanks, maxBlocksPerWorker);
+            }
         }
     }
 

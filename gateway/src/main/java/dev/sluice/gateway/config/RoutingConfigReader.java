@@ -37,6 +37,8 @@ import java.util.Optional;
  *     topic: ""
  *     tokenizer: sim
  *     stale_after: 30s
+ *     resubscribe_after: 5s
+ *     dp_ranks: 1
  *     max_blocks_per_worker: 1048576
  * </pre>
  */
@@ -72,7 +74,8 @@ public final class RoutingConfigReader {
     }
 
     private static Optional<KvEvents> kvEvents(ConfigNode n) {
-        n.allowOnly("endpoints", "endpoint_pattern", "topic", "tokenizer", "stale_after", "max_blocks_per_worker");
+        n.allowOnly("endpoints", "endpoint_pattern", "topic", "tokenizer", "stale_after", "resubscribe_after", "dp_ranks",
+                "max_blocks_per_worker");
         Map<String, String> endpoints = new LinkedHashMap<>();
         for (Map.Entry<String, ConfigNode> e : n.child("endpoints", "Per prefill worker: its URL, as written in "
                 + "workers:, to the endpoint its events are published on.").entries("The worker's event endpoint, "
@@ -92,12 +95,21 @@ public final class RoutingConfigReader {
         Duration staleAfter = n.child("stale_after", "A worker sent a prompt that should store new blocks, and silent "
                 + "this long since: its view is stale, and cache_aware falls back to the local prefix tree.")
                 .durationAtLeast(KvEvents.DEFAULT_STALE_AFTER, Duration.ofSeconds(1));
+        Duration resubscribeAfter = n.child("resubscribe_after", "A worker sent a prompt that should store new "
+                + "blocks, and a stream of its silent this long since: the subscription is closed and opened again "
+                + "(a ZMQ subscription can come up dead; docs/cache-affinity.md). Keep it below stale_after.")
+                .durationAtLeast(KvEvents.DEFAULT_RESUBSCRIBE_AFTER, Duration.ofSeconds(1));
+        int dpRanks = n.child("dp_ranks", "Event streams per worker: its attention data-parallel size. SGLang and vLLM "
+                + "publish one stream per DP rank, rank r on the endpoint's port + r; all of them feed the worker's "
+                + "one view.").intIn(1, 1, 1024);
         long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per worker; past it the oldest stored "
                 + "are forgotten.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE);
         if (n.isMissing() || endpoints.isEmpty() && pattern.isEmpty()) {
             return Optional.empty(); // no endpoint named: off (the other keys alone mean nothing, as listen.tls)
         }
-        return Optional.of(new KvEvents(endpoints, pattern, topic, tokenizer, staleAfter, maxBlocks));
+        return Optional.of(KvEvents.builder().endpoints(endpoints).endpointPattern(pattern)
+                .topic(topic).tokenizer(tokenizer).staleAfter(staleAfter).resubscribeAfter(resubscribeAfter)
+                .dpRanks(dpRanks).maxBlocksPerWorker(maxBlocks).build());
     }
 
     private static boolean tcp(ConfigNode n, String endpoint) {

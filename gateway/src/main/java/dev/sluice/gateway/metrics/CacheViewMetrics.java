@@ -2,45 +2,80 @@ package dev.sluice.gateway.metrics;
 
 import dev.sluice.gateway.cacheview.CacheView;
 import dev.sluice.gateway.cacheview.WorkerBlocks;
+import dev.sluice.gateway.routing.KvCacheView;
 import dev.sluice.gateway.routing.Worker;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
+import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
 
 /**
  * Meters of the workers' KV event view (docs/cache-affinity.md): events received, sequence gaps,
- * orphan blocks, index size and freshness per worker, and cache_aware decisions by the view that
- * made them.
+ * orphan blocks, resubscriptions, index size and freshness per worker, and cache_aware decisions by
+ * the view that made them. {@link #follow} binds the workers a reload added and removes those it
+ * retired; called from one thread at a time.
  */
 public final class CacheViewMetrics {
-    private CacheViewMetrics() {
-    }
+    private final MeterRegistry registry;
+    private final CacheView view;
+    private final Map<Worker, List<Meter>> bound = new HashMap<>();
 
-    public static void bind(MeterRegistry registry, CacheView view) {
-        for (Worker w : view.workers()) {
-            WorkerBlocks b = view.of(w).orElseThrow();
-            FunctionCounter.builder("sluice_kv_events_received", b, WorkerBlocks::events)
-                    .description("KV cache events received from the worker (BlockStored, BlockRemoved, AllBlocksCleared)")
-                    .tag("worker", w.name()).register(registry);
-            FunctionCounter.builder("sluice_kv_events_gaps", b, WorkerBlocks::gaps)
-                    .description("Sequence gaps in the worker's event stream (batches lost)")
-                    .tag("worker", w.name()).register(registry);
-            FunctionCounter.builder("sluice_kv_events_orphans", b, WorkerBlocks::orphans)
-                    .description("Stored blocks whose parent block is unknown (stored before this gateway subscribed, "
-                            + "or lost), not indexed")
-                    .tag("worker", w.name()).register(registry);
-            Gauge.builder("sluice_kv_index_blocks", b, WorkerBlocks::size)
-                    .description("Blocks the worker's KV cache holds, as its events told")
-                    .tag("worker", w.name()).strongReference(true).register(registry);
-            Gauge.builder("sluice_kv_view_fresh", view, v -> v.freshness(w) == WorkerBlocks.Freshness.FRESH ? 1 : 0)
-                    .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")
-                    .tag("worker", w.name()).strongReference(true).register(registry);
-        }
-        for (dev.sluice.gateway.routing.KvCacheView.Source s : dev.sluice.gateway.routing.KvCacheView.Source.values()) {
+    public CacheViewMetrics(MeterRegistry registry, CacheView view) {
+        this.registry = registry;
+        this.view = view;
+        for (KvCacheView.Source s : KvCacheView.Source.values()) {
             FunctionCounter.builder("sluice_kv_view_decisions", view, v -> v.decisions(s))
                     .description("cache_aware decisions by the view that made them: kv_events (the workers' own events) "
                             + "or local_tree (the fallback)")
                     .tag("source", s.label()).register(registry);
         }
+        follow();
+    }
+
+    /** Meters for the view's workers now: new ones bound, retired ones removed. */
+    public synchronized void follow() {
+        List<Worker> now = view.workers();
+        bound.entrySet().removeIf(e -> {
+            boolean gone = !now.contains(e.getKey()) || view.of(e.getKey()).isEmpty();
+            if (gone) {
+                e.getValue().forEach(registry::remove);
+            }
+            return gone;
+        });
+        for (Worker w : now) {
+            if (!bound.containsKey(w)) {
+                view.of(w).ifPresent(b -> bound.put(w, bind(w, b)));
+            }
+        }
+    }
+
+    private List<Meter> bind(Worker w, WorkerBlocks b) {
+        List<Meter> m = new ArrayList<>();
+        m.add(FunctionCounter.builder("sluice_kv_events_received", b, WorkerBlocks::events)
+                .description("KV cache events received from the worker (BlockStored, BlockRemoved, AllBlocksCleared)")
+                .tag("worker", w.name()).register(registry));
+        m.add(FunctionCounter.builder("sluice_kv_events_gaps", b, WorkerBlocks::gaps)
+                .description("Sequence gaps in the worker's event streams (batches lost; the rank's blocks are "
+                        + "forgotten and the view is stale while it fills again)")
+                .tag("worker", w.name()).register(registry));
+        m.add(FunctionCounter.builder("sluice_kv_events_orphans", b, WorkerBlocks::orphans)
+                .description("Stored blocks whose parent block is unknown (stored before this gateway subscribed, "
+                        + "or lost), not indexed")
+                .tag("worker", w.name()).register(registry));
+        m.add(FunctionCounter.builder("sluice_kv_events_resubscribes", b, WorkerBlocks::resubscribes)
+                .description("Event streams of the worker closed and opened again because they stayed silent while "
+                        + "the worker was sent work that should have stored blocks")
+                .tag("worker", w.name()).register(registry));
+        m.add(Gauge.builder("sluice_kv_index_blocks", b, WorkerBlocks::size)
+                .description("Blocks the worker's KV cache holds, as its events told")
+                .tag("worker", w.name()).strongReference(true).register(registry));
+        m.add(Gauge.builder("sluice_kv_view_fresh", view, v -> v.freshness(w) == WorkerBlocks.Freshness.FRESH ? 1 : 0)
+                .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")
+                .tag("worker", w.name()).strongReference(true).register(registry));
+        return m;
     }
 }

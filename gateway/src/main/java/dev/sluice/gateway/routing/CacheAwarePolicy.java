@@ -93,7 +93,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         long keyLength; // what the match ratio is of
         long promptLength; // the whole prompt, in the match's unit (the share guard's tokens per unit)
         if (events != null) {
-            matched = events.match(candidates, request.promptIds());
+            matched = events.match(candidates, request.promptChain()); // hashed on the event loop
             keyLength = request.promptIds().length;
             promptLength = keyLength;
             events.decided(KvCacheView.Source.KV_EVENTS);
@@ -135,7 +135,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public void dispatched(Worker worker, RoutingRequest request) {
         tree.insert(request.prefix(), worker);
         recent.add(worker, request.tokens());
-        cacheView.ifPresent(v -> v.dispatched(worker, request.promptIds()));
+        cacheView.ifPresent(v -> v.dispatched(worker, request.promptChain()));
     }
 
     /** The KV event view when it may decide for this request (ids, every candidate fresh), else null. */

@@ -21,11 +21,15 @@ public interface KvCacheView {
     /** Whether the view may decide among these candidates: every one subscribed and fresh. */
     boolean usable(List<Worker> candidates);
 
-    /** Prompt tokens of {@code promptIds} each candidate holds, in the candidates' order. */
-    int[] match(List<Worker> candidates, int[] promptIds);
+    /**
+     * Prompt tokens each candidate holds as a cached prefix, in the candidates' order.
+     *
+     * @param promptChain the prompt's {@link PromptChain}, computed before the lock
+     */
+    int[] match(List<Worker> candidates, long[] promptChain);
 
-    /** {@code worker} was sent {@code promptIds}. */
-    void dispatched(Worker worker, int[] promptIds);
+    /** {@code worker} was sent the prompt of {@code promptChain}. */
+    void dispatched(Worker worker, long[] promptChain);
 
     /** Counts a cache_aware decision by the view that made it. */
     void decided(Source source);

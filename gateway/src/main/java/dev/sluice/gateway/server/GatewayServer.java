@@ -1,6 +1,5 @@
 package dev.sluice.gateway.server;
 
-import dev.sluice.gateway.cacheview.KvEventSubscriber;
 import dev.sluice.gateway.cacheview.KvEventSubscription;
 import dev.sluice.gateway.metrics.CacheViewMetrics;
 import dev.sluice.gateway.admin.AdminServer;
@@ -84,7 +83,8 @@ public final class GatewayServer implements AutoCloseable {
     private final PromptTokenCounter counter;
     private final AdmissionController admission;
     private final RoutingMetrics routingMetrics;
-    private final Optional<KvEventSubscriber> kvEvents;
+    private final Optional<KvEventSubscription> kvEvents;
+    private final Optional<CacheViewMetrics> kvMetrics;
     private final RecentErrors recentErrors;
     private final Set<InFlight> live = ConcurrentHashMap.newKeySet();
     private final AtomicReference<LiveSettings> settings;
@@ -131,7 +131,7 @@ public final class GatewayServer implements AutoCloseable {
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
         RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()));
-        kvEvents.ifPresent(k -> CacheViewMetrics.bind(metrics.registry(), k.view()));
+        this.kvMetrics = kvEvents.map(k -> new CacheViewMetrics(metrics.registry(), k.view()));
         RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
         this.routingMetrics = new RoutingMetrics(metrics.registry());
@@ -229,7 +229,14 @@ public final class GatewayServer implements AutoCloseable {
                         leases.status().mode().label());
             }
         }
-        kvEvents.ifPresent(KvEventSubscriber::start);
+        kvEvents.ifPresent(k -> {
+            k.start();
+            // workers a reload added or retired get or lose their view and streams (idempotent, cheap)
+            schedules.add(control.scheduleWithFixedDelay(() -> {
+                k.follow(workers.prefill());
+                kvMetrics.ifPresent(CacheViewMetrics::follow);
+            }, 200, 200, TimeUnit.MILLISECONDS));
+        });
         started = true;
         // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
         schedules.add(control.scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS));
@@ -442,7 +449,7 @@ public final class GatewayServer implements AutoCloseable {
             clients.close();
         }
         counter.close();
-        kvEvents.ifPresent(KvEventSubscriber::close);
+        kvEvents.ifPresent(KvEventSubscription::close);
         listener.close();
         // a quiet period: closing the listener ends the exchanges in flight, which send their aborts to
         // the workers from these loops; with none, the aborts' connects complete on a loop that no longer

@@ -48,6 +48,32 @@ class WorkerBlocksTest {
         assertThat(w.events()).isEqualTo(5);
     }
 
+    /**
+     * A request's chain, hashed on its event loop without knowing the block size, matches what the
+     * events stored at any page size: SGLang's default page of 1 and the sim's 16 alike.
+     */
+    @Test
+    void aPromptChainMatchesEventsOfAnyPageSize() {
+        long[] chain = dev.sluice.gateway.routing.PromptChain.of(prompt);
+        WorkerBlocks sixteen = new WorkerBlocks(1_000);
+        sixteen.apply(batch(pages(prompt, 0, 3, 500, OptionalLong.empty())), 1);
+        assertThat(sixteen.matchedBlocks(chain, 16)).isEqualTo(3);
+        assertThat(sixteen.matchedBlocks(chain, 16)).isEqualTo(sixteen.matchedBlocks(BlockChain.keys(prompt, 16)));
+
+        WorkerBlocks one = new WorkerBlocks(1_000);
+        KvEvent[] tokens = new KvEvent[40];
+        OptionalLong parent = OptionalLong.empty();
+        for (int t = 0; t < tokens.length; t++) {
+            tokens[t] = new KvEvent.Stored(new long[] {900 + t}, parent, new int[] {prompt[t]}, 1);
+            parent = OptionalLong.of(900 + t);
+        }
+        one.apply(batch(tokens), 1);
+        assertThat(one.matchedBlocks(chain, 1)).isEqualTo(40);
+        int[] other = prompt.clone();
+        other[25] = 7;
+        assertThat(one.matchedBlocks(dev.sluice.gateway.routing.PromptChain.of(other), 1)).isEqualTo(25);
+    }
+
     @Test
     void vllmStyleManyBlocksInOneEventMatchTheSame() {
         WorkerBlocks w = new WorkerBlocks(1_000);

@@ -24,6 +24,19 @@ class KvEventsConfigTest {
         assertThat(kv.staleAfter()).isEqualTo(Duration.ofSeconds(5));
         assertThat(kv.maxBlocksPerWorker()).isEqualTo(KvEvents.DEFAULT_MAX_BLOCKS);
         assertThat(kv.topic()).isEmpty();
+        assertThat(kv.resubscribeAfter()).isEqualTo(KvEvents.DEFAULT_RESUBSCRIBE_AFTER);
+        assertThat(kv.dpRanks()).isEqualTo(1);
+        assertThat(kv.rankEndpoints("tcp://p0:6000")).containsExactly("tcp://p0:6000");
+    }
+
+    @Test
+    void dpRanksPublishOnTheFollowingPorts() {
+        GatewayConfig c = ConfigLoader.parse(WORKERS + "routing:\n  kv_events:\n    endpoint_pattern: "
+                + "\"tcp://{host}:5557\"\n    dp_ranks: 4\n    resubscribe_after: 2s\n", "test");
+        KvEvents kv = c.routing().kvEvents().orElseThrow();
+        assertThat(kv.rankEndpoints(kv.endpointOf("http://p1:30000", "p1").orElseThrow()))
+                .containsExactly("tcp://p1:5557", "tcp://p1:5558", "tcp://p1:5559", "tcp://p1:5560");
+        assertThat(kv.resubscribeAfter()).isEqualTo(Duration.ofSeconds(2));
     }
 
     @Test
@@ -36,10 +49,12 @@ class KvEventsConfigTest {
     @Test
     void badValuesAreNamed() {
         assertThatThrownBy(() -> ConfigLoader.parse(WORKERS + "routing: {kv_events: {endpoint_pattern: \"http://x:1\","
-                + " stale_after: 0s, tokenizer: gpt}}\n", "test"))
+                + " stale_after: 0s, tokenizer: gpt, dp_ranks: 0, resubscribe_after: 10ms}}\n", "test"))
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("routing.kv_events.endpoint_pattern: http://x:1 (expected: tcp://host:port)")
                 .hasMessageContaining("routing.kv_events.stale_after: 0s (expected: a duration >= 1s)")
-                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim)");
+                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim)")
+                .hasMessageContaining("routing.kv_events.dp_ranks: 0 (expected:")
+                .hasMessageContaining("routing.kv_events.resubscribe_after: 10ms (expected: a duration >= 1s)");
     }
 }

@@ -116,8 +116,8 @@ public abstract class SimWorker {
         return p == null ? java.util.Optional.empty() : java.util.Optional.of(p.endpoint());
     }
 
-    /** Stops publishing KV events (the cluster's close). */
-    synchronized void closeKvEvents() {
+    /** Stops publishing KV events (the cluster's close; a test's publisher that dies). */
+    public synchronized void closeKvEvents() {
         if (kvEvents != null) {
             prefixCache.publishTo(null);
             kvEvents.close();
