@@ -51,7 +51,7 @@ public final class FleetLeases implements AutoCloseable {
     private long lastLeaseNanos = -1; // when the last successful renewal was sent
     private long startedNanos;
     private boolean inFlight;
-    private boolean joinFailureSaid;
+    private boolean failureSaid; // since the last successful renewal
     private int replicas = 1;
     private Mode mode = Mode.JOINING;
     private String reason = "not yet renewed";
@@ -160,6 +160,7 @@ public final class FleetLeases implements AutoCloseable {
             log.warn("coordination rejoined replica_id={} generation={} reason=lease_lapsed", replicaId, generation);
         }
         everLeased = true;
+        failureSaid = false;
         lastLeaseNanos = sent;
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
@@ -184,13 +185,12 @@ public final class FleetLeases implements AutoCloseable {
 
     private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure) {
         reason = reason(failure);
-        if (mode == Mode.JOINING && !joinFailureSaid) {
-            // never leased yet (a wrong CA or password, Redis not there): said at once, not only a lease time later
-            joinFailureSaid = true;
-            log.warn("coordination unreachable replica_id={} mode=joining reason=\"{}\" fallback_in_ms={}", replicaId,
-                    reason, Math.max(0, config.leaseTtl().toMillis()
-                            - TimeUnit.NANOSECONDS.toMillis(clock.getAsLong() - startedNanos)));
+        if (mode != Mode.LEASED && !failureSaid) {
+            // not leased (joining, or already on budget / N because the first attempt outlasted the lease time):
+            // a wrong CA or password, Redis not there, said once with its cause, not left to a "not yet renewed"
+            log.warn("coordination unreachable replica_id={} mode={} reason=\"{}\"", replicaId, mode.label(), reason);
         }
+        failureSaid = true;
         if (mode == Mode.LEASED) {
             mode = Mode.HELD;
             log.warn("coordination down replica_id={} reason=\"{}\" holding_leases_ms={}", replicaId, reason,
