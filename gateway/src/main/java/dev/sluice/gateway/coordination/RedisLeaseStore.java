@@ -78,7 +78,8 @@ public final class RedisLeaseStore implements LeaseStore {
     /**
      * TLS for {@code rediss://}: the JDK's provider, trusting {@code coordination.redis.ca_file} when set (else the
      * JDK's trust store); the URL's host name is verified against the certificate (Lettuce's default for rediss://,
-     * {@code SslVerifyMode.FULL}). A wrong or missing CA fails the connection (a renewal), never the start: the replica then runs as with Redis down.
+     * {@code SslVerifyMode.FULL}). A wrong or missing CA fails the connection (a renewal), never the start: the
+     * replica then runs as with Redis down.
      */
     private static SslOptions ssl(CoordinationConfig config) {
         SslOptions.Builder b = SslOptions.builder().jdkSslProvider();
