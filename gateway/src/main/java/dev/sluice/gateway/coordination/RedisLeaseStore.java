@@ -176,8 +176,9 @@ public final class RedisLeaseStore implements LeaseStore {
 
     @Override
     public void close() {
-        // the client's shutdown closes every connection it made (closing ours first too made the cluster
-        // client's node connections log "Connection is already closed")
+        // the client's shutdown closes every connection it made (closing ours first as well only added to the
+        // "Connection is already closed" WARN lines Lettuce's cluster client logs for its node connections at
+        // shutdown; a few remain, harmless)
         if (client != null) {
             client.shutdownAsync(0, 2, TimeUnit.SECONDS);
         } else {
