@@ -12,9 +12,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-ORDER = ["haproxy", "nginx", "sluice-none", "sluice-sglang", "sluice-vllm"]
+ORDER = ["haproxy", "nginx", "sluice-none", "sluice-none-coord", "sluice-sglang", "sluice-sglang-coord", "sluice-vllm"]
 STYLE = {"haproxy": ("tab:green", "o"), "nginx": ("tab:olive", "s"), "sluice-none": ("tab:blue", "^"),
-         "sluice-sglang": ("tab:purple", "D"), "sluice-vllm": ("tab:red", "v")}
+         "sluice-none-coord": ("tab:cyan", "^"), "sluice-sglang": ("tab:purple", "D"),
+         "sluice-sglang-coord": ("tab:pink", "D"), "sluice-vllm": ("tab:red", "v")}
 
 
 def mark_noisy(ax, summary, target, xs, ys):

@@ -8,13 +8,20 @@
 Added latency = a target's p50 (p99) minus direct's p50 (p99) in the same round at the same
 connection count; req/s ratio = a target's req/s over HAProxy's in the same round. The table shows
 the mean over rounds of those per-round figures; results.json has every round.
+
+Coordination pairs (targets X and X-coord in the same run): per round and connection count,
+on - off p50 and p99 and req/s on / off; the mean and the range over rounds. The noise they are
+judged against: the range over rounds of the uncoordinated target's own p50 (and of direct's, the
+larger), i.e. how much the same configuration moves between rounds of this run.
 """
 import json
 import os
 import statistics
 import sys
 
-ORDER = ["direct", "haproxy", "nginx", "sluice-none", "sluice-sglang", "sluice-vllm"]
+ORDER = ["direct", "haproxy", "nginx", "sluice-none", "sluice-none-coord", "sluice-sglang", "sluice-sglang-coord",
+         "sluice-vllm"]
+COORD_PAIRS = [("sluice-none", "sluice-none-coord"), ("sluice-sglang", "sluice-sglang-coord")]
 
 
 def load(run):
@@ -81,7 +88,54 @@ def aggregate(by):
     return agg
 
 
-def goals(agg, reject):
+def coordination(by):
+    """{conns: {off target: on - off figures}} for each X / X-coord pair measured in this run."""
+    out = {}
+    for off, on in COORD_PAIRS:
+        per = {}
+        for (rnd, conns), group in sorted(by.items()):
+            if off in group and on in group:
+                a, b = group[off], group[on]
+                per.setdefault(conns, []).append({
+                    "round": rnd, "d_p50_us": b["p50_us"] - a["p50_us"], "d_p99_us": b["p99_us"] - a["p99_us"],
+                    "rps_ratio": b["rps"] / a["rps"] if a["rps"] else None,
+                    "off_p50_us": a["p50_us"], "direct_p50_us": group["direct"]["p50_us"] if "direct" in group else None})
+        for conns, rs in per.items():
+            off_p50 = [r["off_p50_us"] for r in rs]
+            direct_p50 = [r["direct_p50_us"] for r in rs if r["direct_p50_us"] is not None]
+            noise = max(max(off_p50) - min(off_p50), (max(direct_p50) - min(direct_p50)) if direct_p50 else 0)
+            out.setdefault(conns, {})[off] = {
+                "on": on, "rounds": len(rs),
+                "d_p50_us": mean(r["d_p50_us"] for r in rs), "d_p50_us_range": [min(r["d_p50_us"] for r in rs),
+                                                                                   max(r["d_p50_us"] for r in rs)],
+                "d_p99_us": mean(r["d_p99_us"] for r in rs), "d_p99_us_range": [min(r["d_p99_us"] for r in rs),
+                                                                                   max(r["d_p99_us"] for r in rs)],
+                "rps_ratio": mean(r["rps_ratio"] for r in rs),
+                "rps_ratio_range": [min(r["rps_ratio"] for r in rs), max(r["rps_ratio"] for r in rs)],
+                "noise_p50_us": noise, "per_round": rs}
+    return out
+
+
+def coordination_table(coord, agg):
+    if not coord:
+        return ""
+    rows = ["| connections | configuration | p50 off / on µs | on − off p50 µs (range over rounds) | "
+            "p99 off / on µs | on − off p99 µs (range) | req/s off / on | on / off (range) | p50 noise µs |",
+            "|" + "---|" * 9]
+    for conns in sorted(coord):
+        for off, c in coord[conns].items():
+            a, b = agg[conns][off], agg[conns][c["on"]]
+            rows.append(f"| {conns} | {off.replace('sluice-', '')} | {fmt(a['p50_us'])} / {fmt(b['p50_us'])} | "
+                        f"{fmt(c['d_p50_us'], True)} ({fmt(c['d_p50_us_range'][0], True)} … "
+                        f"{fmt(c['d_p50_us_range'][1], True)}) | {fmt(a['p99_us'])} / {fmt(b['p99_us'])} | "
+                        f"{fmt(c['d_p99_us'], True)} ({fmt(c['d_p99_us_range'][0], True)} … "
+                        f"{fmt(c['d_p99_us_range'][1], True)}) | {fmt(a['rps'])} / {fmt(b['rps'])} | "
+                        f"{fmt(c['rps_ratio'], digits=3)} ({fmt(c['rps_ratio_range'][0], digits=3)} … "
+                        f"{fmt(c['rps_ratio_range'][1], digits=3)}) | {fmt(c['noise_p50_us'])} |")
+    return "\n".join(rows)
+
+
+def goals(agg, reject, coord=None):
     def get(conns, target, key):
         return agg.get(conns, {}).get(target, {}).get(key)
 
@@ -113,6 +167,17 @@ def goals(agg, reject):
                get(1, "haproxy", "added_p50_us"), 2.5)
     rps_goal("sglang: req/s at 64 connections >= 0.6x HAProxy's", get(64, "sluice-sglang", "rps_ratio_vs_haproxy"),
              0.6)
+    for off, _ in COORD_PAIRS:
+        c = (coord or {}).get(1, {}).get(off)
+        label = f"coordination ({off.replace('sluice-', '')}): on - off p50 at 1 connection within the noise"
+        if c is None:
+            continue
+        ok = c["d_p50_us"] <= c["noise_p50_us"]
+        lines.append({"goal": label, "result": "PASS" if ok else "FAIL", "value": c["d_p50_us"],
+                      "limit": c["noise_p50_us"],
+                      "detail": f"{c['d_p50_us']:+.1f} us (rounds {c['d_p50_us_range'][0]:+.0f} … "
+                                f"{c['d_p50_us_range'][1]:+.0f}) vs the p50's own range over rounds "
+                                f"{c['noise_p50_us']:.0f} us; req/s on / off at 1 connection {c['rps_ratio']:.3f}"})
     if reject and "429" in reject["by_status"]:
         r429 = reject["by_status"]["429"]
         share = r429["count"] / reject["sent"]
@@ -153,7 +218,8 @@ def main():
     runs, reject, floor, env = load(run)
     by = per_round(runs)
     agg = aggregate(by)
-    goal_lines = goals(agg, reject)
+    coord = coordination(by)
+    goal_lines = goals(agg, reject, coord)
     results = {
         "env": env,
         "definition": "added = target p50/p99 - direct p50/p99 in the same round and connection count; "
@@ -161,10 +227,14 @@ def main():
         "summary": {str(c): v for c, v in sorted(agg.items())},
         "rounds": [{k: v for k, v in r.items()} for r in runs],
         "rejection": {"gateway": reject, "client_floor_direct_backend": floor},
+        "coordination": {str(c): v for c, v in sorted(coord.items())},
         "goals": goal_lines,
     }
     json.dump(results, open(os.path.join(run, "results.json"), "w"), indent=1)
     md = table(agg)
+    coord_md = coordination_table(coord, agg)
+    if coord_md:
+        md += "\n\nCoordination off / on (the same configuration with a coordination: section, one-replica fleet):\n\n" + coord_md
     goal_md = "\n".join(f"- **{g['result']}** {g['goal']}: {g['detail']}" for g in goal_lines)
     rej_md = ""
     if reject:

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.config;
 
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
@@ -12,15 +13,22 @@ import java.util.Optional;
  * @param url           {@code redis://host:port} or {@code rediss://host:port} (TLS)
  * @param password      from the environment variable {@code password_env} names, never from the file
  * @param cluster       Redis Cluster: every key shares one hash tag, so the one script still runs on one node
+ * @param caFile        {@code rediss://} only: PEM file of the CAs the server's certificate must chain to; empty:
+ *                      the JDK's trust store. The host name is verified either way.
  * @param replicaId     this replica's name among its peers; empty: host name + "-" + pid, chosen at start
  * @param leaseTtl      a replica that stops renewing has its shares freed after this
  * @param renewInterval how often leases are renewed and demand reported (one round trip)
  */
-public record CoordinationConfig(String url, Optional<Secret> password, boolean cluster, String replicaId,
-                                 Duration leaseTtl, Duration renewInterval) {
+public record CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
+                                 String replicaId, Duration leaseTtl, Duration renewInterval) {
     public CoordinationConfig {
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(password, "password");
+        Objects.requireNonNull(caFile, "caFile");
+        if (caFile.isPresent() && !url.startsWith("rediss://")) {
+            throw KeyCheck.rejected("coordination.redis.ca_file", caFile.get().toString(),
+                    "only with a rediss:// coordination.redis.url");
+        }
         Objects.requireNonNull(replicaId, "replicaId");
         KeyCheck.atLeast("coordination.lease_ttl", leaseTtl, Duration.ofSeconds(1));
         KeyCheck.atLeast("coordination.renew_interval", renewInterval, Duration.ofMillis(100));

@@ -14,6 +14,7 @@ import java.util.Optional;
  *     url: redis://host:6379              # or rediss:// (TLS); required when coordination is present
  *     password_env: SLUICE_REDIS_PASSWORD # optional
  *     cluster: false
+ *     ca_file: /etc/sluice/redis-ca.pem   # rediss:// only; absent: the JDK's trust store
  *   replica_id: ""                        # default: host name + "-" + pid
  *   lease_ttl: 5s
  *   renew_interval: 1s
@@ -30,7 +31,7 @@ final class CoordinationConfigReader {
         n.allowOnly("redis", "replica_id", "lease_ttl", "renew_interval");
         ConfigNode redis = n.child("redis", "The Redis or Valkey that holds the fleet's leases (standalone, or a "
                 + "Redis Cluster: all keys share the hash tag {sluice}).");
-        redis.allowOnly("url", "password_env", "cluster");
+        redis.allowOnly("url", "password_env", "cluster", "ca_file");
         if (n.isMissing() && !n.reading().explore()) {
             return Optional.empty(); // nothing in force: the effective configuration has no coordination either
         }
@@ -40,6 +41,13 @@ final class CoordinationConfigReader {
                 + "the Redis password (AUTH); never written in the file. Absent: no AUTH."));
         boolean cluster = redis.child("cluster", "true: a Redis Cluster (Lettuce's cluster client); false: one server "
                 + "(or a Valkey/Redis behind a proxy).").bool(false);
+        ConfigNode caNode = redis.child("ca_file", "rediss:// only: PEM file of the CA certificates the Redis "
+                + "server's certificate must chain to (absent: the JDK's trust store); its host name is always verified.");
+        Optional<java.nio.file.Path> caFile = GatewayConfigReader.readableFile(caNode);
+        if (caFile.isPresent() && url != null && !url.startsWith("rediss://")) {
+            caNode.reject(caFile.get().toString(), "only with a rediss:// coordination.redis.url");
+            caFile = Optional.empty();
+        }
         String replicaId = n.child("replica_id", "This replica's name among its peers (in Redis, /admin/state, "
                 + "status). Empty: host name + \"-\" + pid, chosen at start.").text("");
         Duration ttl = n.child("lease_ttl", "A replica that stops renewing (killed, partitioned) has its shares "
@@ -56,7 +64,7 @@ final class CoordinationConfigReader {
                     + ")");
             return Optional.empty();
         }
-        return Optional.of(new CoordinationConfig(url, password, cluster, replicaId, ttl, renew));
+        return Optional.of(new CoordinationConfig(url, password, cluster, caFile, replicaId, ttl, renew));
     }
 
     private static String url(ConfigNode n) {

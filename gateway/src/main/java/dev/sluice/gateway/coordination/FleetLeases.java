@@ -56,6 +56,7 @@ public final class FleetLeases implements AutoCloseable {
     private long lastLeaseNanos = -1; // when the last successful renewal was sent
     private long startedNanos;
     private boolean inFlight;
+    private boolean failureSaid; // since the last successful renewal
     private int replicas = 1;
     private Mode mode = Mode.JOINING;
     private String reason = "not yet renewed";
@@ -164,6 +165,7 @@ public final class FleetLeases implements AutoCloseable {
             log.warn("coordination rejoined replica_id={} generation={} reason=lease_lapsed", replicaId, generation);
         }
         everLeased = true;
+        failureSaid = false;
         lastLeaseNanos = sent;
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
@@ -187,9 +189,13 @@ public final class FleetLeases implements AutoCloseable {
     }
 
     private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure) {
-        Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause() : failure;
-        reason = cause.getClass().getSimpleName() + (cause.getMessage() == null ? "" : ": " + cause.getMessage());
+        reason = reason(failure);
+        if (mode != Mode.LEASED && !failureSaid) {
+            // not leased (joining, or already on budget / N because the first attempt outlasted the lease time):
+            // a wrong CA or password, Redis not there, said once with its cause, not left to a "not yet renewed"
+            log.warn("coordination unreachable replica_id={} mode={} reason=\"{}\"", replicaId, mode.label(), reason);
+        }
+        failureSaid = true;
         if (mode == Mode.LEASED) {
             mode = Mode.HELD;
             log.warn("coordination down replica_id={} reason=\"{}\" holding_leases_ms={}", replicaId, reason,
@@ -200,6 +206,26 @@ public final class FleetLeases implements AutoCloseable {
             admission.applyShares(FleetDemand.shares(FleetDemand.fallback(lines, replicas), admission.config(), replicas));
         }
         publish();
+    }
+
+    /**
+     * What went wrong, for the log and {@code /readiness}: the failure and, when it wraps one, its root cause
+     * (Lettuce's "Unable to connect" hides the TLS handshake or the WRONGPASS that made it fail).
+     */
+    static String reason(Throwable failure) {
+        Throwable outer = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                ? failure.getCause() : failure;
+        Throwable root = outer;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        String text = describe(outer);
+        return root == outer ? text : text + "; cause: " + describe(root);
+    }
+
+    private static String describe(Throwable t) {
+        String m = t.getMessage() == null ? "" : ": " + t.getMessage().replace('"', '\'').replace('\n', ' ');
+        return t.getClass().getSimpleName() + m;
     }
 
     /** Past the lease with no renewal (or, joining, a lease time without a first one): each budget / N. True when it switched now. */

@@ -7,12 +7,14 @@ import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.SocketOptions;
+import io.lettuce.core.SslOptions;
 import io.lettuce.core.StaticCredentialsProvider;
 import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.cluster.ClusterClientOptions;
+import io.lettuce.core.cluster.ClusterTopologyRefreshOptions;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.StringCodec;
@@ -55,17 +57,34 @@ public final class RedisLeaseStore implements LeaseStore {
                 new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
         SocketOptions socket = SocketOptions.builder().connectTimeout(config.leaseTtl()).build();
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
+        SslOptions ssl = ssl(config);
         if (config.cluster()) {
             clusterClient = RedisClusterClient.create(resources, uri);
+            // a slot moved or a failover: MOVED/ASK are followed, and (adaptive refresh) they and persistent
+            // reconnects reload the topology, so the next renewals go to the new owner directly
             clusterClient.setOptions(ClusterClientOptions.builder().socketOptions(socket).timeoutOptions(timeouts)
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+                    .topologyRefreshOptions(ClusterTopologyRefreshOptions.builder().enableAllAdaptiveRefreshTriggers()
+                            .build())
+                    .sslOptions(ssl).disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             client = null;
         } else {
             client = RedisClient.create(resources, uri);
             client.setOptions(ClientOptions.builder().socketOptions(socket).timeoutOptions(timeouts)
-                    .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+                    .sslOptions(ssl).disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
             clusterClient = null;
         }
+    }
+
+    /**
+     * TLS for {@code rediss://}: the JDK's provider, trusting {@code coordination.redis.ca_file} when set (else the
+     * JDK's trust store); the URL's host name is verified against the certificate (Lettuce's default for rediss://,
+     * {@code SslVerifyMode.FULL}). A wrong or missing CA fails the connection (a renewal), never the start: the
+     * replica then runs as with Redis down.
+     */
+    private static SslOptions ssl(CoordinationConfig config) {
+        SslOptions.Builder b = SslOptions.builder().jdkSslProvider();
+        config.caFile().ifPresent(f -> b.trustManager(f.toFile())); // PEM certificates
+        return b.build();
     }
 
     /** A renewal's bound: the renew interval, at least 1 s (a busy Redis or a GC pause), at most half the lease. */
@@ -126,15 +145,23 @@ public final class RedisLeaseStore implements LeaseStore {
         if (c != null && c.isOpen()) {
             return CompletableFuture.completedFuture(c);
         }
-        if (connecting == null) {
-            CompletableFuture<? extends StatefulConnection<String, String>> f = clusterClient != null
-                    ? clusterClient.connectAsync(StringCodec.UTF8).toCompletableFuture()
+        CompletableFuture<? extends StatefulConnection<String, String>> f = connecting;
+        if (f == null) {
+            CompletableFuture<? extends StatefulConnection<String, String>> attempt = clusterClient != null
+                    // Lettuce's cluster connectAsync needs the topology loaded first (else it fails at once,
+                    // "Partitions not initialized"); loaded again at every attempt, so a cluster that moved on
+                    // while this replica was cut off is seen as it is now
+                    ? clusterClient.refreshPartitionsAsync().toCompletableFuture()
+                    .thenCompose(v -> clusterClient.connectAsync(StringCodec.UTF8))
                     : client.connectAsync(StringCodec.UTF8, uri)
                     .toCompletableFuture();
-            connecting = f;
-            f.whenComplete((conn, e) -> connected(f, conn, e));
+            f = attempt;
+            connecting = attempt;
+            // an attempt already over (the cluster client's may be) clears `connecting` right here, so the
+            // caller is given the attempt itself, never the field read again (it was null: a renewal's NPE)
+            attempt.whenComplete((conn, e) -> connected(attempt, conn, e));
         }
-        return connecting.thenApply(x -> (StatefulConnection<String, String>) x);
+        return f.thenApply(x -> (StatefulConnection<String, String>) x);
     }
 
     private synchronized void connected(CompletableFuture<?> attempt, StatefulConnection<String, String> c,
@@ -149,10 +176,9 @@ public final class RedisLeaseStore implements LeaseStore {
 
     @Override
     public void close() {
-        StatefulConnection<String, String> c = connection;
-        if (c != null) {
-            c.closeAsync();
-        }
+        // the client's shutdown closes every connection it made (closing ours first as well only added to the
+        // "Connection is already closed" WARN lines Lettuce's cluster client logs for its node connections at
+        // shutdown; a few remain, harmless)
         if (client != null) {
             client.shutdownAsync(0, 2, TimeUnit.SECONDS);
         } else {

@@ -3,10 +3,13 @@ package dev.sluice.gateway.config;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** {@code coordination:}: absent means alone; present, the URL is required, the password comes from the environment. */
 class CoordinationConfigTest {
@@ -81,5 +84,29 @@ class CoordinationConfigTest {
                   renew_interval: 1500ms
                 """, Map.of())).containsExactly(
                 "coordination.renew_interval: 1500ms (expected: at most half of coordination.lease_ttl (2s))");
+    }
+
+    @Test
+    void aCaFileOnlyWithRedissAndOnlyAReadableOne(@TempDir Path dir) throws Exception {
+        Path ca = Files.writeString(dir.resolve("ca.pem"), "-----BEGIN CERTIFICATE-----\n");
+        CoordinationConfig c = parse("""
+                coordination:
+                  redis: { url: "rediss://redis.internal:6380", ca_file: "%s" }
+                """.formatted(ca), Map.of()).coordination().orElseThrow();
+        assertThat(c.caFile()).contains(ca);
+        assertThat(parse("""
+                coordination:
+                  redis: { url: "rediss://redis.internal:6380" }
+                """, Map.of()).coordination().orElseThrow().caFile()).isEmpty();
+        assertThat(problems("""
+                coordination:
+                  redis: { url: "redis://redis.internal:6379", ca_file: "%s" }
+                """.formatted(ca), Map.of())).containsExactly("coordination.redis.ca_file: " + ca
+                + " (expected: only with a rediss:// coordination.redis.url)");
+        assertThat(problems("""
+                coordination:
+                  redis: { url: "rediss://redis.internal:6380", ca_file: "%s" }
+                """.formatted(dir.resolve("missing.pem")), Map.of())).containsExactly("coordination.redis.ca_file: "
+                + dir.resolve("missing.pem") + " (expected: a readable file)");
     }
 }

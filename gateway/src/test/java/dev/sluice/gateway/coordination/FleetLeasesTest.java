@@ -61,7 +61,7 @@ class FleetLeasesTest {
         DemandTally tally = new DemandTally(AdmissionObserver.NONE);
         AdmissionController admission = new AdmissionController(withRate(admission()), workers, tally, System::nanoTime);
         admissionOut[0] = admission;
-        CoordinationConfig cc = new CoordinationConfig(url, Optional.empty(), false, id, TTL, RENEW);
+        CoordinationConfig cc = new CoordinationConfig(url, Optional.empty(), false, Optional.empty(), id, TTL, RENEW);
         DefaultEventExecutor loop = new DefaultEventExecutor();
         closing.add(() -> loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(5, TimeUnit.SECONDS));
         FleetLeases leases = new FleetLeases(cc, id, () -> id + ":8080", new RedisLeaseStore(cc, RENEW), admission,

@@ -32,7 +32,7 @@ class LeaseScriptTest {
     @BeforeAll
     static void start() throws Exception {
         redis = RedisServer.start(dir.resolve("redis"));
-        store = new RedisLeaseStore(new CoordinationConfig(redis.url(), Optional.empty(), false, "t",
+        store = new RedisLeaseStore(new CoordinationConfig(redis.url(), Optional.empty(), false, Optional.empty(), "t",
                 Duration.ofSeconds(5), Duration.ofSeconds(1)), Duration.ofSeconds(2));
     }
 

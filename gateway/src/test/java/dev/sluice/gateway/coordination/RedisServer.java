@@ -19,18 +19,21 @@ import java.util.concurrent.TimeUnit;
 /**
  * A real {@code redis-server} (Debian's package; {@code .ci/run} installs it) run as a child process
  * on a free loopback port, no persistence. {@link #stop} and {@link #restart} (same port) let a test
- * take Redis away and bring it back.
+ * take Redis away and bring it back. Extra arguments turn on what a test needs (cluster mode, a TLS
+ * port, {@code requirepass}); the plain port always stays on, for the readiness check and {@link #cli}.
  */
 final class RedisServer implements AutoCloseable {
     private final Path binary;
     private final Path dir;
     private final int port;
+    private final List<String> extraArgs;
     private Process process;
 
-    private RedisServer(Path binary, Path dir, int port) {
+    private RedisServer(Path binary, Path dir, int port, List<String> extraArgs) {
         this.binary = binary;
         this.dir = dir;
         this.port = port;
+        this.extraArgs = List.copyOf(extraArgs);
     }
 
     /** The binary on PATH or in /usr/bin, or a failure saying how to install it. */
@@ -55,13 +58,36 @@ final class RedisServer implements AutoCloseable {
     }
 
     static RedisServer start(Path dir) throws IOException, InterruptedException {
-        int port;
-        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = s.getLocalPort();
-        }
-        RedisServer r = new RedisServer(binary(), dir, port);
+        return start(dir, List.of());
+    }
+
+    /** With more {@code redis-server} arguments, e.g. {@code --cluster-enabled yes} or {@code --tls-port N ...}. */
+    static RedisServer start(Path dir, List<String> extraArgs) throws IOException, InterruptedException {
+        RedisServer r = new RedisServer(binary(), dir, freePort(), extraArgs);
         r.restart();
         return r;
+    }
+
+    /** A loopback port nothing listens on (the OS's choice, released at once). */
+    static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return s.getLocalPort();
+        }
+    }
+
+    /**
+     * Runs {@code redis-cli} (Debian ships it with the server) against this server's plain port and
+     * returns what it printed; a non-zero exit fails the test.
+     */
+    String cli(String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(binary.resolveSibling("redis-cli").toString(), "-h", "127.0.0.1",
+                "-p", String.valueOf(port)));
+        cmd.addAll(List.of(args));
+        return RedisCli.run(cmd);
+    }
+
+    Path dir() {
+        return dir;
     }
 
     int port() {
@@ -76,8 +102,10 @@ final class RedisServer implements AutoCloseable {
     void restart() throws IOException, InterruptedException {
         Files.createDirectories(dir);
         Path log = dir.resolve("redis.log");
-        process = new ProcessBuilder(List.of(binary.toString(), "--port", String.valueOf(port), "--bind", "127.0.0.1",
-                "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no"))
+        List<String> cmd = new ArrayList<>(List.of(binary.toString(), "--port", String.valueOf(port), "--bind",
+                "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir.toString(), "--protected-mode", "no"));
+        cmd.addAll(extraArgs);
+        process = new ProcessBuilder(cmd)
                 .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile())).start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
         while (System.nanoTime() < deadline) {
@@ -102,7 +130,9 @@ final class RedisServer implements AutoCloseable {
             InputStream in = s.getInputStream();
             byte[] b = new byte[7];
             int n = in.readNBytes(b, 0, 7);
-            return n == 7 && new String(b, StandardCharsets.US_ASCII).equals("+PONG\r\n");
+            String reply = new String(b, 0, n, StandardCharsets.US_ASCII);
+            // with requirepass, the server's answer to an unauthenticated PING: up all the same
+            return reply.equals("+PONG\r\n") || reply.startsWith("-NOAUTH");
         } catch (IOException e) {
             return false;
         }

@@ -14,6 +14,16 @@ public final class RedisServerAccess implements AutoCloseable {
         return new RedisServerAccess(RedisServer.start(dir));
     }
 
+    /** With more {@code redis-server} arguments (a TLS port, {@code requirepass}); the plain port stays on. */
+    public static RedisServerAccess start(Path dir, java.util.List<String> extraArgs) throws Exception {
+        return new RedisServerAccess(RedisServer.start(dir, extraArgs));
+    }
+
+    /** A loopback port nothing listens on, e.g. for {@code --tls-port}. */
+    public static int freePort() throws java.io.IOException {
+        return RedisServer.freePort();
+    }
+
     public String url() {
         return server.url();
     }
