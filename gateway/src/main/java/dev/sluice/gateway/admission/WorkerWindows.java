@@ -171,13 +171,17 @@ final class WorkerWindows {
      * The window in time ({@code admission.prefill.max_inflight_time}). A worker that holds work is
      * given more only while that work would be done within the window at its known rate (its
      * progress since its last completion deducted): the next request is there before it runs dry,
-     * and no more. While its rate is only the guess ({@code initial_prefill_tokens_per_second}),
-     * what it holds plus the new prompt must fit in the window at the guessed rate, no progress
-     * assumed. What is not sent waits in the gateway's queue, where the order is still the
+     * and no more. What is not sent waits in the gateway's queue, where the order is still the
      * gateway's (deadlines, classes, the longest shed first); what was sent is in the worker's own
      * queue in arrival order. A window counted in tokens alone commits 13 s of a 2,500 tokens/s
      * prefill (bench-overload scenario 3). Under coordination the time is this replica's share of
      * it, in proportion to its share of the token window.
+     *
+     * <p>While the worker's rate is only the guess ({@code initial_prefill_tokens_per_second}): a
+     * second request always (one computing, one waiting behind it: the worker never runs dry while
+     * its rate is learned, and the second's interval measures its compute alone, where a request
+     * sent to an idle worker also measures the hop, ~0.4 s in bench-overload), more only while what
+     * it holds plus the new prompt fit in the window at the guessed rate, no progress assumed.
      */
     private boolean withinTime(Worker w, long tokens) {
         long limitNanos = config.prefillMaxInflightTime().toNanos();
@@ -188,7 +192,7 @@ final class WorkerWindows {
         double seconds = limitNanos / 1e9
                 * (shares == null ? 1.0 : (double) tokenLimit(w) / config.prefillMaxInflightTokens());
         if (!rates.knows(w)) {
-            return win.prefillTokens + tokens <= seconds * rates.rateOf(w);
+            return win.prefillRequests == 1 || win.prefillTokens + tokens <= seconds * rates.rateOf(w);
         }
         return rates.secondsAhead(w, now) < seconds;
     }

@@ -30,7 +30,8 @@ import java.util.Optional;
  * @param prefillRate                  where each prefill worker's rate comes from before it is measured
  * @param prefillMaxInflightTime       a prefill worker's window in time: it is given another request only while
  *                                     what it holds would be done within this at its known rate (while its rate
- *                                     is a guess: held plus new tokens within this at the guess); zero: off
+ *                                     is a guess: a second behind the first, more within this at the guess);
+ *                                     zero: off
  */
 public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
                               int prefillMaxInflightRequests, long prefillMaxInflightTokens,

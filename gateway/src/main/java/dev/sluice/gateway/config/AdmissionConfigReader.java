@@ -53,8 +53,9 @@ final class AdmissionConfigReader {
                 + "goes, alone).").longIn(32_768, 1, Long.MAX_VALUE / 4);
         Duration prefillTime = prefill.child("max_inflight_time", "The window in time: a prefill worker that holds "
                 + "work is given another request only while that work would be done within this at its known rate "
-                + "(measured, or a prior); while its rate is only the guess, what it holds plus the new prompt must fit "
-                + "in this at initial_prefill_tokens_per_second. The rest waits in the gateway's queue, where deadlines "
+                + "(measured, or a prior); while its rate is only the guess, a second request waits behind the first "
+                + "and more only while what it holds plus the new prompt fit in this at "
+                + "initial_prefill_tokens_per_second. The rest waits in the gateway's queue, where deadlines "
                 + "and classes order it. A few seconds keeps the worker busy (the next request is there before it runs "
                 + "dry); 0s: only the request and token limits.")
                 .durationAtLeast(AdmissionConfig.DEFAULT_PREFILL_MAX_INFLIGHT_TIME, Duration.ZERO);

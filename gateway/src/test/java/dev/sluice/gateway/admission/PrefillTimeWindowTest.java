@@ -98,23 +98,34 @@ class PrefillTimeWindowTest {
     }
 
     @Test
-    void whileTheRateIsAGuessHeldAndNewTokensMustFitTheWindowAtTheGuess() {
+    void whileTheRateIsAGuessASecondWaitsBehindTheFirstAndMoreMustFitTheWindowAtTheGuess() {
         // the guess is 8,000 tokens/s: a 2 s window holds 16,000 tokens, no progress assumed
         AdmissionController c = controller(open(NO_PRIOR, Duration.ofSeconds(2)));
-        submit(c, 11_000, 10_000, 4_000, 1_000);
-        // the 11,000 goes alone (an empty worker takes any prompt); the 10,000 would make 21,000 and waits,
-        // and nobody overtakes the head of the queue
-        assertThat(granted()).isEqualTo(1);
+        submit(c, 11_000, 10_000, 6_000, 1_000);
+        // the 11,000 goes to the empty worker, the 10,000 waits behind it (the worker never runs dry while
+        // its rate is learned); the 6,000 would make 27,000 held and waits, and nobody overtakes it
+        assertThat(granted()).isEqualTo(2);
         advance(10); // however long it takes: nothing is assumed done while the rate is a guess
         c.expire();
-        assertThat(granted()).isEqualTo(1);
+        assertThat(granted()).isEqualTo(2);
 
-        // the first prefill done is the worker's cold start, no sample (PrefillThroughput): still the guess, the
-        // worker empty: the 10,000 goes, and with it the 4,000 and the 1,000 (15,000 <= 16,000)
+        // the first prefill done is the worker's cold start, no sample (PrefillThroughput): still the guess;
+        // the 6,000 goes behind the 10,000 as the second, and the 1,000 fits (17,000 > 16,000: no, it waits)
         advance(1);
         c.prefillDone(tickets.get(0));
         c.expire();
         assertThat(c.snapshot().throughputMeasured()).isFalse();
+        assertThat(granted()).isEqualTo(3);
+
+        // the second's interval is its compute alone (it waited behind the first): 10,000 in 4 s, measured
+        advance(4);
+        c.prefillDone(tickets.get(1));
+        c.expire();
+        assertThat(c.snapshot().throughputMeasured()).isTrue();
+        assertThat(c.snapshot().prefillTokensPerSecond()).isEqualTo(2_500.0);
+        assertThat(granted()).as("6,000 at 2,500 tokens/s is 2.4 s ahead: the 1,000 waits").isEqualTo(3);
+        advance(0.5); // 1.9 s ahead
+        c.expire();
         assertThat(granted()).isEqualTo(4);
     }
 
