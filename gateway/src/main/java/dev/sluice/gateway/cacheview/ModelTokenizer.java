@@ -32,9 +32,10 @@ import org.slf4j.LoggerFactory;
  *       {@code CompletionRequest.add_special_tokens} defaults to true
  *       (vllm-project/vllm@d5dba2d7b0ab9b98096560c69db7126b54b14d79,
  *       vllm/entrypoints/openai/completion/protocol.py); SGLang's tokenizer manager calls
- *       {@code tokenizer.encode(text)}, whose default adds them
- *       (sgl-project/sglang@c60799d0eb1b537e3fa09e45fc5c91b5861de957,
- *       python/sglang/srt/managers/tokenizer_manager.py).</li>
+ *       {@code self.tokenizer(texts, **tokenizer_kwargs)} (or {@code encode(t)} for a slow tokenizer)
+ *       without {@code add_special_tokens}, whose HF default adds them
+ *       (sgl-project/sglang python/sglang/srt/managers/tokenizer_manager.py {@code _tokenize_texts},
+ *       index id 66058879282; docs/simulator-sources.md).</li>
  *   <li>chat messages are rendered with the chat template and {@code add_generation_prompt=True}, then
  *       encoded WITHOUT adding special tokens (the template writes its own BOS): SGLang calls
  *       {@code apply_chat_template(messages, tokenize=True, add_generation_prompt=True, ...)}, which
@@ -183,8 +184,12 @@ public final class ModelTokenizer implements PromptTokens, AutoCloseable {
         if (kwargs != null && kwargs.isObject()) {
             kwargs.fields().forEachRemaining(e -> vars.put(e.getKey(), ChatTemplateValues.of(e.getValue())));
         }
+        // SGLang always renders with add_generation_prompt=True, vLLM takes the request's: only the common case
         JsonNode agp = body.get("add_generation_prompt");
-        vars.put("add_generation_prompt", agp == null || agp.isNull() || agp.asBoolean(true));
+        if (agp != null && !agp.isNull() && !agp.asBoolean(true)) {
+            return miss(UnmatchedPrompt.UNSUPPORTED, "request key add_generation_prompt: false");
+        }
+        vars.put("add_generation_prompt", true);
         return encode(template.get().render(messages, vars), false);
     }
 
