@@ -100,6 +100,8 @@ public final class ModelTokenizer implements PromptTokens, AutoCloseable {
         if (template.isEmpty()) {
             log.warn("kv events tokenizer={} chat_template=none (chat prompts are routed by the local prefix tree)",
                     tokenizerJson);
+        } else {
+            log.info("kv events tokenizer={} chat_template=loaded threads={} queue={}", tokenizerJson, threads, queue);
         }
         return new ModelTokenizer(t, template, threads, queue);
     }
