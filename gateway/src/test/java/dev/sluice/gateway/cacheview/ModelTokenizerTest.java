@@ -4,8 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.nio.file.Path;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -122,6 +127,38 @@ class ModelTokenizerTest {
         ModelTokenizer t = load("chatml");
         JsonNode body = json("{\"messages\":" + TWO_TURNS + "}");
         assertThat(t.ofAsync("chat_completions", body).get()).containsExactly(t.of("chat_completions", body));
+    }
+
+    @Test
+    void aFullPoolAnswersAtOnceWithoutIds() throws Exception {
+        // one thread, one queued prompt: the first request holds the thread until released
+        tokenizer = new ModelTokenizer(ai.djl.huggingface.tokenizers.HuggingFaceTokenizer.builder()
+                .optTokenizerPath(Path.of("src/test/resources/tokenizer/chatml/tokenizer.json")).build(),
+                java.util.Optional.empty(), 1, 1);
+        CountDownLatch started = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        ObjectNode holding = new ObjectNode(JsonNodeFactory.instance) {
+            @Override
+            public JsonNode get(String field) {
+                started.countDown();
+                try {
+                    release.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                return super.get(field);
+            }
+        };
+        holding.put("prompt", "the quick brown fox.");
+        CompletableFuture<int[]> first = tokenizer.ofAsync("completions", holding);
+        assertThat(started.await(10, TimeUnit.SECONDS)).isTrue();
+        CompletableFuture<int[]> queued = tokenizer.ofAsync("completions", json("{\"prompt\":\"hello world\"}"));
+        CompletableFuture<int[]> third = tokenizer.ofAsync("completions", json("{\"prompt\":\"hello world\"}"));
+        assertThat(third).isCompletedWithValueMatching(ids -> ids.length == 0);
+        assertThat(tokenizer.unmatched(UnmatchedPrompt.SATURATED)).isEqualTo(1);
+        release.countDown();
+        assertThat(first.get(10, TimeUnit.SECONDS)).containsExactly(1, 14, 15, 16, 17, 18);
+        assertThat(queued.get(10, TimeUnit.SECONDS)).containsExactly(1, 12, 13);
     }
 
     @Test

@@ -40,6 +40,6 @@ class KvEventsConfigTest {
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("routing.kv_events.endpoint_pattern: http://x:1 (expected: tcp://host:port)")
                 .hasMessageContaining("routing.kv_events.stale_after: 0s (expected: a duration >= 1s)")
-                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim)");
+                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim, hf)");
     }
 }
