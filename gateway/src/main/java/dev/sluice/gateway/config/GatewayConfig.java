@@ -170,6 +170,13 @@ public record GatewayConfig(
                 throw KeyCheck.rejected("routing.direct_decode_max_tokens", String.valueOf(r.directDecodeMaxTokens()),
                         "0 unless disaggregation: vllm");
             }
+            AdmissionConfig a = KeyCheck.set("admission", admission);
+            // one source of truth for the model's tokenizer: the KV event view reads admission's
+            if (r.kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF).isPresent()
+                    && a.tokenizer().tokenizerJson().isEmpty()) {
+                throw KeyCheck.rejected("routing.kv_events.tokenizer", "hf",
+                        "sim unless admission.tokenizer.path names the model's tokenizer.json");
+            }
             return new GatewayConfig(KeyCheck.set("listen", listen), mode, w, KeyCheck.set("timeouts", timeouts),
                     KeyCheck.set("http", http), KeyCheck.set("upstream", upstream), KeyCheck.set("health", health),
                     KeyCheck.set("admission", admission), KeyCheck.set("telemetry", telemetry),

@@ -368,7 +368,12 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
     /** How the gateway tokenizes a prompt to match it against the workers' KV events. */
     public enum Tokenizer {
         /** The testbed simulator's tokenizer (4 characters a token); token-id prompts are used as they are. */
-        SIM;
+        SIM,
+        /**
+         * The model's own tokenizer: {@code admission.tokenizer.path}'s tokenizer.json, and the chat template
+         * and special tokens of the tokenizer_config.json beside it (docs/cache-affinity.md).
+         */
+        HF;
 
         private final String label = name().toLowerCase(Locale.ROOT);
 

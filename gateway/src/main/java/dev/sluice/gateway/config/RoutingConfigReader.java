@@ -90,7 +90,9 @@ public final class RoutingConfigReader {
         Optional<String> pattern = patternNode.optionalText().filter(p -> tcp(patternNode, p));
         String topic = n.child("topic", "The publishers' topic (SGLang and vLLM: \"\" by default).").text("");
         Tokenizer tokenizer = n.child("tokenizer", "How the gateway computes a prompt's token ids to match the events: "
-                + "sim (the testbed simulator's tokenizer). Prompts given as token ids are used as they are.")
+                + "sim (the testbed simulator's tokenizer) or hf (the model's own: admission.tokenizer.path's "
+                + "tokenizer.json, and the chat template of the tokenizer_config.json beside it; needs that path). "
+                + "Prompts given as token ids are used as they are.")
                 .oneOf(Tokenizer.SIM, List.of(Tokenizer.values()), Tokenizer::label);
         Duration staleAfter = n.child("stale_after", "A worker sent a prompt that should store new blocks, and silent "
                 + "this long since: its view is stale, and cache_aware falls back to the local prefix tree.")

@@ -25,16 +25,25 @@ public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog wa
 
     /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
+        return of(config, routingUsesPrefix, PromptTokens.NONE);
+    }
+
+    /**
+     * As {@link #of(GatewayConfig, boolean)}, with the model's tokenizer loaded at start
+     * ({@code routing.kv_events.tokenizer: hf}; {@link PromptTokens#NONE} when not loaded).
+     */
+    public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix, PromptTokens modelTokens) {
         return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
                 config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
                 routingUsesPrefix, config.http().maxResponseBodyBytes(),
                 config.health().stallPanic().probeTimeout(),
-                promptTokens(config, routingUsesPrefix));
+                promptTokens(config, routingUsesPrefix, modelTokens));
     }
 
-    private static PromptTokens promptTokens(GatewayConfig config, boolean routingUsesPrefix) {
+    private static PromptTokens promptTokens(GatewayConfig config, boolean routingUsesPrefix, PromptTokens model) {
         return config.routing().kvEvents().filter(kv -> routingUsesPrefix).map(kv -> switch (kv.tokenizer()) {
             case SIM -> (PromptTokens) new SimTokenizer();
+            case HF -> model;
         }).orElse(PromptTokens.NONE);
     }
 }

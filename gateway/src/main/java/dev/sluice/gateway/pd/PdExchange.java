@@ -16,6 +16,7 @@ import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.time.Duration;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -94,7 +95,8 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
      * Asks admission control for a pair. The answer comes at once (a rejection, or a grant when
      * there is room) or later from the queue, through {@link #granted} / {@link #rejected}.
      */
-    public void admit(PromptText prompt, long promptTokens, int priority, String tenant, long deadlineNanos) {
+    public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
+                      long deadlineNanos) {
         tokens.prompt(prompt);
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
@@ -105,13 +107,18 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                 .wholeAnswer(request.stream() ? 0 : request.maxTokens() * Math.max(1, request.parallelSamples()))
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
                 .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
-                        settings.promptTokens().of(request.route().label(), request.body()))
+                        promptIds)
                 .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
                         && request.batchSize() == 0);
         Rejection r = services.admission().submit(ticket);
         if (r != null) {
             rejected(r);
         }
+    }
+
+    /** The prompt's token ids for the KV event view (empty when it is off), computed where its tokenizer runs. */
+    public CompletableFuture<int[]> promptIds() {
+        return settings.promptTokens().ofAsync(request.route().label(), request.body());
     }
 
     @Override

@@ -148,12 +148,15 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             exchange = ex;
             PromptText prompt = PromptText.of(parsed);
             CompletableFuture<Long> counted = front.counter().count(prompt);
-            if (counted.isDone()) {
-                ex.admit(prompt, counted.join(), cls.priority(), cls.tenant(), cls.deadlineNanos());
+            // the token ids for the KV event view: with the model's tokenizer, on its pool too
+            CompletableFuture<int[]> ids = ex.promptIds();
+            if (counted.isDone() && ids.isDone()) {
+                ex.admit(prompt, counted.join(), ids.join(), cls.priority(), cls.tenant(), cls.deadlineNanos());
             } else {
-                // exact counting ran on the tokenizer pool: come back to this connection's event loop
-                counted.whenComplete((tokens, error) -> ctx.executor().execute(() -> ex.admit(prompt,
-                        error == null ? tokens : front.estimator().estimate(prompt), cls.priority(), cls.tenant(),
+                // exact counting or tokenizing ran on a pool: come back to this connection's event loop
+                CompletableFuture.allOf(counted, ids).whenComplete((v, e) -> ctx.executor().execute(() -> ex.admit(
+                        prompt, counted.isCompletedExceptionally() ? front.estimator().estimate(prompt) : counted.join(),
+                        ids.isCompletedExceptionally() ? new int[0] : ids.join(), cls.priority(), cls.tenant(),
                         cls.deadlineNanos())));
             }
         } else if (Routes.INFO.containsKey(path)) {

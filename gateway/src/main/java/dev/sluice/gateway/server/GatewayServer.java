@@ -1,6 +1,10 @@
 package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.cacheview.KvEventSubscription;
+import dev.sluice.gateway.cacheview.ModelTokenizer;
+import dev.sluice.gateway.cacheview.PromptTokens;
+import dev.sluice.gateway.config.RoutingConfig;
+import dev.sluice.gateway.metrics.ModelTokenizerMetrics;
 import dev.sluice.gateway.metrics.CacheViewMetrics;
 import dev.sluice.gateway.admin.AdminServer;
 import dev.sluice.gateway.admin.RecentErrors;
@@ -85,6 +89,7 @@ public final class GatewayServer implements AutoCloseable {
     private final RoutingMetrics routingMetrics;
     private final Optional<KvEventSubscription> kvEvents;
     private final Optional<CacheViewMetrics> kvMetrics;
+    private final Optional<ModelTokenizer> modelTokens; // routing.kv_events.tokenizer: hf
     private final RecentErrors recentErrors;
     private final Set<InFlight> live = ConcurrentHashMap.newKeySet();
     private final AtomicReference<LiveSettings> settings;
@@ -129,6 +134,9 @@ public final class GatewayServer implements AutoCloseable {
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
+        this.modelTokens = config.routing().kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF)
+                .flatMap(kv -> ac.tokenizer().tokenizerJson()).map(path -> modelTokenizer(path, ac));
+        modelTokens.ifPresent(t -> ModelTokenizerMetrics.bind(metrics.registry(), t));
         RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()));
         this.kvMetrics = kvEvents.map(k -> new CacheViewMetrics(metrics.registry(), k.view()));
@@ -150,7 +158,8 @@ public final class GatewayServer implements AutoCloseable {
         this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
-        this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix));
+        this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix,
+                modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
         this.drain = new GatewayDrain(admission, live);
         PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live);
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
@@ -185,6 +194,17 @@ public final class GatewayServer implements AutoCloseable {
             return ClientTls.create(config.upstream().caFile());
         } catch (IOException e) {
             throw new ConfigException("upstream.ca_file: " + e.getMessage());
+        }
+    }
+
+    private static ModelTokenizer modelTokenizer(Path path, AdmissionConfig ac) {
+        try {
+            // as many threads as admission's counting pool, and a queue of 64 prompts a thread: past that a
+            // request is routed without the view rather than waiting (docs/cache-affinity.md, the cost)
+            return ModelTokenizer.load(path, ac.tokenizer().threads(), 64 * ac.tokenizer().threads());
+        } catch (IOException | RuntimeException e) {
+            throw new ConfigException("routing.kv_events.tokenizer: hf: " + path + " cannot be loaded ("
+                    + e.getMessage() + ")", e);
         }
     }
 
@@ -450,6 +470,7 @@ public final class GatewayServer implements AutoCloseable {
         }
         counter.close();
         kvEvents.ifPresent(KvEventSubscription::close);
+        modelTokens.ifPresent(ModelTokenizer::close);
         listener.close();
         // a quiet period: closing the listener ends the exchanges in flight, which send their aborts to
         // the workers from these loops; with none, the aborts' connects complete on a loop that no longer

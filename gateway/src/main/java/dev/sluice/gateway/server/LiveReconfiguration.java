@@ -65,7 +65,8 @@ final class LiveReconfiguration {
         if (plan.applies(ConfigSection.WORKERS)) {
             reconciler.reconcile(merged.workers());
         }
-        live.set(LiveSettings.of(merged, routingUsesPrefix));
+        // routing (and so the KV event tokenizer) takes a restart: the loaded one stays
+        live.set(LiveSettings.of(merged, routingUsesPrefix, live.get().exchange().promptTokens()));
         return new AppliedChanges(plan.appliedKeys(), plan.restartRequiredKeys());
     }
 }

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.admission.RequestClassifier;
+import dev.sluice.gateway.cacheview.PromptTokens;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.pd.ExchangeSettings;
 
@@ -10,8 +11,8 @@ import dev.sluice.gateway.pd.ExchangeSettings;
  */
 record LiveSettings(GatewayConfig config, RequestClassifier classifier, ExchangeSettings exchange) {
 
-    static LiveSettings of(GatewayConfig config, boolean routingUsesPrefix) {
+    static LiveSettings of(GatewayConfig config, boolean routingUsesPrefix, PromptTokens modelTokens) {
         return new LiveSettings(config, new RequestClassifier(config.admission()),
-                ExchangeSettings.of(config, routingUsesPrefix));
+                ExchangeSettings.of(config, routingUsesPrefix, modelTokens));
     }
 }

@@ -53,7 +53,7 @@ class KvEventsConfigTest {
                 .isInstanceOf(ConfigException.class)
                 .hasMessageContaining("routing.kv_events.endpoint_pattern: http://x:1 (expected: tcp://host:port)")
                 .hasMessageContaining("routing.kv_events.stale_after: 0s (expected: a duration >= 1s)")
-                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim)")
+                .hasMessageContaining("routing.kv_events.tokenizer: gpt (expected: one of sim, hf)")
                 .hasMessageContaining("routing.kv_events.dp_ranks: 0 (expected:")
                 .hasMessageContaining("routing.kv_events.resubscribe_after: 10ms (expected: a duration >= 1s)");
     }
