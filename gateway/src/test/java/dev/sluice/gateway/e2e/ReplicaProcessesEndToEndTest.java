@@ -1,0 +1,220 @@
+package dev.sluice.gateway.e2e;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.coordination.RedisServerAccess;
+import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.testbed.sim.PrefillServer;
+import dev.sluice.testbed.sim.SimCluster;
+import dev.sluice.testbed.sim.SimConfig;
+import dev.sluice.testbed.sim.SimMode;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Issue 20 with the replicas as separate processes, as deployed: three gateway JVMs
+ * ({@code sluice-gateway serve --config}, each on port 0) in front of one simulated cluster, sharing
+ * one budget through a real redis-server. Under a burst split over them the prefill's own queue
+ * stays within the fleet's window; one replica SIGKILLed (no goodbye, its leases left to expire)
+ * has its share in use by the other two within 10 s; the survivors end with nothing queued,
+ * pending or in flight. (CoordinatedReplicasEndToEndTest measures the same against one gateway, in
+ * one JVM; scripts/bench-replicas does it with the issue's burst of 99.)
+ */
+class ReplicaProcessesEndToEndTest {
+    private static final Logger log = LoggerFactory.getLogger(ReplicaProcessesEndToEndTest.class);
+    private static final int WINDOW = 6;
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final Pattern LISTENING = Pattern.compile("gateway listening address=/127\\.0\\.0\\.1:(\\d+)");
+    private static final Pattern ADMIN = Pattern.compile("admin listening address=127\\.0\\.0\\.1:(\\d+)");
+
+    @TempDir
+    Path dir;
+    private SimCluster cluster;
+    private RedisServerAccess redis;
+    private final List<Replica> replicas = new ArrayList<>();
+    private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+    /** One gateway process: its ports, read from its own log. */
+    record Replica(String id, Process process, Path logFile, int port, int adminPort) {
+    }
+
+    @BeforeEach
+    void start() throws Exception {
+        cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false)
+                .withPrefillTokensPerSecond(4_000).withDecodeStep(Duration.ofMillis(1)).withDefaultMaxTokens(2),
+                SimMode.SGLANG);
+        redis = RedisServerAccess.start(dir.resolve("redis"));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        for (Replica r : replicas) {
+            r.process().destroy(); // SIGTERM: a graceful drain
+        }
+        for (Replica r : replicas) {
+            if (!r.process().waitFor(20, TimeUnit.SECONDS)) {
+                r.process().destroyForcibly();
+            }
+        }
+        cluster.close();
+        redis.close();
+    }
+
+    private Replica launch(String id) throws Exception {
+        PrefillServer p = cluster.prefills().get(0);
+        Path config = dir.resolve(id + ".yaml");
+        Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
+                + "disaggregation: sglang\nworkers:\n  prefill:\n    - url: " + p.url() + "\n      bootstrap_port: "
+                + p.bootstrapPort() + "\n  decode:\n    - url: " + cluster.decodes().get(0).url() + "\n"
+                + "health: {interval: 200ms, timeout: 3s}\nadmin: {host: 127.0.0.1, port: 0}\n"
+                + "routing: {prefill: {policy: round_robin}, decode: {policy: round_robin}}\n"
+                + "admission:\n  max_queued_requests: 32\n  queue_timeout: 30s\n"
+                // the counted window is the budget measured here (the window in time would keep it near 1)
+                + "  prefill: {max_inflight_requests: " + WINDOW + ", max_inflight_time: 0s}\n"
+                + "coordination:\n  redis: {url: \"" + redis.url() + "\"}\n  replica_id: " + id
+                + "\n  lease_ttl: 2s\n  renew_interval: 200ms\n");
+        Path logFile = dir.resolve(id + ".log");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        // the test's own classpath (surefire's booter jar names it in its manifest): the same classes as the jar
+        Process process = new ProcessBuilder(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"),
+                "dev.sluice.gateway.GatewayMain", "serve", "--config", config.toString())
+                .redirectErrorStream(true).redirectOutput(logFile.toFile()).start();
+        int[] ports = new int[2];
+        boolean up = PdTestbed.eventually(Duration.ofSeconds(30), () -> {
+            String text = read(logFile);
+            Matcher m = LISTENING.matcher(text);
+            Matcher a = ADMIN.matcher(text);
+            if (m.find() && a.find()) {
+                ports[0] = Integer.parseInt(m.group(1));
+                ports[1] = Integer.parseInt(a.group(1));
+                return true;
+            }
+            return !process.isAlive();
+        });
+        assertThat(up && process.isAlive()).as("%s started: %s", id, read(logFile)).isTrue();
+        Replica r = new Replica(id, process, logFile, ports[0], ports[1]);
+        replicas.add(r);
+        return r;
+    }
+
+    private static String read(Path file) {
+        try {
+            return Files.exists(file) ? Files.readString(file) : "";
+        } catch (IOException e) {
+            return "";
+        }
+    }
+
+    private JsonNode state(Replica r) {
+        try {
+            return JSON.readTree(http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.adminPort()
+                    + "/admin/state")).timeout(Duration.ofSeconds(5)).build(), HttpResponse.BodyHandlers.ofString()).body());
+        } catch (Exception e) {
+            return JSON.createObjectNode();
+        }
+    }
+
+    private long windowGrant(Replica r) {
+        return state(r).path("coordination").path("grants").path("prefill_requests|" + cluster.prefills().get(0).url())
+                .asLong(-1);
+    }
+
+    private boolean leased(List<Replica> fleet) {
+        long sum = 0;
+        for (Replica r : fleet) {
+            JsonNode c = state(r).path("coordination");
+            if (!c.path("up").asBoolean() || c.path("replicas").asInt() != fleet.size()) {
+                return false;
+            }
+            long g = windowGrant(r);
+            if (g <= 0) {
+                return false;
+            }
+            sum += g;
+        }
+        return sum == WINDOW;
+    }
+
+    @Test
+    void threeReplicaProcessesShareOneWindowAndAKilledOnesShareGoesToTheOthers() throws Exception {
+        for (int i = 0; i < 3; i++) {
+            launch("gw-" + i);
+        }
+        assertThat(PdTestbed.eventually(Duration.ofSeconds(20), () -> leased(replicas)))
+                .as("three processes leased, the window split: %s", replicas.stream().map(this::windowGrant).toList())
+                .isTrue();
+
+        // a burst of 60 over the three: the prefill's own queue never holds more than the fleet's window
+        PrefillServer prefill = cluster.prefills().get(0);
+        AtomicInteger maxQueue = new AtomicInteger();
+        AtomicBoolean sampling = new AtomicBoolean(true);
+        Thread sampler = new Thread(() -> {
+            while (sampling.get()) {
+                maxQueue.accumulateAndGet(prefill.stats().queued() + prefill.stats().running(), Math::max);
+                Thread.onSpinWait();
+            }
+        }, "prefill-queue-sampler");
+        sampler.start();
+        List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
+        for (int i = 0; i < 60; i++) {
+            Replica r = replicas.get(i % 3);
+            String body = "{\"text\":\"burst " + i + " " + "abc ".repeat(200)
+                    + "\",\"sampling_params\":{\"max_new_tokens\":2}}";
+            all.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port() + "/generate"))
+                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
+        }
+        int served = 0;
+        for (CompletableFuture<HttpResponse<String>> f : all) {
+            HttpResponse<String> resp = f.get(60, TimeUnit.SECONDS);
+            assertThat(resp.statusCode()).as(resp.body()).isIn(200, 429);
+            served += resp.statusCode() == 200 ? 1 : 0;
+        }
+        sampling.set(false);
+        sampler.join();
+        log.info("burst over three processes served={} max_prefill_queue={}", served, maxQueue.get());
+        assertThat(served).isPositive();
+        assertThat(maxQueue.get()).as("waiting + running at the prefill").isLessThanOrEqualTo(WINDOW);
+
+        // SIGKILL: no goodbye; its leases expire (2 s) and the two others take its share
+        Replica killed = replicas.remove(2);
+        long t0 = System.nanoTime();
+        killed.process().destroyForcibly();
+        assertThat(killed.process().waitFor(10, TimeUnit.SECONDS)).isTrue();
+        assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> leased(replicas)))
+                .as("the survivors hold the whole window: %s", replicas.stream().map(this::windowGrant).toList())
+                .isTrue();
+        log.info("sigkill share_back_ms={}", (System.nanoTime() - t0) / 1_000_000);
+
+        // the survivors end with nothing queued, pending or in flight
+        for (Replica r : replicas) {
+            assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> {
+                JsonNode q = state(r).path("queue");
+                return q.path("queued").asInt(-1) == 0 && q.path("pending_tokens").asLong(-1) == 0
+                        && q.path("dispatched").asInt(-1) == 0;
+            })).as("%s idle: %s", r.id(), state(r).path("queue")).isTrue();
+        }
+    }
+}
