@@ -112,7 +112,7 @@ final class Dispatcher {
         if (t.direct || !rates.known()) {
             return 0;
         }
-        double seconds = (rates.remainingTokens(prefill, now) + t.tokens) / rates.rateOf(prefill);
+        double seconds = rates.secondsUntilDone(prefill, t.tokens, now);
         return now + (long) (seconds * 1e9);
     }
 

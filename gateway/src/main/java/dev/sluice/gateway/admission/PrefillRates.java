@@ -103,7 +103,7 @@ final class PrefillRates {
         if (r == null || r.inPrefill.isEmpty()) {
             return false;
         }
-        double finishNanos = now + (remainingTokens(w, now) + next.tokens) / rateOf(w) * 1e9;
+        double finishNanos = now + secondsUntilDone(w, next.tokens, now) * 1e9;
         for (Ticket q : r.inPrefill) {
             if (now - q.dispatchedNanos < OVERTAKE_WINDOW_NANOS
                     && finishNanos + pace.seconds(q.answerTokens) * 1e9 > q.waitDeadline) {
@@ -223,9 +223,9 @@ final class PrefillRates {
         return sourceOf(w) != Source.GUESS;
     }
 
-    /** How long {@code w} would take to finish what it still holds, at its rate. */
-    double secondsAhead(Worker w, long now) {
-        return remainingTokens(w, now) / rateOf(w);
+    /** How long {@code w} would take to finish what it still holds and {@code moreTokens} after it, at its rate. */
+    double secondsUntilDone(Worker w, long moreTokens, long now) {
+        return (remainingTokens(w, now) + moreTokens) / rateOf(w);
     }
 
     /** Prompt tokens still to compute in every worker's prefill at {@code now}, progress since its last completion deducted. */

@@ -194,7 +194,7 @@ final class WorkerWindows {
         if (!rates.knows(w)) {
             return win.prefillRequests == 1 || win.prefillTokens + tokens <= seconds * rates.rateOf(w);
         }
-        return rates.secondsAhead(w, now) < seconds;
+        return rates.secondsUntilDone(w, 0, now) < seconds;
     }
 
     private int streamCap(Worker w) {

@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.coordination.RedisServerAccess;
+import dev.sluice.gateway.testing.GatewayProcess;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
 import dev.sluice.testbed.sim.SimMode;
-import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -24,8 +24,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -46,18 +44,17 @@ class ReplicaProcessesEndToEndTest {
     private static final Logger log = LoggerFactory.getLogger(ReplicaProcessesEndToEndTest.class);
     private static final int WINDOW = 6;
     private static final ObjectMapper JSON = new ObjectMapper();
-    private static final Pattern LISTENING = Pattern.compile("gateway listening address=/127\\.0\\.0\\.1:(\\d+)");
-    private static final Pattern ADMIN = Pattern.compile("admin listening address=127\\.0\\.0\\.1:(\\d+)");
 
     @TempDir
     Path dir;
     private SimCluster cluster;
     private RedisServerAccess redis;
     private final List<Replica> replicas = new ArrayList<>();
+    private final List<GatewayProcess> processes = new ArrayList<>(); // every one started, for the clean-up
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-    /** One gateway process: its ports, read from its own log. */
-    record Replica(String id, Process process, Path logFile, int port, int adminPort) {
+    /** One gateway process and its ports (read from its log). */
+    record Replica(String id, GatewayProcess process, int port, int adminPort) {
     }
 
     @BeforeEach
@@ -70,13 +67,8 @@ class ReplicaProcessesEndToEndTest {
 
     @AfterEach
     void stop() throws Exception {
-        for (Replica r : replicas) {
-            r.process().destroy(); // SIGTERM: a graceful drain
-        }
-        for (Replica r : replicas) {
-            if (!r.process().waitFor(20, TimeUnit.SECONDS)) {
-                r.process().destroyForcibly();
-            }
+        for (GatewayProcess g : processes) {
+            g.close(); // SIGTERM: a graceful drain (a killed one: nothing to do)
         }
         cluster.close();
         redis.close();
@@ -95,36 +87,11 @@ class ReplicaProcessesEndToEndTest {
                 + "  prefill: {max_inflight_requests: " + WINDOW + ", max_inflight_time: 0s}\n"
                 + "coordination:\n  redis: {url: \"" + redis.url() + "\"}\n  replica_id: " + id
                 + "\n  lease_ttl: 2s\n  renew_interval: 200ms\n");
-        Path logFile = dir.resolve(id + ".log");
-        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        // the test's own classpath (surefire's booter jar names it in its manifest): the same classes as the jar
-        Process process = new ProcessBuilder(java, "-Xmx256m", "-cp", System.getProperty("java.class.path"),
-                "dev.sluice.gateway.GatewayMain", "serve", "--config", config.toString())
-                .redirectErrorStream(true).redirectOutput(logFile.toFile()).start();
-        int[] ports = new int[2];
-        boolean up = PdTestbed.eventually(Duration.ofSeconds(30), () -> {
-            String text = read(logFile);
-            Matcher m = LISTENING.matcher(text);
-            Matcher a = ADMIN.matcher(text);
-            if (m.find() && a.find()) {
-                ports[0] = Integer.parseInt(m.group(1));
-                ports[1] = Integer.parseInt(a.group(1));
-                return true;
-            }
-            return !process.isAlive();
-        });
-        assertThat(up && process.isAlive()).as("%s started: %s", id, read(logFile)).isTrue();
-        Replica r = new Replica(id, process, logFile, ports[0], ports[1]);
+        GatewayProcess g = GatewayProcess.start(config);
+        processes.add(g);
+        Replica r = new Replica(id, g, g.port(), g.adminPort());
         replicas.add(r);
         return r;
-    }
-
-    private static String read(Path file) {
-        try {
-            return Files.exists(file) ? Files.readString(file) : "";
-        } catch (IOException e) {
-            return "";
-        }
     }
 
     private JsonNode state(Replica r) {
@@ -201,8 +168,8 @@ class ReplicaProcessesEndToEndTest {
         // SIGKILL: no goodbye; its leases expire (2 s) and the two others take its share
         Replica killed = replicas.remove(2);
         long t0 = System.nanoTime();
-        killed.process().destroyForcibly();
-        assertThat(killed.process().waitFor(10, TimeUnit.SECONDS)).isTrue();
+        killed.process().signal("KILL");
+        assertThat(killed.process().process.waitFor(10, TimeUnit.SECONDS)).isTrue();
         assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> leased(replicas)))
                 .as("the survivors hold the whole window: %s", replicas.stream().map(this::windowGrant).toList())
                 .isTrue();
