@@ -10,6 +10,7 @@ import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.PrefillBurst;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
@@ -22,10 +23,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -99,44 +97,9 @@ class CoordinatedReplicasEndToEndTest {
                 + "\n  lease_ttl: 10s\n  renew_interval: 200ms\n";
     }
 
-    /** The result of one burst: the prefill's own queue at its longest, and how the requests ended. */
-    record Burst(int maxPrefillQueue, int served, int rejected) {
-    }
-
-    private Burst burst(List<GatewayServer> targets) throws Exception {
-        PrefillServer prefill = cluster.prefills().get(0);
-        AtomicInteger maxQueue = new AtomicInteger();
-        AtomicBoolean sampling = new AtomicBoolean(true);
-        Thread sampler = new Thread(() -> {
-            while (sampling.get()) {
-                maxQueue.accumulateAndGet(prefill.stats().queued(), Math::max);
-                Thread.onSpinWait();
-            }
-        }, "prefill-queue-sampler");
-        sampler.start();
-        List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
-        for (int i = 0; i < BURST; i++) {
-            GatewayServer g = targets.get(i % targets.size());
-            String body = "{\"text\":\"burst " + i + " " + "abc ".repeat(200)
-                    + "\",\"sampling_params\":{\"max_new_tokens\":2}}";
-            all.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + g.port() + "/generate"))
-                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
-        }
-        int served = 0;
-        int rejected = 0;
-        for (CompletableFuture<HttpResponse<String>> f : all) {
-            HttpResponse<String> r = f.get(60, TimeUnit.SECONDS);
-            if (r.statusCode() == 200) {
-                served++;
-            } else {
-                assertThat(r.statusCode()).as(r.body()).isEqualTo(429);
-                rejected++;
-            }
-        }
-        sampling.set(false);
-        sampler.join();
-        return new Burst(maxQueue.get(), served, rejected);
+    private PrefillBurst burst(List<GatewayServer> targets) throws Exception {
+        return PrefillBurst.send(http, targets.stream().map(GatewayServer::port).toList(), BURST,
+                cluster.prefills().get(0));
     }
 
     /** /admin/state, /readiness and {@code status} show the fleet: up, leased, three peers with their leases. */
@@ -178,7 +141,7 @@ class CoordinatedReplicasEndToEndTest {
     @Test
     void threeReplicasKeepThePrefillQueueOfOneAndAKilledOnesShareGoesToTheOthers() throws Exception {
         GatewayServer alone = gateway("");
-        Burst one = burst(List.of(alone));
+        PrefillBurst one = burst(List.of(alone));
         alone.close();
         gateways.remove(alone);
         assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> cluster.prefills().get(0).stats().queued() == 0
@@ -196,12 +159,12 @@ class CoordinatedReplicasEndToEndTest {
                 .as("three replicas leased, the window split: %s",
                         three.stream().map(g -> g.coordination().orElseThrow().grants()).toList()).isTrue();
         assertFleetIsShown(three.get(0));
-        Burst coordinated = burst(three);
+        PrefillBurst coordinated = burst(three);
         log.info("burst one_replica={} three_coordinated={}", one, coordinated);
 
         // issue 20's goals: the prefill's queue at most one replica's + 2; served/rejected within 10 %
-        assertThat(one.maxPrefillQueue()).isGreaterThanOrEqualTo(WINDOW - 2);
-        assertThat(coordinated.maxPrefillQueue()).isLessThanOrEqualTo(one.maxPrefillQueue() + 2);
+        assertThat(one.maxQueued()).isGreaterThanOrEqualTo(WINDOW - 2);
+        assertThat(coordinated.maxQueued()).isLessThanOrEqualTo(one.maxQueued() + 2);
         assertThat(coordinated.served()).isBetween((int) (one.served() * 0.9), (int) Math.ceil(one.served() * 1.1));
         assertThat(coordinated.served() + coordinated.rejected()).isEqualTo(BURST);
 
@@ -218,8 +181,8 @@ class CoordinatedReplicasEndToEndTest {
                 .as("the two left hold the whole: %s", three.stream().map(g -> g.coordination().orElseThrow().grants())
                         .toList()).isTrue();
         log.info("share_reclaimed_after_ms={}", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - stopped));
-        Burst two = burst(three);
-        assertThat(two.maxPrefillQueue()).isLessThanOrEqualTo(one.maxPrefillQueue() + 2);
+        PrefillBurst two = burst(three);
+        assertThat(two.maxQueued()).isLessThanOrEqualTo(one.maxQueued() + 2);
         assertThat(two.served()).isBetween((int) (one.served() * 0.9), (int) Math.ceil(one.served() * 1.1));
     }
 }

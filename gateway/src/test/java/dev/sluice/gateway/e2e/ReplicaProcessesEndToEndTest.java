@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.testing.GatewayProcess;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.PrefillBurst;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
@@ -20,10 +21,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -134,36 +132,15 @@ class ReplicaProcessesEndToEndTest {
                 .isTrue();
 
         // a burst of 60 over the three: the prefill's own queue never holds more than the fleet's window
-        PrefillServer prefill = cluster.prefills().get(0);
-        AtomicInteger maxQueue = new AtomicInteger();
-        AtomicBoolean sampling = new AtomicBoolean(true);
-        Thread sampler = new Thread(() -> {
-            while (sampling.get()) {
-                maxQueue.accumulateAndGet(prefill.stats().queued() + prefill.stats().running(), Math::max);
-                Thread.onSpinWait();
-            }
-        }, "prefill-queue-sampler");
-        sampler.start();
-        List<CompletableFuture<HttpResponse<String>>> all = new ArrayList<>();
-        for (int i = 0; i < 60; i++) {
-            Replica r = replicas.get(i % 3);
-            String body = "{\"text\":\"burst " + i + " " + "abc ".repeat(200)
-                    + "\",\"sampling_params\":{\"max_new_tokens\":2}}";
-            all.add(http.sendAsync(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + r.port() + "/generate"))
-                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString()));
-        }
-        int served = 0;
-        for (CompletableFuture<HttpResponse<String>> f : all) {
-            HttpResponse<String> resp = f.get(60, TimeUnit.SECONDS);
-            assertThat(resp.statusCode()).as(resp.body()).isIn(200, 429);
-            served += resp.statusCode() == 200 ? 1 : 0;
-        }
-        sampling.set(false);
-        sampler.join();
-        log.info("burst over three processes served={} max_prefill_queue={}", served, maxQueue.get());
-        assertThat(served).isPositive();
-        assertThat(maxQueue.get()).as("waiting + running at the prefill").isLessThanOrEqualTo(WINDOW);
+        PrefillBurst burst = PrefillBurst.send(http, replicas.stream().map(Replica::port).toList(), 60,
+                cluster.prefills().get(0));
+        log.info("burst over three processes served={} max_prefill_queue={} with_running={}", burst.served(),
+                burst.maxQueued(), burst.maxQueuedOrRunning());
+        assertThat(burst.served()).isPositive();
+        // the prefill's own queue, issue 20's measure (uncoordinated, three replicas would queue up to 3 x 6 - 1);
+        // waiting + running can show one more for a moment: the gateway frees a window slot when the prefill
+        // answers, the simulator counts it running until it has sent that answer
+        assertThat(burst.maxQueued()).as("waiting at the prefill").isLessThanOrEqualTo(WINDOW);
 
         // SIGKILL: no goodbye; its leases expire (2 s) and the two others take its share
         Replica killed = replicas.remove(2);
