@@ -318,7 +318,7 @@ public final class AdmissionController {
             if (t.prefillReleased) {
                 ledger.pending(t); // it will be prefilled again
             } else {
-                windows.prefillDone(t.prefill, t.tokens);
+                windows.prefillDone(t);
                 ledger.prefillEnded(t, now, false);
             }
             t.prefillReleased = false;
@@ -501,7 +501,7 @@ public final class AdmissionController {
     private void releasePrefill(Ticket t, long now, boolean completed) {
         if (!t.prefillReleased) {
             t.prefillReleased = true;
-            windows.prefillDone(t.prefill, t.tokens);
+            windows.prefillDone(t);
             ledger.prefillEnded(t, now, completed);
             ledger.notPending(t);
         }

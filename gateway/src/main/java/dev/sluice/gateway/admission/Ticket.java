@@ -58,6 +58,10 @@ public final class Ticket {
     long answerTokens;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
     Set<Worker> avoid = Set.of();
+    /** It has waited for the prefill worker holding its prefix (counted once: {@code affinity_wait}). */
+    boolean affinityWaited;
+    /** Its prompt tokens its prefill worker was expected to compute (not find cached), while in that worker's window. */
+    long uncachedHeld;
 
     /**
      * @param deadlineNanos absolute {@code System.nanoTime()} deadline of the client, or {@code Long.MAX_VALUE}

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.CacheAwarePolicy;
 import dev.sluice.gateway.routing.LoadView;
 import dev.sluice.gateway.routing.RoundRobinRouting;
 import dev.sluice.gateway.routing.RoutingPolicy;
@@ -110,6 +111,8 @@ final class WorkerWindows {
     /** The picked pair was dispatched: the policies learn it (prefix trees) and the decisions are counted. */
     void routed(Ticket t) {
         if (prefillChoice != null) {
+            t.uncachedHeld = Math.max(0, t.tokens - prefillChoice.cachedTokens());
+            windows.get(prefillChoice.worker()).prefillUncached += t.uncachedHeld;
             dispatched(routing.prefill(), prefillChoice.worker(), t);
             routing.observer().decided(WorkerRole.PREFILL, routing.prefill(), prefillChoice.reason());
         }
@@ -131,8 +134,59 @@ final class WorkerWindows {
         if (candidates.isEmpty()) {
             return null;
         }
+        if (Boolean.TRUE.equals(prefillRole) && policy.usesPrefix() && t.avoid.isEmpty() && waitForCache(list, t, policy)) {
+            return null;
+        }
         List<Worker> chosenFrom = List.copyOf(candidates);
         return policy.choose(chosenFrom, t.routing, load);
+    }
+
+    /**
+     * The affinity wait: the prefill worker that holds most of the ticket's prefix has no room in
+     * this replica's window, but will have when what this replica holds there is done. Waiting for it
+     * beats sending the prompt where it is not cached when that work would be done sooner than the
+     * other worker could recompute the prefix it lacks (both at the worker's rate). Without it, a
+     * full window sends each conversation's next turn to a cold cache: three coordinated replicas,
+     * each leased a third of every prefill's window, missed twice as often as one gateway
+     * (docs/cache-affinity.md). Only for a worker this replica holds work at (its own completions
+     * make the room, so the wait ends); the head of the queue waits, and those behind it with it.
+     */
+    private boolean waitForCache(List<Worker> list, Ticket t, RoutingPolicy policy) {
+        List<Worker> all = new ArrayList<>(candidates);
+        int roomy = all.size();
+        for (Worker w : list) {
+            if (w.routable() && !candidates.contains(w) && windows.get(w).prefillRequests > 0) {
+                all.add(w);
+            }
+        }
+        if (all.size() == roomy) {
+            return false;
+        }
+        long[] cached = policy.cachedTokens(all, t.routing);
+        long bestRoomy = 0;
+        for (int i = 0; i < roomy; i++) {
+            bestRoomy = Math.max(bestRoomy, cached[i]);
+        }
+        int full = -1;
+        for (int i = roomy; i < all.size(); i++) {
+            if (cached[i] > bestRoomy && (full < 0 || cached[i] > cached[full])) {
+                full = i;
+            }
+        }
+        if (full < 0) {
+            return false;
+        }
+        // both at the worker's compute rate, so in tokens: what it still has to compute of what it
+        // holds (cache hits deducted as expected at dispatch, progress not) against the prefix the
+        // other worker would compute again
+        if (windows.get(all.get(full)).prefillUncached >= cached[full] - bestRoomy) {
+            return false;
+        }
+        if (!t.affinityWaited) {
+            t.affinityWaited = true;
+            routing.observer().decided(WorkerRole.PREFILL, policy, CacheAwarePolicy.AFFINITY_WAIT);
+        }
+        return true;
     }
 
     private static void dispatched(RoutingPolicy policy, Worker w, Ticket t) {
@@ -254,10 +308,12 @@ final class WorkerWindows {
         windows.get(decode).streams++;
     }
 
-    void prefillDone(Worker prefill, long tokens) {
-        Window p = windows.get(prefill);
+    void prefillDone(Ticket t) {
+        Window p = windows.get(t.prefill);
         p.prefillRequests--;
-        p.prefillTokens -= tokens;
+        p.prefillTokens -= t.tokens;
+        p.prefillUncached -= t.uncachedHeld;
+        t.uncachedHeld = 0;
     }
 
     void decodeEnded(Worker decode) {
@@ -276,6 +332,8 @@ final class WorkerWindows {
     private static final class Window {
         /** Dispatched and not yet prefilled (a prefill's or unified worker's window). */
         int prefillRequests;
+        /** Their prompt tokens not expected in its cache (the prefix policy's match deducted): work it still has. */
+        long prefillUncached;
         long prefillTokens;
         /** Dispatched and not yet ended (a decode's or unified worker's streams). */
         int streams;

@@ -82,6 +82,17 @@ final class FleetDemand {
         return o.toString();
     }
 
+    /** The share guard's figures for the lease script: {prefill worker url: prompt tokens}, whole tokens. */
+    static String routedJson(Map<String, Double> own) {
+        ObjectNode o = JSON.createObjectNode();
+        own.forEach((url, v) -> {
+            if (Double.isFinite(v) && v >= 1) {
+                o.put(url, Math.round(v));
+            }
+        });
+        return o.toString();
+    }
+
     /** Grants as admission limits; a resource (or a tenant's rate) without a grant gets its capacity / {@code divisor}. */
     static FleetShares shares(Map<Resource, Long> grants, AdmissionConfig fleet, int divisor) {
         Map<String, Integer> prefillRequests = new HashMap<>();

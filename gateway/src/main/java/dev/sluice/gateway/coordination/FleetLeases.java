@@ -4,6 +4,7 @@ import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.config.CoordinationConfig;
 import dev.sluice.gateway.coordination.CoordinationStatus.Mode;
+import dev.sluice.gateway.routing.FleetRoutedLoad;
 import dev.sluice.gateway.routing.WorkerSet;
 import io.netty.util.concurrent.EventExecutor;
 import java.util.HashMap;
@@ -47,6 +48,7 @@ public final class FleetLeases implements AutoCloseable {
     private final AdmissionController admission;
     private final WorkerSet workers;
     private final DemandTally tally;
+    private final FleetRoutedLoad routed;
     private final EventExecutor loop;
     private final LongSupplier clock;
     private final CountDownLatch firstLease = new CountDownLatch(1);
@@ -68,6 +70,18 @@ public final class FleetLeases implements AutoCloseable {
     public FleetLeases(CoordinationConfig config, String replicaId, Supplier<String> address, LeaseStore store,
                        AdmissionController admission, WorkerSet workers, DemandTally tally, EventExecutor loop,
                        LongSupplier clock) {
+        this(config, replicaId, address, store, admission, workers, tally,
+                new FleetRoutedLoad(java.time.Duration.ofMinutes(1).toNanos(), clock), loop, clock);
+    }
+
+    /**
+     * @param routed the share guard's figures: this replica's are reported with each renewal, the
+     *               others' summed into it from each answer
+     */
+    public FleetLeases(CoordinationConfig config, String replicaId, Supplier<String> address, LeaseStore store,
+                       AdmissionController admission, WorkerSet workers, DemandTally tally, FleetRoutedLoad routed,
+                       EventExecutor loop, LongSupplier clock) {
+        this.routed = Objects.requireNonNull(routed, "routed");
         this.config = Objects.requireNonNull(config, "config");
         this.replicaId = Objects.requireNonNull(replicaId, "replicaId");
         this.address = address;
@@ -140,7 +154,8 @@ public final class FleetLeases implements AutoCloseable {
         long sent = clock.getAsLong();
         inFlight = true;
         try {
-            store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(), FleetDemand.json(lines))
+            store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(), FleetDemand.json(lines),
+                            FleetDemand.routedJson(routed.ownNow()))
                     .whenComplete((json, e) -> loop.execute(() -> renewed(lines, sent, json, e)));
         } catch (RuntimeException e) {
             renewed(lines, sent, null, e);
@@ -169,6 +184,7 @@ public final class FleetLeases implements AutoCloseable {
         lastLeaseNanos = sent;
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
+        routed.peersReported(peersRouted(reply, replicaId, generation, routed));
         Map<Resource, Long> next = new HashMap<>();
         reply.grants().forEach((name, g) -> {
             Resource r = Resource.parse(name);
@@ -206,6 +222,22 @@ public final class FleetLeases implements AutoCloseable {
             admission.applyShares(FleetDemand.shares(FleetDemand.fallback(lines, replicas), admission.config(), replicas));
         }
         publish();
+    }
+
+    /**
+     * The other members' figures summed per worker, each aged by how long before this answer Redis
+     * heard it (its {@code seen}, on Redis's clock like the answer's {@code now}).
+     */
+    static Map<String, Double> peersRouted(LeaseReply reply, String ownId, long ownGeneration, FleetRoutedLoad routed) {
+        Map<String, Double> sum = new HashMap<>();
+        for (LeaseReply.Peer p : reply.members()) {
+            if (p.generation() == ownGeneration && p.replicaId().equals(ownId)) {
+                continue;
+            }
+            long ageNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0, reply.serverMillis() - p.seenMillis()));
+            p.routed().forEach((url, v) -> sum.merge(url, routed.aged(v, ageNanos), Double::sum));
+        }
+        return sum;
     }
 
     /**

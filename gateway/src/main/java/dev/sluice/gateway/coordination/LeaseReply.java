@@ -17,9 +17,12 @@ public record LeaseReply(long generation, long serverMillis, boolean joined, Map
                          List<Peer> members) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    /** One live replica: its lease (grant, usage, demand, capacity) per resource, when Redis last heard of it. */
+    /**
+     * One live replica: its lease (grant, usage, demand, capacity) per resource, when Redis last heard
+     * of it, and the prompt tokens it routed to each prefill worker lately, as of then ({@code routed}).
+     */
     public record Peer(String replicaId, long generation, String address, long seenMillis, long expiresMillis,
-                       Map<String, Lease> leases) {
+                       Map<String, Lease> leases, Map<String, Double> routed) {
     }
 
     /** One replica's lease on one resource. */
@@ -36,8 +39,14 @@ public record LeaseReply(long generation, long serverMillis, boolean joined, Map
                 Map<String, Lease> leases = new HashMap<>();
                 m.path("r").fields().forEachRemaining(e -> leases.put(e.getKey(), new Lease(e.getValue().path(0).asLong(),
                         e.getValue().path(1).asLong(), e.getValue().path(2).asLong(), e.getValue().path(3).asLong())));
+                Map<String, Double> routed = new HashMap<>();
+                m.path("l").fields().forEachRemaining(e -> {
+                    if (e.getValue().isNumber()) {
+                        routed.put(e.getKey(), e.getValue().asDouble());
+                    }
+                });
                 members.add(new Peer(m.path("id").asText(), m.path("gen").asLong(), m.path("addr").asText(),
-                        m.path("seen").asLong(), m.path("exp").asLong(), Map.copyOf(leases)));
+                        m.path("seen").asLong(), m.path("exp").asLong(), Map.copyOf(leases), Map.copyOf(routed)));
             }
             members.sort(java.util.Comparator.comparing(Peer::replicaId).thenComparingLong(Peer::generation));
             return new LeaseReply(n.path("gen").asLong(), n.path("now").asLong(), n.path("joined").asBoolean(),

@@ -11,8 +11,17 @@ public interface LeaseStore extends AutoCloseable {
      * @param demandJson {@code {resource: [capacity, usage, demand]}}
      * @return the script's reply (JSON), or a failure (Redis unreachable, timed out)
      */
+    default CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
+                                          String demandJson) {
+        return renew(replicaId, address, generation, ttlMillis, demandJson, "{}");
+    }
+
+    /**
+     * As above, with {@code routedJson}: {@code {prefill worker url: prompt tokens routed there lately}},
+     * kept with the member and returned in every member's {@code l} (docs/scale-out.md, the share guard).
+     */
     CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
-                                  String demandJson);
+                                  String demandJson, String routedJson);
 
     /** Gives this incarnation's leases back at once (a graceful stop): the others need not wait for the lease time. */
     CompletionStage<Void> release(String replicaId, long generation);

@@ -96,8 +96,9 @@ public final class RedisLeaseStore implements LeaseStore {
 
     @Override
     public CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
-                                         String demandJson) {
-        String[] args = {replicaId, address, Long.toString(generation), Long.toString(ttlMillis), demandJson};
+                                         String demandJson, String routedJson) {
+        String[] args = {replicaId, address, Long.toString(generation), Long.toString(ttlMillis), demandJson,
+                routedJson};
         return connection().thenCompose(c -> {
             RedisScriptingAsyncCommands<String, String> cmd = commands(c);
             CompletableFuture<String> run = cmd.<String>evalsha(sha, ScriptOutputType.VALUE, KEYS, args)

@@ -47,12 +47,18 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public static final String PREFIX_MISS = "prefix_miss";
     public static final String BALANCE_OVERRIDE = "balance_override";
     public static final String SHARE_OVERRIDE = "share_override";
+    /**
+     * Not a choice: the request waited for the worker holding its prefix, whose window was full
+     * (admission's affinity wait; counted once per request, which is counted again by where it went).
+     */
+    public static final String AFFINITY_WAIT = "affinity_wait";
 
     private final CacheAware settings;
     private final WorkerLoad load;
     private final PrefixTree<Worker> tree;
     private final RecentLoad recent;
     private final Optional<KvCacheView> cacheView;
+    private final Optional<FleetRoutedLoad> fleet;
     private int cursor;
 
     public CacheAwarePolicy(WorkerRole role, CacheAware settings) {
@@ -68,6 +74,22 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     }
 
     CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock, Optional<KvCacheView> view) {
+        this(role, settings, nanoClock, view, Optional.empty());
+    }
+
+    /**
+     * With {@code fleet} (coordinated replicas): the share guard judges the fleet's "lately", this
+     * replica's figures plus what the others reported ({@link FleetRoutedLoad}); this replica's
+     * figures are published to it after each dispatch.
+     */
+    public CacheAwarePolicy(WorkerRole role, CacheAware settings, Optional<KvCacheView> view,
+                            Optional<FleetRoutedLoad> fleet) {
+        this(role, settings, System::nanoTime, view, fleet);
+    }
+
+    CacheAwarePolicy(WorkerRole role, CacheAware settings, LongSupplier nanoClock, Optional<KvCacheView> view,
+                     Optional<FleetRoutedLoad> fleet) {
+        this.fleet = Objects.requireNonNull(fleet, "fleet");
         this.cacheView = Objects.requireNonNull(view, "view");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.load = new WorkerLoad(role);
@@ -104,6 +126,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             promptLength = key.length();
             cacheView.ifPresent(v -> v.decided(KvCacheView.Source.LOCAL_TREE));
         }
+        // prompt tokens per unit of the match (the tree matches characters)
+        double unit = events != null ? 1 : (double) Math.max(0, request.tokens()) / Math.max(1, promptLength);
         double[] scores = load.scores(candidates, request, view);
         double[] guard = load.decode() ? streams(candidates, view) : scores;
 
@@ -118,23 +142,45 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             int least = WorkerLoad.argMin(guard, cursor);
             if (imbalanced(guard[best], guard[least])) {
                 cursor = least + 1;
-                return new Choice(candidates.get(least), BALANCE_OVERRIDE);
+                return new Choice(candidates.get(least), BALANCE_OVERRIDE, Math.round(matched[least] * unit));
             }
             int spill = shareSpill(candidates, request, promptLength, matched, best);
             if (spill >= 0) {
-                return new Choice(candidates.get(spill), SHARE_OVERRIDE);
+                return new Choice(candidates.get(spill), SHARE_OVERRIDE, Math.round(matched[spill] * unit));
             }
-            return new Choice(candidates.get(best), PREFIX_HIT);
+            return new Choice(candidates.get(best), PREFIX_HIT, Math.round(matched[best] * unit));
         }
         int pick = leastLoadedSmallestTree(candidates, scores, events);
         cursor = pick + 1;
-        return new Choice(candidates.get(pick), PREFIX_MISS);
+        return new Choice(candidates.get(pick), PREFIX_MISS, Math.round(matched[pick] * unit));
+    }
+
+    /** Prompt tokens each worker holds of the request: by the KV events when they may decide, else by the tree. */
+    @Override
+    public long[] cachedTokens(List<Worker> workers, RoutingRequest request) {
+        long[] out = new long[workers.size()];
+        KvCacheView events = kvEventsFor(workers, request);
+        if (events != null) {
+            int[] m = events.match(workers, request.promptChain());
+            for (int i = 0; i < out.length; i++) {
+                out[i] = m[i];
+            }
+            return out;
+        }
+        PrefixTree.Key key = request.prefix();
+        int[] m = tree.match(key, workers);
+        double tokensPerChar = (double) Math.max(0, request.tokens()) / Math.max(1, key.length());
+        for (int i = 0; i < out.length; i++) {
+            out[i] = Math.round(m[i] * tokensPerChar);
+        }
+        return out;
     }
 
     @Override
     public void dispatched(Worker worker, RoutingRequest request) {
         tree.insert(request.prefix(), worker);
         recent.add(worker, request.tokens());
+        fleet.ifPresent(f -> f.own(recent));
         cacheView.ifPresent(v -> v.dispatched(worker, request.promptChain()));
     }
 
@@ -170,6 +216,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             return -1;
         }
         double[] lately = recent.of(candidates);
+        if (fleet.isPresent()) {
+            FleetRoutedLoad f = fleet.get();
+            for (int i = 0; i < n; i++) {
+                lately[i] += f.peersNow(candidates.get(i));
+            }
+        }
         double mean = 0;
         for (double v : lately) {
             mean += v / n;

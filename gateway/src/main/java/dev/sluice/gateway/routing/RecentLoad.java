@@ -45,6 +45,13 @@ final class RecentLoad {
         return out;
     }
 
+    /** Each worker's state ({tokens, at nanos}, copied) by URL: what {@link FleetRoutedLoad} publishes. */
+    Map<String, double[]> byUrl() {
+        Map<String, double[]> out = new java.util.HashMap<>();
+        byWorker.forEach((w, s) -> out.put(w.url(), s.clone()));
+        return Map.copyOf(out);
+    }
+
     void forget(Worker worker) {
         byWorker.remove(worker);
     }

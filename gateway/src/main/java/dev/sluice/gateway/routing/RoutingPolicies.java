@@ -18,13 +18,22 @@ public final class RoutingPolicies {
 
     /** As {@link #create(RoutingConfig, WorkerRole)}; a prefill (or unified) cache_aware routes by {@code kvView} when fresh. */
     public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role, Optional<KvCacheView> kvView) {
+        return create(cfg, role, kvView, Optional.empty());
+    }
+
+    /**
+     * As above; with {@code fleet} (coordinated replicas) a prefill (or unified) cache_aware's share
+     * guard judges the fleet's recent load, not this replica's alone.
+     */
+    public static RoutingPolicy create(RoutingConfig cfg, WorkerRole role, Optional<KvCacheView> kvView,
+                                       Optional<FleetRoutedLoad> fleet) {
         RolePolicy p = role == WorkerRole.DECODE ? cfg.decode() : cfg.prefill();
         return switch (p.policy()) {
             case ROUND_ROBIN -> new RoundRobinRouting();
             case LEAST_LOAD -> new LeastLoadPolicy(role);
             case POWER_OF_TWO -> new PowerOfTwoPolicy(role);
-            case CACHE_AWARE -> new CacheAwarePolicy(role, p.cacheAware(),
-                    role == WorkerRole.DECODE ? Optional.empty() : kvView);
+            case CACHE_AWARE -> role == WorkerRole.DECODE ? new CacheAwarePolicy(role, p.cacheAware())
+                    : new CacheAwarePolicy(role, p.cacheAware(), kvView, fleet);
         };
     }
 
@@ -44,7 +53,7 @@ public final class RoutingPolicies {
             case LEAST_LOAD -> List.of(LeastLoadPolicy.REASON);
             case POWER_OF_TWO -> List.of(PowerOfTwoPolicy.REASON);
             case CACHE_AWARE -> List.of(CacheAwarePolicy.PREFIX_HIT, CacheAwarePolicy.PREFIX_MISS,
-                    CacheAwarePolicy.BALANCE_OVERRIDE, CacheAwarePolicy.SHARE_OVERRIDE);
+                    CacheAwarePolicy.BALANCE_OVERRIDE, CacheAwarePolicy.SHARE_OVERRIDE, CacheAwarePolicy.AFFINITY_WAIT);
         };
     }
 }

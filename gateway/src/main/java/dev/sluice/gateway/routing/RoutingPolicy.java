@@ -23,6 +23,15 @@ public interface RoutingPolicy {
     /** candidates: non-empty, all routable and with window room, in config order. */
     Choice choose(List<Worker> candidates, RoutingRequest request, LoadView load);
 
+    /**
+     * For a prefix policy: prompt tokens each of {@code workers} likely holds as a cached prefix of
+     * the request, index for index (admission asks when the best of them has no window room, to
+     * judge whether to wait for it); zeros when the policy does not know.
+     */
+    default long[] cachedTokens(List<Worker> workers, RoutingRequest request) {
+        return new long[workers.size()];
+    }
+
     /** The request was dispatched to {@code worker} (cache_aware: its prefix is now likely cached there). */
     default void dispatched(Worker worker, RoutingRequest request) {
     }
@@ -35,12 +44,17 @@ public interface RoutingPolicy {
     /**
      * The worker chosen and why; {@code reason} is the bounded {@code reason} label of
      * {@code sluice_routing_decisions_total} (prefix_hit, prefix_miss, balance_override,
-     * least_load, round_robin, power_of_two).
+     * least_load, round_robin, power_of_two); {@code cachedTokens}: prompt tokens the policy expects
+     * the worker to find cached (a prefix policy's match; 0 when it does not know).
      */
-    record Choice(Worker worker, String reason) {
+    record Choice(Worker worker, String reason, long cachedTokens) {
         public Choice {
             Objects.requireNonNull(worker, "worker");
             Objects.requireNonNull(reason, "reason");
+        }
+
+        public Choice(Worker worker, String reason) {
+            this(worker, reason, 0);
         }
     }
 }

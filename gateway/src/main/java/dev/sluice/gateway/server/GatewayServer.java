@@ -35,6 +35,7 @@ import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.InFlight;
 import dev.sluice.gateway.pd.PdServices;
+import dev.sluice.gateway.routing.FleetRoutedLoad;
 import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.WorkerRole;
@@ -137,8 +138,11 @@ public final class GatewayServer implements AutoCloseable {
         this.modelTokens = config.routing().kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF)
                 .flatMap(kv -> ac.tokenizer().tokenizerJson()).map(path -> modelTokenizer(path, ac));
         modelTokens.ifPresent(t -> ModelTokenizerMetrics.bind(metrics.registry(), t));
+        // coordinated replicas: the share guard of cache_aware judges the fleet's recent load (docs/scale-out.md)
+        Optional<FleetRoutedLoad> fleetRouted = config.coordination().map(cc -> new FleetRoutedLoad(
+                config.routing().prefill().cacheAware().shareHalfLife().toNanos(), System::nanoTime));
         RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
-                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()));
+                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()), fleetRouted);
         this.kvMetrics = kvEvents.map(k -> new CacheViewMetrics(metrics.registry(), k.view()));
         RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
@@ -154,7 +158,7 @@ public final class GatewayServer implements AutoCloseable {
         admissionMetrics.bind(admission, counter);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
                 this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
-                workers, tally, controlGroup.next(), System::nanoTime)).orElse(null);
+                workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
         this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();

@@ -3,6 +3,8 @@
 -- ARGV[1] replica id, ARGV[2] its address, ARGV[3] its generation (chosen by the process at start, unique
 -- per incarnation: a renewal whose answer was lost and is sent again never makes a second member), ARGV[4] lease ttl (ms),
 -- ARGV[5] cjson {resource: [capacity, usage, demand], ...}
+-- ARGV[6] (optional) cjson {prefill worker url: prompt tokens routed there lately}: the share guard's figures,
+-- kept with the member and returned with it, so that each replica judges the fleet's recent load
 -- Returns cjson {gen, now, joined, grants: {resource: n}, members: [...]}.
 -- Time is the server's (TIME), never a replica's clock.
 local t = redis.call('TIME')
@@ -76,6 +78,7 @@ for name, v in pairs(want) do
 end
 
 local me = { id = id, addr = addr, gen = gen, seen = now, exp = now + ttl, r = leases }
+if ARGV[6] then me.l = cjson.decode(ARGV[6]) end
 redis.call('HSET', KEYS[1], selfKey, cjson.encode(me))
 redis.call('PEXPIRE', KEYS[1], ttl * 10)
 me.key = selfKey

@@ -199,4 +199,32 @@ class LeaseScriptTest {
         assertThat(twice.members()).filteredOn(p -> p.replicaId().equals("again")).hasSize(1);
         assertThat(twice.grants().get(res)).isEqualTo(10L);
     }
+    @Test
+    void eachMembersRoutedFiguresComeBackWithItAndThePeersAreSummedAgedByTheirReport() throws Exception {
+        String res = "routed";
+        String demand = "{\"" + res + "\":[10,0,0]}";
+        store.renew("routed-a", "a.addr", 601, 5000, demand, "{\"http://p0:30000\":4000,\"http://p1:30000\":1000}")
+                .toCompletableFuture().get(10, TimeUnit.SECONDS);
+        LeaseReply b = LeaseReply.parse(store.renew("routed-b", "b.addr", 602, 5000, demand,
+                "{\"http://p0:30000\":500}").toCompletableFuture().get(10, TimeUnit.SECONDS));
+        assertThat(b.members()).filteredOn(p -> p.replicaId().equals("routed-a")).singleElement()
+                .extracting(LeaseReply.Peer::routed).isEqualTo(Map.of("http://p0:30000", 4000.0, "http://p1:30000", 1000.0));
+        assertThat(b.members()).filteredOn(p -> p.replicaId().equals("routed-b")).singleElement()
+                .extracting(LeaseReply.Peer::routed).isEqualTo(Map.of("http://p0:30000", 500.0));
+        // a renewal without figures (an older replica's) carries none
+        LeaseReply c = renew("routed-c", 603, 5000, res, 10, 0, 0);
+        assertThat(c.members()).filteredOn(p -> p.replicaId().equals("routed-c")).singleElement()
+                .extracting(LeaseReply.Peer::routed).isEqualTo(Map.of());
+
+        // b's view of the others: a's figures only (its own left out), aged by how long before the answer Redis heard them
+        dev.sluice.gateway.routing.FleetRoutedLoad fleet = new dev.sluice.gateway.routing.FleetRoutedLoad(
+                Duration.ofSeconds(60).toNanos(), System::nanoTime);
+        Map<String, Double> peers = FleetLeases.peersRouted(b, "routed-b", 602, fleet);
+        assertThat(peers).containsOnlyKeys("http://p0:30000", "http://p1:30000");
+        assertThat(peers.get("http://p0:30000")).isBetween(4000 * 0.99, 4000.0);
+        LeaseReply.Peer a = b.members().stream().filter(p -> p.replicaId().equals("routed-a")).findFirst().orElseThrow();
+        LeaseReply later = new LeaseReply(b.generation(), a.seenMillis() + 60_000, false, b.grants(), List.of(a));
+        assertThat(FleetLeases.peersRouted(later, "routed-b", 602, fleet).get("http://p0:30000")).isCloseTo(2000.0,
+                org.assertj.core.data.Offset.offset(1.0));
+    }
 }

@@ -120,6 +120,39 @@ class CacheAwarePolicyTest {
     }
 
     @Test
+    void withPeersTheShareGuardJudgesTheFleetsTrafficNotThisReplicasAlone() {
+        long[] now = {0};
+        CacheAware d = CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
+        FleetRoutedLoad fleet = new FleetRoutedLoad(d.shareHalfLife().toNanos(), () -> now[0]);
+        CacheAwarePolicy alone = new CacheAwarePolicy(WorkerRole.PREFILL, d, () -> now[0], java.util.Optional.empty());
+        CacheAwarePolicy coordinated = new CacheAwarePolicy(WorkerRole.PREFILL, d, () -> now[0],
+                java.util.Optional.empty(), java.util.Optional.of(fleet));
+        // this replica's clients happen to be worker 0's: their conversations went there (lopsided here)
+        for (CacheAwarePolicy p : List.of(alone, coordinated)) {
+            p.dispatched(ws.get(1), chat("system", SYSTEM, "user", "a"));
+            p.dispatched(ws.get(2), chat("system", SYSTEM, "user", "b"));
+            for (int i = 0; i < 6; i++) {
+                p.dispatched(ws.get(0), chat("system", SYSTEM, "user", "conversation " + i));
+            }
+        }
+        assertThat(fleet.ownNow()).containsOnlyKeys(ws.get(0).url(), ws.get(1).url(), ws.get(2).url());
+        assertThat(fleet.ownNow().get(ws.get(0).url())).isGreaterThan(5 * fleet.ownNow().get(ws.get(1).url()));
+
+        RoutingRequest next = chat("system", SYSTEM, "user", "conversation 0 goes on");
+        // alone, the replica takes its own lopsided share for the fleet's and moves the conversation
+        assertThat(alone.choose(ws, next, load).reason()).isEqualTo("share_override");
+        // the other replicas sent workers 1 and 2 as much: the fleet is even, the conversation stays with its cache
+        double w0 = fleet.ownNow().get(ws.get(0).url());
+        fleet.peersReported(java.util.Map.of(ws.get(1).url(), w0, ws.get(2).url(), w0));
+        Choice c = coordinated.choose(ws, next, load);
+        assertThat(c.reason()).isEqualTo("prefix_hit");
+        assertThat(c.worker()).isSameAs(ws.get(0));
+        // the peers' figures decay like this replica's own: ten half-lives on they no longer count
+        now[0] += 10 * d.shareHalfLife().toNanos();
+        assertThat(fleet.peersNow(ws.get(1))).isLessThan(w0 / 1000);
+    }
+
+    @Test
     void theShareGuardCanBeTurnedOff() {
         CacheAware d = CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
         CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL, new CacheAware(d.matchThreshold(),
