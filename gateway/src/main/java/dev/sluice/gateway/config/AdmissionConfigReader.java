@@ -16,7 +16,7 @@ import java.util.Set;
 
 /** The {@code admission:} section: limits, priorities, API keys, token counting. */
 final class AdmissionConfigReader {
-    static final long DEFAULT_MAX_PENDING_TOKENS = 131_072;
+    static final long DEFAULT_MAX_PENDING_TOKENS = 262_144;
     private static final List<String> DEFAULT_PRIORITIES = List.of("high", "normal", "low");
 
     private AdmissionConfigReader() {

@@ -56,7 +56,7 @@ class CheckConfigCommandTest {
         String printed = out.toString();
         assertThat(printed).startsWith("# configuration OK: " + f)
                 .contains("# workers.api_key_env: SIM_WORKER_KEY is set (***)")
-                .contains("port: 9000", "port: 9001", "first_token: 2m", "max_pending_tokens: 131072")
+                .contains("port: 9000", "port: 9001", "first_token: 2m", "max_pending_tokens: 262144")
                 .doesNotContain("sk-worker-secret");
         assertThat(err.toString()).isEmpty();
         // what it prints is itself a valid configuration, the same one

@@ -61,7 +61,7 @@ class AdminAndTelemetryEndToEndTest {
 
         JsonNode s = state(admin);
         assertThat(s.at("/limits/max_queued_requests").asInt()).isEqualTo(32);
-        assertThat(s.at("/limits/max_pending_tokens").asLong()).isEqualTo(131072);
+        assertThat(s.at("/limits/max_pending_tokens").asLong()).isEqualTo(262144);
         assertThat(s.at("/queue/queued").asInt()).isZero();
         assertThat(s.at("/queue/by_class/normal/queued").asInt()).isZero();
         assertThat(s.get("workers")).hasSize(2);
@@ -84,7 +84,7 @@ class AdminAndTelemetryEndToEndTest {
         int code = cli.execute("status", "--once", "--admin", "http://127.0.0.1:" + bed.gateway.adminPort());
 
         assertThat(code).isZero();
-        assertThat(out.toString()).contains("queue    [").contains("/ 32 requests").contains("/ 131072 prompt tokens")
+        assertThat(out.toString()).contains("queue    [").contains("/ 32 requests").contains("/ 262144 prompt tokens")
                 .contains(bed.prefill().host() + ":" + bed.prefill().port())
                 .contains(bed.decode().host() + ":" + bed.decode().port());
     }
