@@ -33,6 +33,9 @@ final class CoordinationView {
             ObjectNode leases = peer.putObject("leases");
             new java.util.TreeMap<>(p.leases()).forEach((name, l) -> leases.putObject(name).put("grant", l.grant())
                     .put("usage", l.usage()).put("demand", l.demand()).put("capacity", l.capacity()));
+            // the share guard's figures it reported: prompt tokens routed to each prefill lately (docs/routing.md)
+            ObjectNode routed = peer.putObject("routed_tokens_lately");
+            new java.util.TreeMap<>(p.routed()).forEach((url, v) -> routed.put(url, Math.round(v)));
         }
     }
 }

@@ -21,16 +21,20 @@ class CacheAwareAdmissionTest {
     private final List<String> reasons = new ArrayList<>();
 
     private AdmissionController controller() {
-        GatewayConfig cfg = ConfigLoader.parse("""
+        return controller("""
                 workers:
                   prefill: [{url: "http://10.0.0.1:1"}, {url: "http://10.0.0.2:1"}, {url: "http://10.0.0.3:1"}]
                   decode: [{url: "http://10.0.1.1:1"}]
                 routing:
                   prefill: { policy: cache_aware }
-                """, "test");
+                """, System::nanoTime);
+    }
+
+    private AdmissionController controller(String yaml, java.util.function.LongSupplier clock) {
+        GatewayConfig cfg = ConfigLoader.parse(yaml, "test");
         WorkerSet workers = new WorkerSet(cfg.workers());
         workers.all().forEach(w -> w.status(new WorkerStatus(WorkerState.HEALTHY, "", Instant.now())));
-        return new AdmissionController(cfg.admission(), workers, AdmissionObserver.NONE, System::nanoTime,
+        return new AdmissionController(cfg.admission(), workers, AdmissionObserver.NONE, clock,
                 RoutingPolicies.create(cfg.routing(), WorkerRole.PREFILL),
                 RoutingPolicies.create(cfg.routing(), WorkerRole.DECODE),
                 (role, policy, reason) -> {
@@ -64,9 +68,12 @@ class CacheAwareAdmissionTest {
         assertThat(other.prefill).isNotSameAs(first.prefill); // a new prefix goes to an empty tree
         assertThat(c.snapshot().idle()).isTrue();
     }
-    /** One request at a time per prefill, a known rate of 1,000 tokens/s, on a fake clock; the share guard off (three requests are no trend), a long prompt after a cached prefix still a hit. */
+    /**
+     * One request at a time per prefill, a known rate of 1,000 tokens/s, on a fake clock; the share
+     * guard off (three requests are no trend), a long prompt after a cached prefix still a hit.
+     */
     private AdmissionController oneAtATime(java.util.concurrent.atomic.AtomicLong now) {
-        GatewayConfig cfg = ConfigLoader.parse("""
+        return controller("""
                 workers:
                   prefill: [{url: "http://10.0.0.1:1"}, {url: "http://10.0.0.2:1"}, {url: "http://10.0.0.3:1"}]
                   decode: [{url: "http://10.0.1.1:1"}]
@@ -75,17 +82,7 @@ class CacheAwareAdmissionTest {
                   prefill_rate: { prior_tokens_per_second: 1000, from_telemetry: false }
                 routing:
                   prefill: { policy: cache_aware, cache_aware: { balance_share_threshold: 0, match_threshold: 0.1 } }
-                """, "test");
-        WorkerSet workers = new WorkerSet(cfg.workers());
-        workers.all().forEach(w -> w.status(new WorkerStatus(WorkerState.HEALTHY, "", Instant.now())));
-        return new AdmissionController(cfg.admission(), workers, AdmissionObserver.NONE, now::get,
-                RoutingPolicies.create(cfg.routing(), WorkerRole.PREFILL),
-                RoutingPolicies.create(cfg.routing(), WorkerRole.DECODE),
-                (role, policy, reason) -> {
-                    if (role == WorkerRole.PREFILL) {
-                        reasons.add(reason);
-                    }
-                }, 1_000_000_000L);
+                """, now::get);
     }
 
     private static Ticket submit(AdmissionController c, String key, Recorder r) {
