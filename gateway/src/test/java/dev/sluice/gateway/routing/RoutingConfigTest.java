@@ -106,6 +106,6 @@ class RoutingConfigTest {
             assertThat(RoutingPolicies.reasons(policy.name())).isNotEmpty();
         }
         assertThat(RoutingPolicies.reasons("cache_aware")).containsExactly("prefix_hit", "prefix_miss", "balance_override",
-                "share_override");
+                "share_override", "affinity_wait");
     }
 }
