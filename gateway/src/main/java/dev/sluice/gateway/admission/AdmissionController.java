@@ -441,6 +441,11 @@ public final class AdmissionController {
         });
     }
 
+    /** Prompt tokens the prefill windows hold as still to compute (the affinity wait's measure): 0 when idle. */
+    long prefillUncachedHeld() {
+        return decisions.read(windows::uncachedHeld);
+    }
+
     public AdmissionSnapshot snapshot() {
         return decisions.read(() -> {
             int classes = config.priorities().size();

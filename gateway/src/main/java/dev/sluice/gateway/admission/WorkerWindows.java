@@ -308,6 +308,15 @@ final class WorkerWindows {
         windows.get(decode).streams++;
     }
 
+    /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */
+    long uncachedHeld() {
+        long sum = 0;
+        for (Window w : windows.values()) {
+            sum += w.prefillUncached;
+        }
+        return sum;
+    }
+
     void prefillDone(Ticket t) {
         Window p = windows.get(t.prefill);
         p.prefillRequests--;

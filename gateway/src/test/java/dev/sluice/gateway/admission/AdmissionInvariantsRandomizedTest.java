@@ -167,6 +167,7 @@ class AdmissionInvariantsRandomizedTest {
         assertThat(violations).isEmpty();
         AdmissionSnapshot end = c.snapshot();
         assertThat(end.idle()).as("accounting back to zero: %s", end).isTrue();
+        assertThat(c.prefillUncachedHeld()).as("the affinity wait's measure back to zero").isZero();
         int total = THREADS * REQUESTS_PER_THREAD;
         assertThat(endings).hasSize(total);
         endings.forEach((id, n) -> assertThat(n.get()).as("endings of %s", id).isLessThanOrEqualTo(1));

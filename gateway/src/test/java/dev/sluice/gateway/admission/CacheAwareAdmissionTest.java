@@ -67,6 +67,7 @@ class CacheAwareAdmissionTest {
         assertThat(again.prefill).isSameAs(first.prefill);
         assertThat(other.prefill).isNotSameAs(first.prefill); // a new prefix goes to an empty tree
         assertThat(c.snapshot().idle()).isTrue();
+        assertThat(c.prefillUncachedHeld()).isZero();
     }
     /**
      * One request at a time per prefill, a known rate of 1,000 tokens/s, on a fake clock; the share
@@ -118,6 +119,7 @@ class CacheAwareAdmissionTest {
         c.prefillDone(b);
         c.release(b);
         assertThat(c.snapshot().idle()).isTrue();
+        assertThat(c.prefillUncachedHeld()).isZero();
     }
 
     @Test
@@ -140,5 +142,6 @@ class CacheAwareAdmissionTest {
             c.release(t);
         }
         assertThat(c.snapshot().idle()).isTrue();
+        assertThat(c.prefillUncachedHeld()).isZero();
     }
 }
