@@ -2,10 +2,8 @@ package dev.sluice.gateway.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.server.ConfigReload;
-import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.server.ReloadResult;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.DecodeServer;
@@ -20,7 +18,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -50,7 +47,7 @@ class KvEventResilienceEndToEndTest {
     @Test
     void aWorkerWhoseEventsStopIsStaleTheLocalTreeDecidesAndItsStreamIsOpenedAgain() throws Exception {
         SimCluster cluster = cluster(2);
-        bed = PdTestbed.adopt(cluster, start(yaml(cluster, cluster.prefills(), cluster.prefills())));
+        bed = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml(cluster, cluster.prefills(), cluster.prefills())));
         awaitHeard(cluster.prefills());
         PrefillServer silent = cluster.prefills().get(1);
         String endpoint = silent.kvEventsEndpoint().orElseThrow();
@@ -88,7 +85,7 @@ class KvEventResilienceEndToEndTest {
         SimCluster cluster = cluster(3);
         List<PrefillServer> all = cluster.prefills();
         String two = yaml(cluster, all.subList(0, 2), all);
-        bed = PdTestbed.adopt(cluster, start(two));
+        bed = PdTestbed.adopt(cluster, PdTestbed.startGateway(two));
         Path file = dir.resolve("gateway.yaml");
         Files.writeString(file, two);
         reload = bed.gateway.reloader(file);
@@ -134,20 +131,8 @@ class KvEventResilienceEndToEndTest {
                 .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
                 .append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    stale_after: 1s\n")
                 .append("    resubscribe_after: 1s\n    endpoints:\n");
-        for (PrefillServer p : publishing) {
-            y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())
-                    .append("\"\n");
-        }
+        y.append(PdTestbed.kvEventEndpoints(publishing));
         return y.toString();
-    }
-
-    private static GatewayServer start(String yaml) throws Exception {
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml, "test")).start();
-        if (!g.awaitReady(20, TimeUnit.SECONDS)) {
-            g.close();
-            throw new IllegalStateException("gateway never saw its workers healthy");
-        }
-        return g;
     }
 
     private Worker workerOf(PrefillServer p) {

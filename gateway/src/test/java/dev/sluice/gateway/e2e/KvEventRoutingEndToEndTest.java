@@ -2,8 +2,6 @@ package dev.sluice.gateway.e2e;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.gateway.config.ConfigLoader;
-import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
@@ -18,7 +16,6 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -54,8 +51,8 @@ class KvEventRoutingEndToEndTest {
                 .withHealthGeneration(false).withPrefixCacheTokens(SimConfig.DEFAULT_PREFIX_CACHE_TOKENS)
                 .withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
         String yaml = yaml(cluster);
-        a = PdTestbed.adopt(cluster, start(yaml));
-        b = PdTestbed.adopt(cluster, start(yaml));
+        a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
+        b = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
         awaitSubscribed(cluster);
 
         // replica A places each app's system prompt on its own prefill
@@ -97,7 +94,7 @@ class KvEventRoutingEndToEndTest {
         for (PrefillServer p : cluster.prefills()) {
             yaml.append("      \"").append(p.url()).append("\": \"tcp://127.0.0.1:1\"\n");
         }
-        a = PdTestbed.adopt(cluster, start(yaml.toString()));
+        a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml.toString()));
         for (int i = 0; i < 4; i++) {
             assertThat(a.post("/v1/chat/completions", chat(APPS[0], "question " + i)).statusCode()).isEqualTo(200);
         }
@@ -133,60 +130,25 @@ class KvEventRoutingEndToEndTest {
     private static String yaml(SimCluster cluster) {
         StringBuilder y = new StringBuilder(base(cluster));
         y.append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    endpoints:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())
-                    .append("\"\n");
-        }
+        y.append(PdTestbed.kvEventEndpoints(cluster.prefills()));
         return y.toString();
-    }
-
-    private static GatewayServer start(String yaml) throws Exception {
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml, "test")).start();
-        if (!g.awaitReady(20, TimeUnit.SECONDS)) {
-            g.close();
-            throw new IllegalStateException("gateway never saw its workers healthy");
-        }
-        return g;
     }
 
     /** PUB drops what it sends before a subscription arrives: flush the caches until both replicas hear each one. */
     private void awaitSubscribed(SimCluster cluster) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (System.nanoTime() < deadline) {
-            for (PrefillServer p : cluster.prefills()) {
-                http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))
-                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
-            }
-            if (PdTestbed.eventually(Duration.ofMillis(300), () -> heardAll(a, cluster) && heardAll(b, cluster))) {
-                return;
-            }
-        }
-        throw new AssertionError("the replicas never heard every prefill's events");
+        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heardAll(a, cluster) && heardAll(b, cluster));
     }
 
     private static boolean heardAll(PdTestbed bed, SimCluster cluster) {
-        return samples(bed, "sluice_kv_events_received_total{").size() == cluster.prefills().size()
-                && samples(bed, "sluice_kv_events_received_total{").stream().allMatch(v -> v > 0);
+        return bed.samples("sluice_kv_events_received_total{").size() == cluster.prefills().size()
+                && bed.samples("sluice_kv_events_received_total{").stream().allMatch(v -> v > 0);
     }
 
     private static boolean indexedEverywhere(PdTestbed bed, SimCluster cluster) {
-        List<Double> blocks = samples(bed, "sluice_kv_index_blocks{");
+        List<Double> blocks = bed.samples("sluice_kv_index_blocks{");
         return blocks.size() == cluster.prefills().size() && blocks.stream().allMatch(v -> v > 0);
     }
 
-    private static List<Double> samples(PdTestbed bed, String prefix) {
-        List<Double> out = new ArrayList<>();
-        try {
-            for (String line : bed.metrics().split("\n")) {
-                if (line.startsWith(prefix)) {
-                    out.add(Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)));
-                }
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-        return out;
-    }
 
     private static List<Integer> counts(SimCluster cluster) {
         return cluster.prefills().stream().map(p -> appsSeenBy(p).size()).toList();

@@ -4,8 +4,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sluice.gateway.config.ConfigLoader;
-import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
@@ -13,16 +11,13 @@ import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
 import dev.sluice.testbed.sim.SimMode;
-import java.net.URI;
 import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -62,7 +57,7 @@ class ModelTokenizerRoutingEndToEndTest {
         SimCluster cluster = SimCluster.start(3, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2))
                 .withHealthGeneration(false).withPrefixCacheTokens(SimConfig.DEFAULT_PREFIX_CACHE_TOKENS)
                 .withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
-        bed = PdTestbed.adopt(cluster, start(yaml(cluster)));
+        bed = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml(cluster)));
         awaitSubscribed(cluster);
 
         // each app's first turn, primed as the token ids SGLang computes for it
@@ -99,7 +94,7 @@ class ModelTokenizerRoutingEndToEndTest {
     void aChatTheTemplateRefusesIsServedByTheLocalTreeAndCounted() throws Exception {
         SimCluster cluster = SimCluster.start(2, 1, 0, SimConfig.defaults().withDecodeStep(Duration.ofMillis(2))
                 .withHealthGeneration(false).withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
-        bed = PdTestbed.adopt(cluster, start(yaml(cluster)));
+        bed = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml(cluster)));
         // the chat asks for tools: the engines hand them to the template, the gateway does not reproduce that
         HttpResponse<String> r = bed.post("/v1/chat/completions", "{\"model\":\"sim-model\",\"max_tokens\":2,"
                 + "\"messages\":[{\"role\":\"user\",\"content\":\"hello\"}],\"tools\":[{\"type\":\"function\","
@@ -178,53 +173,18 @@ class ModelTokenizerRoutingEndToEndTest {
                 .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
                 .append("admission:\n  tokenizer: {path: \"").append(TOKENIZER.toAbsolutePath()).append("\"}\n")
                 .append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    tokenizer: hf\n    endpoints:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())
-                    .append("\"\n");
-        }
+        y.append(PdTestbed.kvEventEndpoints(cluster.prefills()));
         return y.toString();
-    }
-
-    private static GatewayServer start(String yaml) throws Exception {
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml, "test")).start();
-        if (!g.awaitReady(20, TimeUnit.SECONDS)) {
-            g.close();
-            throw new IllegalStateException("gateway never saw its workers healthy");
-        }
-        return g;
     }
 
     /** PUB drops what it sends before a subscription arrives: flush the caches until the gateway hears each. */
     private void awaitSubscribed(SimCluster cluster) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (System.nanoTime() < deadline) {
-            for (PrefillServer p : cluster.prefills()) {
-                http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))
-                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
-            }
-            if (PdTestbed.eventually(Duration.ofMillis(300), () -> samples(bed, "sluice_kv_events_received_total{")
-                    .stream().filter(v -> v > 0).count() == cluster.prefills().size())) {
-                return;
-            }
-        }
-        throw new AssertionError("the gateway never heard every prefill's events");
+        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> bed.samples("sluice_kv_events_received_total{")
+                .stream().filter(v -> v > 0).count() == cluster.prefills().size());
     }
 
     private static double blocksIndexed(PdTestbed bed) {
-        return samples(bed, "sluice_kv_index_blocks{").stream().mapToDouble(Double::doubleValue).sum();
+        return bed.samples("sluice_kv_index_blocks{").stream().mapToDouble(Double::doubleValue).sum();
     }
 
-    private static List<Double> samples(PdTestbed bed, String prefix) {
-        List<Double> out = new ArrayList<>();
-        try {
-            for (String line : bed.metrics().split("\n")) {
-                if (line.startsWith(prefix)) {
-                    out.add(Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)));
-                }
-            }
-        } catch (Exception e) {
-            throw new IllegalStateException(e);
-        }
-        return out;
-    }
 }

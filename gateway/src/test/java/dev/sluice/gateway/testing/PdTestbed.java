@@ -174,6 +174,66 @@ public final class PdTestbed implements AutoCloseable {
         return 0;
     }
 
+    /**
+     * Every sample of the gateway's /metrics whose line starts with {@code prefix} (say
+     * {@code "sluice_kv_index_blocks{"}: one per worker), in order. Unchecked, for use in conditions.
+     */
+    public java.util.List<Double> samples(String prefix) {
+        java.util.List<Double> out = new java.util.ArrayList<>();
+        try {
+            for (String line : metrics().split("\n")) {
+                if (line.startsWith(prefix)) {
+                    out.add(Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)));
+                }
+            }
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+        return out;
+    }
+
+    /** A gateway from {@code yaml}, started, once it sees its workers healthy (closed, and an error, if never). */
+    public static GatewayServer startGateway(String yaml) throws Exception {
+        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml, "test")).start();
+        if (!g.awaitReady(20, TimeUnit.SECONDS)) {
+            g.close();
+            throw new IllegalStateException("gateway never saw its workers healthy");
+        }
+        return g;
+    }
+
+    /** The entries of {@code routing.kv_events.endpoints} (at its indentation) for these prefills' publishers. */
+    public static String kvEventEndpoints(java.util.List<PrefillServer> prefills) {
+        StringBuilder y = new StringBuilder();
+        for (PrefillServer p : prefills) {
+            y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())
+                    .append("\"\n");
+        }
+        return y.toString();
+    }
+
+    /**
+     * ZMQ PUB drops what it sends before a subscription has arrived: flushes the prefills' caches
+     * (each flush publishes an AllBlocksCleared) until {@code heard} holds, for up to 30 s.
+     */
+    public static void awaitSubscribed(HttpClient http, java.util.List<PrefillServer> prefills, BooleanSupplier heard)
+            throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (System.nanoTime() < deadline) {
+            for (PrefillServer p : prefills) {
+                http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))
+                        .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+            }
+            if (eventually(Duration.ofMillis(300), heard)) {
+                return;
+            }
+        }
+        throw new AssertionError("the gateway(s) never heard every prefill's events");
+    }
+
     /** Polls {@code condition} until it holds or {@code timeout} passes; the test's only way to wait. */
     public static boolean eventually(Duration timeout, BooleanSupplier condition) throws InterruptedException {
         return dev.sluice.testbed.testing.Poll.eventually(timeout, condition);
