@@ -299,6 +299,11 @@ final class WorkerWindows {
         public double kvUsage(Worker w) {
             return w.telemetry().value(WorkerTelemetry.Field.TOKEN_USAGE, System.nanoTime(), routing.staleNanos());
         }
+
+        @Override
+        public double reportedPromptTokens(Worker w) {
+            return w.telemetry().value(WorkerTelemetry.Field.PROMPT_TOKENS_TOTAL, System.nanoTime(), routing.staleNanos());
+        }
     }
 
     void dispatched(Worker prefill, Worker decode, long tokens) {

@@ -135,6 +135,7 @@ public final class TelemetryPoller implements AutoCloseable {
     }
 
     static final String PREFILL_TOKENS = "sglang:realtime_tokens_total{mode=\"prefill_compute\"}";
+    static final String CACHED_PROMPT_TOKENS = "sglang:realtime_tokens_total{mode=\"prefill_cache\"}";
     static final String FORWARD_SECONDS = "sglang:gpu_execution_seconds_total{category=\"forward\"}";
     /** A rate is read only from enough work between two polls to be compute, not noise. */
     private static final double MIN_TOKENS = 2048;
@@ -166,7 +167,7 @@ public final class TelemetryPoller implements AutoCloseable {
         return dTokens / dSeconds * Math.max(1, seconds.series());
     }
 
-    private static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {
+    static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {
         Map<Field, Double> values = new EnumMap<>(Field.class);
         for (Field f : Field.values()) {
             for (String name : f.names()) {
@@ -176,6 +177,14 @@ public final class TelemetryPoller implements AutoCloseable {
                     break;
                 }
             }
+        }
+        PrometheusText.Aggregate computed = m.get(PREFILL_TOKENS);
+        PrometheusText.Aggregate vllmPrompt = m.get("vllm:prompt_tokens_total");
+        if (computed != null) {
+            PrometheusText.Aggregate cached = m.get(CACHED_PROMPT_TOKENS); // absent until the first hit
+            values.put(Field.PROMPT_TOKENS_TOTAL, computed.sum() + (cached == null ? 0 : cached.sum()));
+        } else if (vllmPrompt != null) {
+            values.put(Field.PROMPT_TOKENS_TOTAL, vllmPrompt.sum());
         }
         PrometheusText.Aggregate hits = m.get("vllm:prefix_cache_hits_total");
         PrometheusText.Aggregate queries = m.get("vllm:prefix_cache_queries_total");

@@ -70,6 +70,7 @@ final class WorkerMetrics {
             // mirrors of the worker's own counters; gauges here, hence no _total suffix from Micrometer
             case TRANSFER_FAILED_TOTAL -> "sluice.worker.transfer.failed";
             case BOOTSTRAP_FAILED_TOTAL -> "sluice.worker.bootstrap.failed";
+            case PROMPT_TOKENS_TOTAL -> "sluice.worker.prompt.tokens";
             default -> "sluice.worker." + f.name().toLowerCase(Locale.ROOT).replace('_', '.');
         };
     }
@@ -78,6 +79,11 @@ final class WorkerMetrics {
         if (f == Field.PREFILL_COMPUTE_RATE) {
             return "prefill tokens per second of GPU forward time, from the worker's sglang:realtime_tokens_total and "
                     + "sglang:gpu_execution_seconds_total between two polls; NaN when not exported or stale";
+        }
+        if (f == Field.PROMPT_TOKENS_TOTAL) {
+            return "prompt tokens the worker took in since it started, computed and cached alike (its "
+                    + "sglang:realtime_tokens_total prefill_compute + prefill_cache, or vllm:prompt_tokens_total); "
+                    + "NaN when not exported or stale";
         }
         return f.names().isEmpty() ? "from the worker's /v1/loads or /get_load (num_waiting_reqs, summed over ranks)"
                 : "the worker's " + String.join(" or ", f.names()) + (f.over() == WorkerTelemetry.Over.MAX

@@ -28,7 +28,10 @@ import java.util.function.LongSupplier;
  *       {@code balance_share_max_recompute} more prompt tokens to compute there (a new
  *       conversation on a hot prompt moves; a long one stays with its history):
  *       {@code share_override}. The prompt now cached there pulls that conversation's next turns
- *       along.</li>
+ *       along. "Lately" is, per worker, the larger of what this gateway (with coordination: the
+ *       fleet's replicas, {@link FleetRoutedLoad}) sent it and what the worker's own prompt-token
+ *       counter grew by ({@link ReportedLoad}): the latter counts every replica's traffic, so
+ *       uncoordinated replicas judge the fleet's share, not their own lumpy part of it.</li>
  *   <li>Below the threshold: the least loaded candidate (ties: the smallest tree, so new prefixes
  *       spread over the workers, then in turn), reason {@code prefix_miss}.</li>
  * </ul>
@@ -57,6 +60,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     private final WorkerLoad load;
     private final PrefixTree<Worker> tree;
     private final RecentLoad recent;
+    private final ReportedLoad reported;
     private final Optional<KvCacheView> cacheView;
     private final Optional<FleetRoutedLoad> fleet;
     private int cursor;
@@ -95,6 +99,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         this.load = new WorkerLoad(role);
         this.tree = new PrefixTree<>(settings.maxTreeSize());
         this.recent = new RecentLoad(settings.shareHalfLife().toNanos(), nanoClock);
+        this.reported = new ReportedLoad(settings.shareHalfLife().toNanos(), nanoClock);
     }
 
     @Override
@@ -144,7 +149,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE, Math.round(matched[least] * unit));
             }
-            int spill = shareSpill(candidates, request, promptLength, matched, best);
+            int spill = shareSpill(candidates, request, view, promptLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE, Math.round(matched[spill] * unit));
             }
@@ -203,6 +208,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     public void forget(Worker worker) {
         tree.remove(worker);
         recent.forget(worker);
+        reported.forget(worker);
     }
 
     /**
@@ -210,7 +216,8 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Acts only once the best match's excess over the mean is at least this request's size, so a
      * single early request does not count as a trend.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, long keyLength, int[] matched, int best) {
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, LoadView view, long keyLength,
+                           int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
@@ -220,6 +227,12 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             FleetRoutedLoad f = fleet.get();
             for (int i = 0; i < n; i++) {
                 lately[i] += f.peersNow(candidates.get(i));
+            }
+        }
+        double[] told = reported.of(candidates, view); // the workers' own counters: the whole fleet's traffic
+        if (told != null) {
+            for (int i = 0; i < n; i++) {
+                lately[i] = Math.max(lately[i], told[i]); // ours leads theirs by a poll and a prefill
             }
         }
         double mean = 0;

@@ -17,4 +17,10 @@ public interface LoadView {
 
     /** KV token usage 0..1, NaN when unknown/stale. */
     double kvUsage(Worker w);
+
+    /**
+     * The prompt tokens the worker says it has taken in since it started (its own counter, whoever
+     * sent them: {@link WorkerTelemetry.Field#PROMPT_TOKENS_TOTAL}), NaN when unknown/stale.
+     */
+    double reportedPromptTokens(Worker w);
 }

@@ -58,7 +58,20 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
          * {@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), times the number of ranks reporting: admission's
          * prior for a prefill worker's rate.
          */
-        PREFILL_COMPUTE_RATE(Over.SUM);
+        PREFILL_COMPUTE_RATE(Over.SUM),
+        /**
+         * Prompt tokens the worker has taken in since it started, computed and found in its prefix
+         * cache alike: SGLang's {@code sglang:realtime_tokens_total{mode="prefill_compute"}} plus
+         * {@code {mode="prefill_cache"}} (sgl-project/sglang@00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538
+         * python/sglang/srt/metrics/collector.py, {@code increment_realtime_tokens}, called with each
+         * prefill batch's {@code log_input_tokens} and {@code log_hit_tokens}; a mode's series appears
+         * with its first non-zero increment, so a missing {@code prefill_cache} reads as 0), or vLLM's
+         * {@code vllm:prompt_tokens_total} (the whole prompt of each request as it finishes prefill:
+         * vllm-project/vllm@28ed1fb87ed5686e1d4d0cf4134b8e05d8a25a8a vllm/v1/metrics/stats.py,
+         * {@code IterationStats.update_from_output}). A counter, summed over ranks: what every gateway
+         * replica reads alike, so {@code cache_aware}'s share guard judges the fleet's traffic by its growth.
+         */
+        PROMPT_TOKENS_TOTAL(Over.SUM);
 
         private final Over over;
         private final List<String> names;

@@ -211,5 +211,10 @@ public class RoutingChoiceBenchmark {
         public double kvUsage(Worker w) {
             return w.telemetry().value(WorkerTelemetry.Field.TOKEN_USAGE, System.nanoTime(), Long.MAX_VALUE);
         }
+
+        @Override
+        public double reportedPromptTokens(Worker w) {
+            return w.telemetry().value(WorkerTelemetry.Field.PROMPT_TOKENS_TOTAL, System.nanoTime(), Long.MAX_VALUE);
+        }
     }
 }

@@ -58,6 +58,34 @@ class TelemetryAggregationTest {
         assertThat(m.get("sglang:gpu_execution_seconds_total{category=\"decode\"}").sum()).isEqualTo(9.0);
     }
 
+    /**
+     * The prompt tokens a worker took in, whoever sent them: SGLang's computed and cached prefill
+     * modes added (the cached series appears only with the first hit), over ranks; vLLM's
+     * prompt_tokens_total as it is (it counts the whole prompt).
+     */
+    @Test
+    void promptTokensAddTheComputedAndTheCachedModesOverRanks() {
+        var field = dev.sluice.gateway.routing.WorkerTelemetry.Field.PROMPT_TOKENS_TOTAL;
+        Map<String, PrometheusText.Aggregate> both = PrometheusText.read("""
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="prefill_compute"} 1000
+                sglang:realtime_tokens_total{model_name="m",dp_rank="1",mode="prefill_compute"} 3000
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="prefill_cache"} 500
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="decode"} 99999
+                """);
+        assertThat(TelemetryPoller.fromMetrics(both)).containsEntry(field, 4500.0);
+        Map<String, PrometheusText.Aggregate> noHitYet = PrometheusText.read("""
+                sglang:realtime_tokens_total{model_name="m",dp_rank="0",mode="prefill_compute"} 1000
+                """);
+        assertThat(TelemetryPoller.fromMetrics(noHitYet)).containsEntry(field, 1000.0);
+        Map<String, PrometheusText.Aggregate> vllm = PrometheusText.read("""
+                vllm:prompt_tokens_total{engine="0",model_name="m"} 2500
+                vllm:prefix_cache_hits_total{engine="0",model_name="m"} 2000
+                """);
+        assertThat(TelemetryPoller.fromMetrics(vllm)).containsEntry(field, 2500.0);
+        assertThat(TelemetryPoller.fromMetrics(PrometheusText.read("sglang:num_queue_reqs 3\n")))
+                .doesNotContainKey(field);
+    }
+
     /** Row 10: a PD worker's waiting requests are in its PD queues, not in num_queue_reqs. */
     @Test
     void pdQueuesCountAsWaiting() {

@@ -153,6 +153,41 @@ class CacheAwarePolicyTest {
     }
 
     @Test
+    void withTheWorkersCountersTheShareGuardJudgesTheFleetsTrafficWithoutCoordination() {
+        long[] now = {0};
+        CacheAware d = CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
+        CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL, d, () -> now[0]);
+        FakeLoad counted = new FakeLoad();
+        for (Worker w : ws) {
+            counted.promptTokens(w, 0);
+        }
+        assertThat(p.choose(ws, chat("system", SYSTEM, "user", "warm-up"), counted)).isNotNull(); // the baselines
+        // this replica's clients happen to be worker 0's: lopsided here
+        p.dispatched(ws.get(1), chat("system", SYSTEM, "user", "a"));
+        p.dispatched(ws.get(2), chat("system", SYSTEM, "user", "b"));
+        long perWorker = 0;
+        for (int i = 0; i < 6; i++) {
+            RoutingRequest r = chat("system", SYSTEM, "user", "conversation " + i);
+            p.dispatched(ws.get(0), r);
+            perWorker += r.tokens();
+        }
+        RoutingRequest next = chat("system", SYSTEM, "user", "conversation 0 goes on");
+        // the counters not grown yet (or unknown): this replica's own lopsided figures decide
+        assertThat(p.choose(ws, next, load).reason()).isEqualTo("share_override");
+        assertThat(p.choose(ws, next, counted).reason()).isEqualTo("share_override");
+        // the workers counted as much on 1 and 2 (the other replicas' clients): the fleet is even
+        for (Worker w : ws) {
+            counted.promptTokens(w, perWorker + 1_000);
+        }
+        Choice c = p.choose(ws, next, counted);
+        assertThat(c.reason()).isEqualTo("prefix_hit");
+        assertThat(c.worker()).isSameAs(ws.get(0));
+        // and when worker 0's counter grew far past the others', the guard acts on it
+        counted.promptTokens(ws.get(0), 20 * perWorker);
+        assertThat(p.choose(ws, next, counted).reason()).isEqualTo("share_override");
+    }
+
+    @Test
     void theShareGuardCanBeTurnedOff() {
         CacheAware d = CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS);
         CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL, new CacheAware(d.matchThreshold(),

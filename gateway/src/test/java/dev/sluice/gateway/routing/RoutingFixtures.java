@@ -32,6 +32,7 @@ final class RoutingFixtures {
         final Map<Worker, Integer> requests = new HashMap<>();
         final Map<Worker, Double> queue = new HashMap<>();
         final Map<Worker, Double> kv = new HashMap<>();
+        final Map<Worker, Double> promptTokens = new HashMap<>();
 
         FakeLoad tokens(Worker w, long t) {
             tokens.put(w, t);
@@ -53,6 +54,11 @@ final class RoutingFixtures {
             return this;
         }
 
+        FakeLoad promptTokens(Worker w, double counter) {
+            promptTokens.put(w, counter);
+            return this;
+        }
+
         @Override
         public long windowTokens(Worker w) {
             return tokens.getOrDefault(w, 0L);
@@ -71,6 +77,11 @@ final class RoutingFixtures {
         @Override
         public double kvUsage(Worker w) {
             return kv.getOrDefault(w, Double.NaN);
+        }
+
+        @Override
+        public double reportedPromptTokens(Worker w) {
+            return promptTokens.getOrDefault(w, Double.NaN);
         }
     }
 }

@@ -144,7 +144,9 @@ final class SimMetrics {
 
     /**
      * SGLang's prefill work counters: {@code sglang:realtime_tokens_total} by {@code mode} (prompt
-     * tokens computed, and those found in the prefix cache) and, with the device timer
+     * tokens computed, {@code prefill_compute}, and those found in the prefix cache, {@code prefill_cache}:
+     * scheduler_metrics_mixin.py {@code log_prefill_stats} passes each prefill batch's
+     * {@code log_input_tokens} and {@code log_hit_tokens}) and, with the device timer
      * ({@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), {@code sglang:gpu_execution_seconds_total} by
      * {@code category} (the scheduler's forward passes are timed under "forward"):
      * sgl-project/sglang@00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538 python/sglang/srt/metrics/collector.py
@@ -160,6 +162,13 @@ final class SimMetrics {
         b.append("# TYPE sglang:realtime_tokens_total counter\n");
         b.append("sglang:realtime_tokens_total").append(base).append(",mode=\"prefill_compute\"} ")
                 .append(num(w.promptTokensProcessed)).append('\n');
+        // the prompt tokens each prefill batch found in the prefix cache (log_hit_tokens); the newer
+        // collector skips a zero increment, so the series appears with the first hit
+        long cached = w.stats().prefixCacheHitTokens();
+        if (cached > 0) {
+            b.append("sglang:realtime_tokens_total").append(base).append(",mode=\"prefill_cache\"} ")
+                    .append(num(cached)).append('\n');
+        }
         if (w.cfg.deviceTimerMetrics()) {
             b.append("# HELP sglang:gpu_execution_seconds_total Total time that GPU is busy executing a workload. "
                     + "Refer to ForwardMode for category labels.\n");
