@@ -32,8 +32,9 @@ import java.util.function.LongSupplier;
  *       fleet's replicas, {@link FleetRoutedLoad}) sent it and what the worker's own prompt-token
  *       counter grew by ({@link ReportedLoad}): the latter counts every replica's traffic, so
  *       uncoordinated replicas judge the fleet's share, not their own lumpy part of it.</li>
- *   <li>Below the threshold: the least loaded candidate (ties: the smallest tree, so new prefixes
- *       spread over the workers, then in turn), reason {@code prefix_miss}.</li>
+ *   <li>Below the threshold: the least loaded candidate (ties: the one sent least lately, as the
+ *       share guard counts it, so new prefixes even out the fleet's traffic; then the smallest tree,
+ *       then in turn), reason {@code prefix_miss}.</li>
  * </ul>
  * The key is remembered for the worker only once the request is {@link #dispatched}. Admission
  * calls the overloads that take the key as a {@link PrefixTree.Key} prepared off its lock.
@@ -149,13 +150,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE, Math.round(matched[least] * unit));
             }
-            int spill = shareSpill(candidates, request, view, promptLength, matched, best);
+            int spill = shareSpill(candidates, request, lately(candidates, view), promptLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE, Math.round(matched[spill] * unit));
             }
             return new Choice(candidates.get(best), PREFIX_HIT, Math.round(matched[best] * unit));
         }
-        int pick = leastLoadedSmallestTree(candidates, scores, events);
+        int pick = leastLoadedLeastLately(candidates, scores, lately(candidates, view), events);
         cursor = pick + 1;
         return new Choice(candidates.get(pick), PREFIX_MISS, Math.round(matched[pick] * unit));
     }
@@ -216,24 +217,11 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Acts only once the best match's excess over the mean is at least this request's size, so a
      * single early request does not count as a trend.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, LoadView view, long keyLength,
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, double[] lately, long keyLength,
                            int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
-        }
-        double[] lately = recent.of(candidates);
-        if (fleet.isPresent()) {
-            FleetRoutedLoad f = fleet.get();
-            for (int i = 0; i < n; i++) {
-                lately[i] += f.peersNow(candidates.get(i));
-            }
-        }
-        double[] told = reported.of(candidates, view); // the workers' own counters: the whole fleet's traffic
-        if (told != null) {
-            for (int i = 0; i < n; i++) {
-                lately[i] = Math.max(lately[i], told[i]); // ours leads theirs by a poll and a prefill
-            }
         }
         double mean = 0;
         for (double v : lately) {
@@ -262,8 +250,37 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         return bestLoad - minLoad > settings.balanceAbsThreshold() && bestLoad > settings.balanceRelThreshold() * minLoad;
     }
 
-    /** Ties broken by the smallest cache: the event view's blocks when it decides, else the local tree's characters. */
-    private int leastLoadedSmallestTree(List<Worker> candidates, double[] scores, KvCacheView events) {
+    /**
+     * Prompt tokens each candidate was sent lately, the share guard's long view: per worker the larger
+     * of what this gateway sent it (plus, coordinated, what its peers reported) and what the worker's
+     * own counter grew by (every replica's traffic; {@link ReportedLoad}).
+     */
+    private double[] lately(List<Worker> candidates, LoadView view) {
+        int n = candidates.size();
+        double[] lately = recent.of(candidates);
+        if (fleet.isPresent()) {
+            FleetRoutedLoad f = fleet.get();
+            for (int i = 0; i < n; i++) {
+                lately[i] += f.peersNow(candidates.get(i));
+            }
+        }
+        double[] told = reported.of(candidates, view);
+        if (told != null) {
+            for (int i = 0; i < n; i++) {
+                lately[i] = Math.max(lately[i], told[i]); // ours leads theirs by a poll and a prefill
+            }
+        }
+        return lately;
+    }
+
+    /**
+     * A miss goes to the least loaded candidate; ties (at moderate load the windows are mostly empty)
+     * to the one sent least lately, so new prefixes even out the fleet's long view of load, the one
+     * the share guard judges hits by (placed by this replica's turn alone, three replicas' misses
+     * piled up where the guard then moved conversations away from their caches); then the smallest
+     * cache (the event view's blocks when it decides, else the local tree's characters), then in turn.
+     */
+    private int leastLoadedLeastLately(List<Worker> candidates, double[] scores, double[] lately, KvCacheView events) {
         int n = candidates.size();
         int first = Math.floorMod(cursor, n);
         int pick = first;
@@ -271,7 +288,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         for (int k = 1; k < n; k++) {
             int i = (first + k) % n;
             long size = cacheSize(candidates.get(i), events);
-            if (scores[i] < scores[pick] || (scores[i] == scores[pick] && size < pickSize)) {
+            boolean tie = scores[i] == scores[pick];
+            if (scores[i] < scores[pick] || (tie && lately[i] < lately[pick])
+                    || (tie && lately[i] == lately[pick] && size < pickSize)) {
                 pick = i;
                 pickSize = size;
             }
