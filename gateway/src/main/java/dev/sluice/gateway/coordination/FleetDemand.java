@@ -34,21 +34,6 @@ final class FleetDemand {
 
     static Map<Resource, Line> of(AdmissionConfig fleet, AdmissionSnapshot s, WorkerSet workers, long queueFull,
                                   long budgetTokens, List<TenantDemand> tenants) {
-        return of(fleet, s, workers, queueFull, budgetTokens, tenants, Map.of());
-    }
-
-    /**
-     * As above; {@code sendShare}: this replica's part of the fleet's recent traffic to each prefill
-     * worker, by URL ({@link dev.sluice.gateway.routing.FleetRoutedLoad#ownShareNow}). A prefill
-     * window's headroom is then that part of the window rather than 1/32 of it: an idle moment's
-     * split follows who sends to the worker. Why: sessions keep to their replica and conversations to
-     * the worker holding their history, so a replica's traffic to a worker is lumpy but lasting. With
-     * an even headroom, a window of 4 over three replicas went 2-1-1 by member key alone, and the
-     * replica whose conversations lived there found its slice full and sent the next turn to a cold
-     * cache (docs/cache-affinity.md).
-     */
-    static Map<Resource, Line> of(AdmissionConfig fleet, AdmissionSnapshot s, WorkerSet workers, long queueFull,
-                                  long budgetTokens, List<TenantDemand> tenants, Map<String, Double> sendShare) {
         Map<Resource, Line> out = new LinkedHashMap<>();
         int queued = s.queued();
         long queuedTokens = Math.max(0, s.pendingTokens() - s.inflightPrefillTokens());
@@ -58,11 +43,10 @@ final class FleetDemand {
             WorkerWindow win = s.perWorker().get(w);
             int requests = win == null ? 0 : win.prefillRequests();
             long tokens = win == null ? 0 : win.prefillTokens();
-            Double share = sendShare.get(w.url());
             out.put(new Resource(Resource.Kind.PREFILL_REQUESTS, w.url()),
-                    line(fleet.prefillMaxInflightRequests(), requests, queued, share));
+                    line(fleet.prefillMaxInflightRequests(), requests, queued));
             out.put(new Resource(Resource.Kind.PREFILL_TOKENS, w.url()),
-                    line(fleet.prefillMaxInflightTokens(), tokens, queuedTokens, share));
+                    line(fleet.prefillMaxInflightTokens(), tokens, queuedTokens));
         }
         for (Worker w : workers.decode()) {
             WorkerWindow win = s.perWorker().get(w);
@@ -88,15 +72,7 @@ final class FleetDemand {
     }
 
     private static Line line(long capacity, long usage, long waiting) {
-        return line(capacity, usage, waiting, null);
-    }
-
-    /** {@code share}: this replica's part of the resource's recent use in the fleet, 0..1, or null (unknown). */
-    private static Line line(long capacity, long usage, long waiting, Double share) {
         long headroom = Math.max(1, capacity / 32);
-        if (share != null && Double.isFinite(share)) {
-            headroom = Math.max(headroom, Math.round(capacity * Math.min(1, Math.max(0, share))));
-        }
         return new Line(capacity, usage, usage + Math.min(waiting, capacity) + headroom);
     }
 

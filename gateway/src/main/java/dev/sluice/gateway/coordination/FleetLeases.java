@@ -150,7 +150,7 @@ public final class FleetLeases implements AutoCloseable {
         }
         AdmissionSnapshot s = admission.snapshot();
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(admission.config(), s, workers, tally.takeQueueFull(),
-                tally.takeBudgetTokens(), admission.tenantDemand(MAX_LEASED_TENANTS), routed.ownShareNow());
+                tally.takeBudgetTokens(), admission.tenantDemand(MAX_LEASED_TENANTS));
         long sent = clock.getAsLong();
         inFlight = true;
         try {

@@ -69,31 +69,6 @@ public final class FleetRoutedLoad {
         peers = Map.copyOf(next);
     }
 
-    /**
-     * This replica's part of the fleet's recent traffic to each worker, 0..1 by URL: its own figure
-     * over its own plus the peers'. A worker nobody sent anything lately is absent. What a replica's
-     * demand for a worker's window follows (coordination's {@code FleetDemand}): the replica whose
-     * conversations live at a worker asks for that worker's slots.
-     */
-    public Map<String, Double> ownShareNow() {
-        long now = nanoClock.getAsLong();
-        Map<String, Double> out = new HashMap<>();
-        own.forEach((url, s) -> {
-            double mine = decayed(s, now);
-            double[] p = peers.get(url);
-            double total = mine + (p == null ? 0 : decayed(p, now));
-            if (total >= 1) {
-                out.put(url, mine / total);
-            }
-        });
-        peers.forEach((url, p) -> {
-            if (!out.containsKey(url) && decayed(p, now) >= 1) {
-                out.put(url, 0.0);
-            }
-        });
-        return out;
-    }
-
     /** Decays {@code tokens} reported {@code ageNanos} ago to now. */
     public double aged(double tokens, long ageNanos) {
         return ageNanos <= 0 ? tokens : tokens * Math.pow(0.5, ageNanos / halfLifeNanos);

@@ -54,32 +54,6 @@ class FleetDemandTest {
     }
 
     @Test
-    void aPrefillWindowsHeadroomFollowsThisReplicasPartOfTheWorkersRecentTraffic() {
-        Resource requests = new Resource(Resource.Kind.PREFILL_REQUESTS, "http://p:1");
-        Resource tokens = new Resource(Resource.Kind.PREFILL_TOKENS, "http://p:1");
-        // idle here (no queue, nothing in the window), but 70% of what the fleet sent the worker lately came from here
-        AdmissionSnapshot idle = new AdmissionSnapshot(0, new int[] {0}, List.of(Map.of()), 0, 0, 3, 1000, true, false,
-                Map.of(), Map.of(), 0);
-        Map<Resource, FleetDemand.Line> mostly = FleetDemand.of(fleet, idle, workers, 0, 0, List.of(),
-                Map.of("http://p:1", 0.7));
-        assertThat(mostly.get(requests).demand()).isEqualTo(Math.round(8 * 0.7));
-        assertThat(mostly.get(tokens).demand()).isEqualTo(Math.round(32_768 * 0.7));
-        // a replica that sends the worker little still asks for the usual headroom, never less
-        assertThat(FleetDemand.of(fleet, idle, workers, 0, 0, List.of(), Map.of("http://p:1", 0.0))
-                .get(requests).demand()).isEqualTo(1);
-        // the split that follows: three idle replicas, the window of 8 goes by who sends to the worker
-        Map<String, Long> split = ProportionalShares.targets(8, List.of(
-                new ProportionalShares.Demand("a", mostly.get(requests).demand()),
-                new ProportionalShares.Demand("b", FleetDemand.of(fleet, idle, workers, 0, 0, List.of(),
-                        Map.of("http://p:1", 0.2)).get(requests).demand()),
-                new ProportionalShares.Demand("c", 1)));
-        assertThat(split.get("a")).isGreaterThanOrEqualTo(5);
-        assertThat(split.values().stream().mapToLong(Long::longValue).sum()).isEqualTo(8);
-        // the queue's and the budget's headroom are not per worker: unchanged
-        assertThat(mostly.get(Resource.QUEUE).demand()).isEqualTo(1);
-    }
-
-    @Test
     void theReportIsOneJsonObjectByRedisName() throws Exception {
         JsonNode json = new ObjectMapper().readTree(FleetDemand.json(FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0,
                 0, List.of())));
