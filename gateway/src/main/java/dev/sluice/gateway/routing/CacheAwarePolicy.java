@@ -150,7 +150,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE, Math.round(matched[least] * unit));
             }
-            int spill = shareSpill(candidates, request, lately(candidates, view), promptLength, matched, best);
+            int spill = shareSpill(candidates, request, view, promptLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE, Math.round(matched[spill] * unit));
             }
@@ -217,12 +217,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
      * Acts only once the best match's excess over the mean is at least this request's size, so a
      * single early request does not count as a trend.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, double[] lately, long keyLength,
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, LoadView view, long keyLength,
                            int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
         }
+        double[] lately = lately(candidates, view);
         double mean = 0;
         for (double v : lately) {
             mean += v / n;

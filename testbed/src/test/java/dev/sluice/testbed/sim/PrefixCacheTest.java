@@ -63,6 +63,8 @@ class PrefixCacheTest {
         try (SimCluster c = SimCluster.start(1, 1, 0, CONFIG)) {
             PrefillServer p = c.prefills().get(0);
             long firstNanos = sglang(c, SHARED + "first question");
+            // SGLang's collector skips a zero increment: no prefill_cache series before the first hit
+            assertThat(client.get(p, "/metrics").body()).doesNotContain("mode=\"prefill_cache\"");
             double firstBusy = p.stats().prefillBusySeconds();
             long firstTokens = p.stats().promptTokensProcessed();
 
@@ -76,7 +78,11 @@ class PrefixCacheTest {
             assertThat(s.promptTokensProcessed() - firstTokens).isLessThan(firstTokens / 4);
             assertThat(s.prefixCacheHitTokens()).isGreaterThanOrEqualTo(2_300);
             assertThat(s.prefixCacheQueryTokens()).isGreaterThan(2 * 2_400);
-            assertThat(metric(client.get(p, "/metrics").body(), "sglang:cache_hit_rate")).isBetween(0.4, 0.5);
+            String metrics = client.get(p, "/metrics").body();
+            assertThat(metric(metrics, "sglang:cache_hit_rate")).isBetween(0.4, 0.5);
+            // the prompt tokens taken in, by mode: computed, and found in the prefix cache
+            assertThat(mode(metrics, "prefill_cache")).isEqualTo(s.prefixCacheHitTokens());
+            assertThat(mode(metrics, "prefill_compute")).isEqualTo(s.promptTokensProcessed());
 
             assertThat(client.postNow(p, "/flush_cache", json("{}")).statusCode()).isEqualTo(200);
             sglang(c, SHARED + "third question");
@@ -85,6 +91,14 @@ class PrefixCacheTest {
             assertThat(c.decodes().get(0).stats().prefixCacheQueryTokens()).as("an SGLang decode never prefills")
                     .isZero();
         }
+    }
+
+    /** The sample of {@code sglang:realtime_tokens_total} for {@code mode}. */
+    private static double mode(String metrics, String mode) {
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?m)^sglang:realtime_tokens_total\\{[^}]*mode=\""
+                + mode + "\"} (\\S+)$").matcher(metrics);
+        assertThat(m.find()).as(mode + " in " + metrics).isTrue();
+        return Double.parseDouble(m.group(1));
     }
 
     /** One PD request by hand; returns its latency. */
