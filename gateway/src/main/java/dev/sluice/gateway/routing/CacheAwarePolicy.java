@@ -14,7 +14,7 @@ import java.util.function.LongSupplier;
  * <ul>
  *   <li>match ratio = characters the best candidate holds / key length (the key cut to the tree's
  *       per-worker bound). At or above {@code match_threshold}: the best-matching candidate
- *       (ties: less loaded), reason {@code prefix_hit}.</li>
+ *       (ties: less loaded, then sent least lately), reason {@code prefix_hit}.</li>
  *   <li>Balance guard on a hit: with {@code best} the best match's load and {@code min} the least
  *       loaded candidate's, when {@code best - min > balance_abs_threshold} and
  *       {@code best > balance_rel_threshold x min}, the least loaded wins: {@code balance_override}.
@@ -138,8 +138,20 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         double[] guard = load.decode() ? streams(candidates, view) : scores;
 
         int best = 0;
+        double[] lately = null; // only for a tie
         for (int i = 1; i < n; i++) {
-            if (matched[i] > matched[best] || (matched[i] == matched[best] && guard[i] < guard[best])) {
+            boolean better = matched[i] > matched[best];
+            if (!better && matched[i] == matched[best] && matched[i] > 0) {
+                if (guard[i] != guard[best]) {
+                    better = guard[i] < guard[best];
+                } else {
+                    // two homes of the same prefix, equally loaded now (at moderate load: both idle):
+                    // the one sent least lately, or a replica's ties would all go to the first in order
+                    lately = lately != null ? lately : lately(candidates, view);
+                    better = lately[i] < lately[best];
+                }
+            }
+            if (better) {
                 best = i;
             }
         }

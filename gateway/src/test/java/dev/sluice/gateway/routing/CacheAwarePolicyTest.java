@@ -106,9 +106,10 @@ class CacheAwarePolicyTest {
         assertThat(next.worker()).isSameAs(ws.get(0));
         assertThat(next.reason()).isEqualTo("prefix_hit");
 
-        // a new conversation on the same prompt moves: it recomputes nothing elsewhere
+        // a new conversation on the same prompt, held equally by all three, goes to a home sent less
+        // lately: it recomputes nothing, and needs no override
         Choice fresh = p.choose(ws, chat("system", SYSTEM, "user", "hello"), load);
-        assertThat(fresh.reason()).isEqualTo("share_override");
+        assertThat(fresh.reason()).isEqualTo("prefix_hit");
         assertThat(fresh.worker()).isNotSameAs(ws.get(0));
 
         // the share is "lately": ten half-lives on, worker 0's past traffic no longer counts
@@ -185,6 +186,24 @@ class CacheAwarePolicyTest {
         // and when worker 0's counter grew far past the others', the guard acts on it
         counted.promptTokens(ws.get(0), 20 * perWorker);
         assertThat(p.choose(ws, next, counted).reason()).isEqualTo("share_override");
+    }
+
+    @Test
+    void twoEquallyLoadedHomesOfAPrefixTakeTurnsByWhatEachWasSentLately() {
+        long[] now = {0};
+        CacheAwarePolicy p = new CacheAwarePolicy(WorkerRole.PREFILL,
+                CacheAware.defaults(RoutingConfig.DEFAULT_PREFILL_BALANCE_ABS), () -> now[0]);
+        // workers 0 and 1 both hold the prompt; worker 0 was also sent another app's traffic lately
+        p.dispatched(ws.get(0), chat("system", SYSTEM, "user", "x"));
+        p.dispatched(ws.get(1), chat("system", SYSTEM, "user", "y"));
+        p.dispatched(ws.get(0), chat("system", "another app entirely", "user", "z"));
+        Choice c = p.choose(ws, chat("system", SYSTEM, "user", "a new conversation"), load);
+        assertThat(c.reason()).isEqualTo("prefix_hit");
+        assertThat(c.worker()).as("windows empty, matches equal: the one sent less lately").isSameAs(ws.get(1));
+        // load now still comes first
+        load.tokens(ws.get(1), 3_000).requests(ws.get(1), 1);
+        assertThat(p.choose(ws, chat("system", SYSTEM, "user", "a new conversation"), load).worker())
+                .isSameAs(ws.get(0));
     }
 
     @Test
