@@ -138,7 +138,7 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         double[] guard = load.decode() ? streams(candidates, view) : scores;
 
         int best = 0;
-        double[] lately = null; // only for a tie
+        double[] lately = null; // the long view, read once and only when something turns on it
         for (int i = 1; i < n; i++) {
             boolean better = matched[i] > matched[best];
             if (!better && matched[i] == matched[best] && matched[i] > 0) {
@@ -162,13 +162,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
                 cursor = least + 1;
                 return new Choice(candidates.get(least), BALANCE_OVERRIDE, Math.round(matched[least] * unit));
             }
-            int spill = shareSpill(candidates, request, view, promptLength, matched, best);
+            int spill = shareSpill(candidates, request, view, lately, promptLength, matched, best);
             if (spill >= 0) {
                 return new Choice(candidates.get(spill), SHARE_OVERRIDE, Math.round(matched[spill] * unit));
             }
             return new Choice(candidates.get(best), PREFIX_HIT, Math.round(matched[best] * unit));
         }
-        int pick = leastLoadedLeastLately(candidates, scores, lately(candidates, view), events);
+        int pick = leastLoadedLeastLately(candidates, scores, lately != null ? lately : lately(candidates, view), events);
         cursor = pick + 1;
         return new Choice(candidates.get(pick), PREFIX_MISS, Math.round(matched[pick] * unit));
     }
@@ -227,15 +227,16 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     /**
      * The share guard: the candidate to take the request from an over-share best match, or -1.
      * Acts only once the best match's excess over the mean is at least this request's size, so a
-     * single early request does not count as a trend.
+     * single early request does not count as a trend. {@code known}: the long view if this decision
+     * already read it, else null.
      */
-    private int shareSpill(List<Worker> candidates, RoutingRequest request, LoadView view, long keyLength,
-                           int[] matched, int best) {
+    private int shareSpill(List<Worker> candidates, RoutingRequest request, LoadView view, double[] known,
+                           long keyLength, int[] matched, int best) {
         int n = candidates.size();
         if (settings.shareThreshold() == 0 || n < 2) {
             return -1;
         }
-        double[] lately = lately(candidates, view);
+        double[] lately = known != null ? known : lately(candidates, view);
         double mean = 0;
         for (double v : lately) {
             mean += v / n;

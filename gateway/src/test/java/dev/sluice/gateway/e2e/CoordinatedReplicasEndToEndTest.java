@@ -5,16 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.cli.StatusCommand;
-import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.coordination.CoordinationStatus;
-import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.server.GatewayServer;
+import dev.sluice.gateway.testing.CoordinatedFleet;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.gateway.testing.PrefillBurst;
-import dev.sluice.testbed.sim.PrefillServer;
-import dev.sluice.testbed.sim.SimCluster;
-import dev.sluice.testbed.sim.SimConfig;
-import dev.sluice.testbed.sim.SimMode;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -48,33 +43,21 @@ class CoordinatedReplicasEndToEndTest {
 
     @TempDir
     Path dir;
-    private SimCluster cluster;
-    private RedisServerAccess redis;
-    private final List<GatewayServer> gateways = new ArrayList<>();
+    private CoordinatedFleet fleet;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeEach
     void start() throws Exception {
-        cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false)
-                .withPrefillTokensPerSecond(4_000).withDecodeStep(Duration.ofMillis(1)).withDefaultMaxTokens(2),
-                SimMode.SGLANG);
-        redis = RedisServerAccess.start(dir.resolve("redis"));
+        fleet = CoordinatedFleet.start(dir.resolve("redis"), 1, 4_000);
     }
 
     @AfterEach
     void stop() throws Exception {
-        for (GatewayServer g : gateways) {
-            g.close();
-        }
-        cluster.close();
-        redis.close();
+        fleet.close();
     }
 
     private String yaml(String coordination) {
-        PrefillServer p = cluster.prefills().get(0);
-        return "listen: {host: 127.0.0.1, port: 0}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n    - url: " + p.url() + "\n      bootstrap_port: "
-                + p.bootstrapPort() + "\n  decode:\n    - url: " + cluster.decodes().get(0).url() + "\n"
+        return fleet.workersYaml()
                 + "timeouts: {connect: 2s, first_token: 60s, idle_stream: 60s}\n"
                 + "health: {interval: 200ms, timeout: 3s}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
                 + "routing: {prefill: {policy: round_robin}, decode: {policy: round_robin}}\n"
@@ -86,20 +69,12 @@ class CoordinatedReplicasEndToEndTest {
     }
 
     private GatewayServer gateway(String coordination) throws Exception {
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml(coordination), "test")).start();
-        gateways.add(g);
-        assertThat(g.awaitReady(20, TimeUnit.SECONDS)).isTrue();
-        return g;
-    }
-
-    private static String coordination(String id, String url) {
-        return "coordination:\n  redis: {url: \"" + url + "\"}\n  replica_id: " + id
-                + "\n  lease_ttl: 10s\n  renew_interval: 200ms\n";
+        return fleet.gateway(yaml(coordination));
     }
 
     private PrefillBurst burst(List<GatewayServer> targets) throws Exception {
         return PrefillBurst.send(http, targets.stream().map(GatewayServer::port).toList(), BURST,
-                cluster.prefills().get(0));
+                fleet.cluster.prefills().get(0));
     }
 
     /** /admin/state, /readiness and {@code status} show the fleet: up, leased, three peers with their leases. */
@@ -142,16 +117,15 @@ class CoordinatedReplicasEndToEndTest {
     void threeReplicasKeepThePrefillQueueOfOneAndAKilledOnesShareGoesToTheOthers() throws Exception {
         GatewayServer alone = gateway("");
         PrefillBurst one = burst(List.of(alone));
-        alone.close();
-        gateways.remove(alone);
-        assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> cluster.prefills().get(0).stats().queued() == 0
-                && cluster.prefills().get(0).stats().running() == 0)).isTrue();
+        fleet.stop(alone);
+        assertThat(PdTestbed.eventually(Duration.ofSeconds(10), () -> fleet.cluster.prefills().get(0).stats().queued() == 0
+                && fleet.cluster.prefills().get(0).stats().running() == 0)).isTrue();
 
         List<GatewayServer> three = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
-            three.add(gateway(coordination("gw-" + i, redis.url())));
+            three.add(gateway(fleet.coordinationYaml("gw-" + i, "10s")));
         }
-        String window = "prefill_requests|" + cluster.prefills().get(0).url();
+        String window = "prefill_requests|" + fleet.cluster.prefills().get(0).url();
         assertThat(PdTestbed.eventually(Duration.ofSeconds(8), () -> three.stream().allMatch(g -> {
             CoordinationStatus c = g.coordination().orElseThrow();
             return c.up() && c.replicas() == 3 && share(g, window) > 0;
@@ -172,8 +146,7 @@ class CoordinatedReplicasEndToEndTest {
         // renewals, well before its lease would have expired (10 s; a crash's expiry: LeaseScriptTest, bench-replicas)
         GatewayServer gone = three.remove(2);
         long stopped = System.nanoTime();
-        gone.close();
-        gateways.remove(gone);
+        fleet.stop(gone);
         assertThat(PdTestbed.eventually(Duration.ofSeconds(8), () -> three.stream().allMatch(g ->
                 g.coordination().orElseThrow().replicas() == 2)
                 && three.stream().mapToLong(g -> share(g, window)).sum() == WINDOW

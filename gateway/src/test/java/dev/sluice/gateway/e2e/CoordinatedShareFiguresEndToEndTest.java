@@ -5,20 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.sluice.gateway.config.ConfigLoader;
-import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.server.GatewayServer;
+import dev.sluice.gateway.testing.CoordinatedFleet;
 import dev.sluice.testbed.sim.PrefillServer;
-import dev.sluice.testbed.sim.SimCluster;
-import dev.sluice.testbed.sim.SimConfig;
-import dev.sluice.testbed.sim.SimMode;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -41,42 +36,23 @@ class CoordinatedShareFiguresEndToEndTest {
 
     @TempDir
     Path dir;
-    private SimCluster cluster;
-    private RedisServerAccess redis;
-    private final List<GatewayServer> gateways = new ArrayList<>();
+    private CoordinatedFleet fleet;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
     @BeforeEach
     void start() throws Exception {
-        cluster = SimCluster.start(2, 1, 0, SimConfig.defaults().withHealthGeneration(false)
-                .withPrefillTokensPerSecond(50_000).withDecodeStep(Duration.ofMillis(1)).withDefaultMaxTokens(2),
-                SimMode.SGLANG);
-        redis = RedisServerAccess.start(dir.resolve("redis"));
+        fleet = CoordinatedFleet.start(dir.resolve("redis"), 2, 50_000);
     }
 
     @AfterEach
     void stop() throws Exception {
-        for (GatewayServer g : gateways) {
-            g.close();
-        }
-        cluster.close();
-        redis.close();
+        fleet.close();
     }
 
     private GatewayServer gateway(String id) throws Exception {
-        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0}\ndisaggregation: sglang\nworkers:\n  prefill:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort()).append('\n');
-        }
-        y.append("  decode:\n    - url: ").append(cluster.decodes().get(0).url()).append('\n')
-                .append("health: {interval: 200ms, timeout: 3s}\nadmin: {port: 0}\n")
-                .append("routing: {prefill: {policy: cache_aware}, decode: {policy: least_load}}\n")
-                .append("coordination:\n  redis: {url: \"").append(redis.url()).append("\"}\n  replica_id: ").append(id)
-                .append("\n  lease_ttl: 2s\n  renew_interval: 200ms\n");
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(y.toString(), "test")).start();
-        gateways.add(g);
-        assertThat(g.awaitReady(20, TimeUnit.SECONDS)).isTrue();
-        return g;
+        return fleet.gateway(fleet.workersYaml() + "health: {interval: 200ms, timeout: 3s}\nadmin: {port: 0}\n"
+                + "routing: {prefill: {policy: cache_aware}, decode: {policy: least_load}}\n"
+                + fleet.coordinationYaml(id, "2s"));
     }
 
     private int chat(GatewayServer g, String user) throws Exception {
@@ -127,15 +103,14 @@ class CoordinatedShareFiguresEndToEndTest {
         long total = heard.entrySet().stream().filter(e -> e.getKey().startsWith("http")).mapToLong(Map.Entry::getValue)
                 .sum();
         assertThat(total).as("%s", heard).isBetween(sent / 2, sent * 2);
-        List<String> urls = cluster.prefills().stream().map(PrefillServer::url).toList();
+        List<String> urls = fleet.cluster.prefills().stream().map(PrefillServer::url).toList();
         assertThat(heard.keySet()).as("%s", heard).allMatch(k -> k.equals("(listed)") || urls.contains(k));
         // b routed nothing: its own entry, as a sees it, carries no figures
         Map<String, Long> bAsSeenByA = await(a, "gw-b", m -> m.containsKey("(listed)"));
         assertThat(bAsSeenByA).containsOnlyKeys("(listed)");
 
         // a leaves (gives its leases back): b stops listing it, and with it its figures
-        a.close();
-        gateways.remove(a);
+        fleet.stop(a);
         assertThat(await(b, "gw-a", Map::isEmpty)).isEmpty();
         assertThat(b.admission().snapshot().idle()).isTrue();
     }

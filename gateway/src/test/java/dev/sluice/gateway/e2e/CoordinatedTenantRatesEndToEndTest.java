@@ -4,14 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sluice.gateway.config.ConfigLoader;
-import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.server.GatewayServer;
+import dev.sluice.gateway.testing.CoordinatedFleet;
 import dev.sluice.gateway.testing.PdTestbed;
-import dev.sluice.testbed.sim.PrefillServer;
-import dev.sluice.testbed.sim.SimCluster;
-import dev.sluice.testbed.sim.SimConfig;
-import dev.sluice.testbed.sim.SimMode;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -20,7 +15,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -51,18 +45,13 @@ class CoordinatedTenantRatesEndToEndTest {
 
     @TempDir
     Path dir;
-    private SimCluster cluster;
-    private RedisServerAccess redis;
-    private final List<GatewayServer> gateways = new ArrayList<>();
+    private CoordinatedFleet fleet;
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private ScheduledExecutorService load;
 
     @BeforeEach
     void start() throws Exception {
-        cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false)
-                .withPrefillTokensPerSecond(200_000).withDecodeStep(Duration.ofMillis(1)).withDefaultMaxTokens(2),
-                SimMode.SGLANG);
-        redis = RedisServerAccess.start(dir.resolve("redis"));
+        fleet = CoordinatedFleet.start(dir.resolve("redis"), 1, 200_000);
     }
 
     @AfterEach
@@ -70,30 +59,18 @@ class CoordinatedTenantRatesEndToEndTest {
         if (load != null) {
             load.shutdownNow();
         }
-        for (GatewayServer g : gateways) {
-            g.close();
-        }
-        cluster.close();
-        redis.close();
+        fleet.close();
     }
 
     private GatewayServer gateway(String id) throws Exception {
-        PrefillServer p = cluster.prefills().get(0);
-        String yaml = "listen: {host: 127.0.0.1, port: 0}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n    - url: " + p.url() + "\n      bootstrap_port: "
-                + p.bootstrapPort() + "\n  decode:\n    - url: " + cluster.decodes().get(0).url() + "\n"
+        return fleet.gateway(fleet.workersYaml()
                 + "timeouts: {connect: 2s, first_token: 60s, idle_stream: 60s}\n"
                 + "health: {interval: 200ms, timeout: 3s}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
                 + "admission:\n  max_queued_requests: 16\n  queue_timeout: 30s\n"
                 + "  tenant_limits:\n    per_tenant:\n"
                 + "      spread: {tokens_per_minute: " + SPREAD_PER_MINUTE + "}\n"
                 + "      solo: {tokens_per_minute: " + SOLO_PER_MINUTE + "}\n"
-                + "coordination:\n  redis: {url: \"" + redis.url() + "\"}\n  replica_id: " + id
-                + "\n  lease_ttl: 4s\n  renew_interval: 200ms\n";
-        GatewayServer g = new GatewayServer(ConfigLoader.parse(yaml, "test")).start();
-        gateways.add(g);
-        assertThat(g.awaitReady(20, TimeUnit.SECONDS)).isTrue();
-        return g;
+                + fleet.coordinationYaml(id, "4s"));
     }
 
     /** One tenant's traffic to one gateway: every response, when it came, with the tokens it cost (prompt + completion). */

@@ -4,14 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.testing.GatewayProcess;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.gateway.testing.PrefillBurst;
-import dev.sluice.testbed.sim.PrefillServer;
-import dev.sluice.testbed.sim.SimCluster;
-import dev.sluice.testbed.sim.SimConfig;
-import dev.sluice.testbed.sim.SimMode;
+import dev.sluice.gateway.testing.CoordinatedFleet;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
@@ -45,8 +41,7 @@ class ReplicaProcessesEndToEndTest {
 
     @TempDir
     Path dir;
-    private SimCluster cluster;
-    private RedisServerAccess redis;
+    private CoordinatedFleet fleet;
     private final List<Replica> replicas = new ArrayList<>();
     private final List<GatewayProcess> processes = new ArrayList<>(); // every one started, for the clean-up
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
@@ -57,10 +52,7 @@ class ReplicaProcessesEndToEndTest {
 
     @BeforeEach
     void start() throws Exception {
-        cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false)
-                .withPrefillTokensPerSecond(4_000).withDecodeStep(Duration.ofMillis(1)).withDefaultMaxTokens(2),
-                SimMode.SGLANG);
-        redis = RedisServerAccess.start(dir.resolve("redis"));
+        fleet = CoordinatedFleet.start(dir.resolve("redis"), 1, 4_000);
     }
 
     @AfterEach
@@ -68,23 +60,18 @@ class ReplicaProcessesEndToEndTest {
         for (GatewayProcess g : processes) {
             g.close(); // SIGTERM: a graceful drain (a killed one: nothing to do)
         }
-        cluster.close();
-        redis.close();
+        fleet.close();
     }
 
     private Replica launch(String id) throws Exception {
-        PrefillServer p = cluster.prefills().get(0);
         Path config = dir.resolve(id + ".yaml");
-        Files.writeString(config, "listen: {host: 127.0.0.1, port: 0}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n    - url: " + p.url() + "\n      bootstrap_port: "
-                + p.bootstrapPort() + "\n  decode:\n    - url: " + cluster.decodes().get(0).url() + "\n"
+        Files.writeString(config, fleet.workersYaml()
                 + "health: {interval: 200ms, timeout: 3s}\nadmin: {host: 127.0.0.1, port: 0}\n"
                 + "routing: {prefill: {policy: round_robin}, decode: {policy: round_robin}}\n"
                 + "admission:\n  max_queued_requests: 32\n  queue_timeout: 30s\n"
                 // the counted window is the budget measured here (the window in time would keep it near 1)
                 + "  prefill: {max_inflight_requests: " + WINDOW + ", max_inflight_time: 0s}\n"
-                + "coordination:\n  redis: {url: \"" + redis.url() + "\"}\n  replica_id: " + id
-                + "\n  lease_ttl: 2s\n  renew_interval: 200ms\n");
+                + fleet.coordinationYaml(id, "2s"));
         GatewayProcess g = GatewayProcess.start(config);
         processes.add(g);
         Replica r = new Replica(id, g, g.port(), g.adminPort());
@@ -102,7 +89,7 @@ class ReplicaProcessesEndToEndTest {
     }
 
     private long windowGrant(Replica r) {
-        return state(r).path("coordination").path("grants").path("prefill_requests|" + cluster.prefills().get(0).url())
+        return state(r).path("coordination").path("grants").path("prefill_requests|" + fleet.cluster.prefills().get(0).url())
                 .asLong(-1);
     }
 
@@ -133,7 +120,7 @@ class ReplicaProcessesEndToEndTest {
 
         // a burst of 60 over the three: the prefill's own queue never holds more than the fleet's window
         PrefillBurst burst = PrefillBurst.send(http, replicas.stream().map(Replica::port).toList(), 60,
-                cluster.prefills().get(0));
+                fleet.cluster.prefills().get(0));
         log.info("burst over three processes served={} max_prefill_queue={} with_running={}", burst.served(),
                 burst.maxQueued(), burst.maxQueuedOrRunning());
         assertThat(burst.served()).isPositive();
