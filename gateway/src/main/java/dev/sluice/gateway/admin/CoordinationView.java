@@ -15,9 +15,11 @@ final class CoordinationView {
     }
 
     static void render(CoordinationStatus c, ObjectNode o) {
-        o.put("up", c.up()).put("mode", c.mode().label()).put("replica_id", c.replicaId())
+        o.put("up", c.up()).put("mode", c.mode().label()).put("fleet", c.fleet()).put("serving", c.serving())
+                .put("replica_id", c.replicaId())
                 .put("generation", c.generation()).put("replicas", c.replicas())
-                .put("last_lease_age_ms", c.lastLeaseAgeMillis());
+                .put("last_lease_age_ms", c.lastLeaseAgeMillis()).put("renewal_errors", c.renewalErrors())
+                .put("late_replies", c.lateReplies());
         if (!c.reason().isEmpty()) {
             o.put("reason", c.reason());
         }

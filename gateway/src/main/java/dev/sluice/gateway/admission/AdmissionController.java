@@ -26,6 +26,8 @@ public final class AdmissionController {
     private volatile AdmissionConfig config; // the limits decided with: fleet's, or this replica's share of them; under the lock
     private volatile AdmissionConfig fleet; // as configured (reloads included); the whole fleet's with coordination
     private FleetShares shares; // this replica's share (coordination), or null: the configured limits whole; under the lock
+    private boolean sharesExpire; // the share holds until sharesValidUntil (a lease), then nothing; under the lock
+    private long sharesValidUntil;
     private final WorkerSet workers;
     private final AdmissionObserver observer;
     private final LongSupplier clock;
@@ -89,7 +91,23 @@ public final class AdmissionController {
      * in drains below it; queues and rates are untouched. Null: back to the configured limits whole.
      */
     public void applyShares(FleetShares next) {
+        applyShares(next, false, 0);
+    }
+
+    /**
+     * As {@link #applyShares(FleetShares)}, for a share leased until {@code validUntilNanos} (this
+     * clock): past that instant, every decision runs on nothing (no admission, no dispatch) until the
+     * next share is applied. The holder fences itself here, at each decision, not in a timer: after a
+     * pause of the process, the first request decided sees the lease gone before any renewal ran.
+     */
+    public void applyShares(FleetShares next, long validUntilNanos) {
+        applyShares(next, true, validUntilNanos);
+    }
+
+    private void applyShares(FleetShares next, boolean expires, long validUntilNanos) {
         decisions.update(() -> {
+            sharesExpire = expires && next != null;
+            sharesValidUntil = validUntilNanos;
             shares = next;
             config = next == null ? fleet : next.applyTo(fleet);
             windows.shares(next);
@@ -201,6 +219,7 @@ public final class AdmissionController {
     /** Under the lock: the tenant's rate, room (by eviction if it must), the deadline; then queue and dispatch. */
     private Rejection admit(Ticket t, After after) {
         long now = clock.getAsLong();
+        fenceLapsedShares(now);
         long rateWait = rates.waitNanos(t.tenant, now);
         if (rateWait > 0) {
             rates.refused(t.tenant, t.tokens, now); // unmet demand, for the tenant's lease (coordination)
@@ -463,7 +482,19 @@ public final class AdmissionController {
 
     // ---- internals, all under the lock ----
 
+    /** Under the lock: a leased share past its time is no share at all (see {@link #applyShares(FleetShares, long)}). */
+    private void fenceLapsedShares(long now) {
+        if (sharesExpire && now - sharesValidUntil >= 0) {
+            sharesExpire = false;
+            shares = FleetShares.none();
+            config = shares.applyTo(fleet);
+            windows.shares(shares);
+            rates.shares(shares);
+        }
+    }
+
     private void dispatch(After after, long now) {
+        fenceLapsedShares(now);
         dispatcher.dispatch(queue, config, now, after);
         reviewDue = true; // every event ends here: the rate, the work ahead or the queue may have changed
     }

@@ -48,6 +48,14 @@ public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<Stri
         this(maxQueuedRequests, maxPendingTokens, prefillRequests, prefillTokens, decodeStreams, Map.of(), divisor);
     }
 
+    /**
+     * Nothing: every limit 0, every worker's window and tenant's rate too (a replica whose lease ran
+     * out: what a fleet budget / {@link Integer#MAX_VALUE} gives).
+     */
+    public static FleetShares none() {
+        return new FleetShares(0, 0, Map.of(), Map.of(), Map.of(), Map.of(), Integer.MAX_VALUE);
+    }
+
     /** A tenant's token rate here (tokens per minute): its grant, else its configured rate / divisor. */
     long tenantTokens(String tenant, long configured) {
         return tenantTokens.getOrDefault(Objects.requireNonNull(tenant, "tenant"), configured / divisor);

@@ -15,12 +15,20 @@ final class FleetStatusView {
         }
         JsonNode g = c.path("grants");
         String mode = c.path("mode").asText();
-        b.append(String.format("fleet    %s  %s  replica %s#%d  %d replicas   share: queue %s  pending %s tokens%n",
+        String fleet = c.path("fleet").asText("");
+        b.append(String.format("fleet    %s%s  %s  %s  replica %s#%d  %d replicas   share: queue %s  pending %s tokens%n",
+                fleet.isEmpty() ? "" : fleet + "  ",
                 c.path("up").asBoolean() ? "redis up" : "REDIS DOWN",
                 mode.equals("fallback") ? "FALLBACK budget/" + c.path("replicas").asInt()
-                        : mode.equals("held") ? "HELD (leases kept until they expire)" : mode,
+                        : mode.equals("held") ? "HELD (leases kept until they expire)"
+                        : mode.equals("lapsed") ? "LAPSED (lease ran out: admitting nothing until renewed)" : mode,
+                c.path("serving").asBoolean(true) ? "serving" : "NOT SERVING (joining or draining)",
                 c.path("replica_id").asText(), c.path("generation").asLong(), c.path("replicas").asInt(),
                 g.path("queue").asText("-"), g.path("pending_tokens").asText("-")));
+        if (c.path("renewal_errors").asLong() > 0 || c.path("late_replies").asLong() > 0) {
+            b.append(String.format("         renewal errors %d  late answers dropped %d%n", c.path("renewal_errors").asLong(),
+                    c.path("late_replies").asLong()));
+        }
         if (c.has("reason")) {
             b.append("         reason: ").append(c.path("reason").asText()).append('\n');
         }

@@ -18,10 +18,26 @@ import java.util.Optional;
  * @param replicaId     this replica's name among its peers; empty: host name + "-" + pid, chosen at start
  * @param leaseTtl      a replica that stops renewing has its shares freed after this
  * @param renewInterval how often leases are renewed and demand reported (one round trip)
+ * @param fleet         the fleet's name: its key in Redis is {@code {sluice:<fleet>}:fleet}; empty: {@code {sluice}:fleet}
+ *                      (the key of every gateway before fleets had names, so a rolling upgrade stays one fleet)
+ * @param expectedReplicas the N of budget / N before this replica has seen any member list (Redis unreachable at
+ *                      start); 0: unset (the fleet's last known membership, else 1)
  */
 public record CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
-                                 String replicaId, Duration leaseTtl, Duration renewInterval) {
+                                 String replicaId, Duration leaseTtl, Duration renewInterval, String fleet,
+                                 int expectedReplicas) {
+    /** A fleet without a name and no expected replica count (tests, and the sections written before them). */
+    public CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
+                              String replicaId, Duration leaseTtl, Duration renewInterval) {
+        this(url, password, cluster, caFile, replicaId, leaseTtl, renewInterval, "", 0);
+    }
+
     public CoordinationConfig {
+        Objects.requireNonNull(fleet, "fleet");
+        if (!fleet.isEmpty() && !fleet.matches(FLEET_NAME)) {
+            throw KeyCheck.rejected("coordination.fleet", fleet, FLEET_NAME_EXPECTED);
+        }
+        KeyCheck.atLeast("coordination.expected_replicas", expectedReplicas, 0);
         Objects.requireNonNull(url, "url");
         Objects.requireNonNull(password, "password");
         Objects.requireNonNull(caFile, "caFile");
@@ -37,6 +53,16 @@ public record CoordinationConfig(String url, Optional<Secret> password, boolean 
             throw KeyCheck.rejected("coordination.renew_interval", Durations.format(renewInterval),
                     "at most half of coordination.lease_ttl (" + Durations.format(leaseTtl) + ")");
         }
+    }
+
+    /** What a fleet's name may be: it goes into a Redis key's hash tag, a metric label and a log line. */
+    public static final String FLEET_NAME = "[A-Za-z0-9][A-Za-z0-9._-]{0,62}";
+    static final String FLEET_NAME_EXPECTED = "letters, digits, '.', '_' or '-', at most 63, starting with a letter or "
+            + "digit";
+
+    /** The Redis key of this fleet's members (one hash tag: Redis Cluster keeps it on one node). */
+    public String fleetKey() {
+        return fleet.isEmpty() ? "{sluice}:fleet" : "{sluice:" + fleet + "}:fleet";
     }
 
     /** True for {@code rediss://}. */

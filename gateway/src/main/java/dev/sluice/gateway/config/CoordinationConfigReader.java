@@ -15,6 +15,8 @@ import java.util.Optional;
  *     password_env: SLUICE_REDIS_PASSWORD # optional
  *     cluster: false
  *     ca_file: /etc/sluice/redis-ca.pem   # rediss:// only; absent: the JDK's trust store
+ *   fleet: ""                             # the fleet's name; empty: the key {sluice}:fleet
+ *   expected_replicas: 0                  # N of budget / N before any member is known; 0: unset
  *   replica_id: ""                        # default: host name + "-" + pid
  *   lease_ttl: 5s
  *   renew_interval: 1s
@@ -28,7 +30,7 @@ final class CoordinationConfigReader {
     }
 
     static Optional<CoordinationConfig> read(ConfigNode n) {
-        n.allowOnly("redis", "replica_id", "lease_ttl", "renew_interval");
+        n.allowOnly("redis", "fleet", "expected_replicas", "replica_id", "lease_ttl", "renew_interval");
         ConfigNode redis = n.child("redis", "The Redis or Valkey that holds the fleet's leases (standalone, or a "
                 + "Redis Cluster: all keys share the hash tag {sluice}).");
         redis.allowOnly("url", "password_env", "cluster", "ca_file");
@@ -48,6 +50,18 @@ final class CoordinationConfigReader {
             caNode.reject(caFile.get().toString(), "only with a rediss:// coordination.redis.url");
             caFile = Optional.empty();
         }
+        ConfigNode fleetNode = n.child("fleet", "The fleet's name: replicas with the same name share one budget, two "
+                + "fleets on one Redis each hold their own (the key {sluice:<fleet>}:fleet). Empty: the key {sluice}:fleet, "
+                + "as before fleets had names (a rolling upgrade stays one fleet). Shown in metrics, /admin/state, status.");
+        String fleet = fleetNode.text("");
+        if (!fleet.isEmpty() && !fleet.matches(CoordinationConfig.FLEET_NAME)) {
+            fleetNode.reject(fleet, CoordinationConfig.FLEET_NAME_EXPECTED);
+            fleet = "";
+        }
+        int expected = n.child("expected_replicas", "How many replicas the fleet runs, for a replica that cannot reach "
+                + "Redis at start: it serves on budget / this (never the whole budget) until it hears the fleet's "
+                + "membership. 0: unset (the last membership seen, else 1). Set it to the Deployment's replicas.")
+                .intIn(0, 0, 1024);
         String replicaId = n.child("replica_id", "This replica's name among its peers (in Redis, /admin/state, "
                 + "status). Empty: host name + \"-\" + pid, chosen at start.").text("");
         Duration ttl = n.child("lease_ttl", "A replica that stops renewing (killed, partitioned) has its shares "
@@ -64,7 +78,7 @@ final class CoordinationConfigReader {
                     + ")");
             return Optional.empty();
         }
-        return Optional.of(new CoordinationConfig(url, password, cluster, caFile, replicaId, ttl, renew));
+        return Optional.of(new CoordinationConfig(url, password, cluster, caFile, replicaId, ttl, renew, fleet, expected));
     }
 
     private static String url(ConfigNode n) {

@@ -14,6 +14,7 @@ public final class DemandTally implements AdmissionObserver {
     private final AdmissionObserver next;
     private final LongAdder queueFull = new LongAdder();
     private final LongAdder budgetTokens = new LongAdder();
+    private volatile Runnable unmet = () -> { };
 
     public DemandTally(AdmissionObserver next) {
         this.next = next;
@@ -23,8 +24,10 @@ public final class DemandTally implements AdmissionObserver {
     public void rejected(Ticket ticket, RejectReason reason) {
         if (reason == RejectReason.QUEUE_FULL || reason == RejectReason.SHED) {
             queueFull.increment();
+            unmet.run();
         } else if (reason == RejectReason.TOKEN_BUDGET_EXCEEDED) {
             budgetTokens.add(ticket.tokens());
+            unmet.run();
         }
         next.rejected(ticket, reason);
     }
@@ -32,6 +35,11 @@ public final class DemandTally implements AdmissionObserver {
     @Override
     public void dispatched(Ticket ticket) {
         next.dispatched(ticket);
+    }
+
+    /** Told of each refusal for want of this replica's share ({@link FleetLeases#renewSoon}); cheap, any thread. */
+    public void onUnmet(Runnable r) {
+        this.unmet = java.util.Objects.requireNonNull(r, "r");
     }
 
     /** Requests refused for want of queue room since the last call (and resets). */

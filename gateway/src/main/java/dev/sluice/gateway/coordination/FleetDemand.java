@@ -28,8 +28,16 @@ final class FleetDemand {
     private FleetDemand() {
     }
 
-    /** One resource's line of the report. */
-    record Line(long capacity, long usage, long demand) {
+    /** One resource's line of the report: {@code headroom} of the demand is not work (it yields to work elsewhere). */
+    record Line(long capacity, long usage, long demand, long headroom) {
+        Line(long capacity, long usage, long demand) {
+            this(capacity, usage, demand, 0);
+        }
+
+        /** Draining: it asks for what it still uses, nothing more (the rest goes back to the fleet now). */
+        Line draining() {
+            return new Line(capacity, usage, usage, 0);
+        }
     }
 
     static Map<Resource, Line> of(AdmissionConfig fleet, AdmissionSnapshot s, WorkerSet workers, long queueFull,
@@ -68,17 +76,30 @@ final class FleetDemand {
     static Line tenantLine(TenantDemand t) {
         long headroom = Math.max(1, t.configured() / 32);
         return new Line(t.configured(), t.inForce(),
-                t.consumed() + Math.min(t.refused(), t.configured()) + headroom);
+                t.consumed() + Math.min(t.refused(), t.configured()) + headroom, headroom);
     }
 
     private static Line line(long capacity, long usage, long waiting) {
         long headroom = Math.max(1, capacity / 32);
-        return new Line(capacity, usage, usage + Math.min(waiting, capacity) + headroom);
+        return new Line(capacity, usage, usage + Math.min(waiting, capacity) + headroom, headroom);
     }
 
     static String json(Map<Resource, Line> lines) {
+        return json(lines, Map.of(), false);
+    }
+
+    /**
+     * The report: per resource {@code [capacity, usage, demand, enforced, headroom]}, {@code enforced}
+     * the grant this replica admits on until it applies the answer (0 for a resource it holds none of);
+     * draining, each demand is its usage.
+     */
+    static String json(Map<Resource, Line> lines, Map<Resource, Long> enforced, boolean draining) {
         ObjectNode o = JSON.createObjectNode();
-        lines.forEach((r, l) -> o.putArray(r.name()).add(l.capacity()).add(l.usage()).add(l.demand()));
+        lines.forEach((r, line) -> {
+            Line l = draining ? line.draining() : line;
+            o.putArray(r.name()).add(l.capacity()).add(l.usage()).add(l.demand()).add(enforced.getOrDefault(r, 0L))
+                    .add(l.headroom());
+        });
         return o.toString();
     }
 

@@ -53,11 +53,24 @@ public final class FleetLeases implements AutoCloseable {
     private final LongSupplier clock;
     private final CountDownLatch firstLease = new CountDownLatch(1);
 
+    private final LeaseTiming timing;
+    private final java.util.concurrent.atomic.AtomicBoolean soon = new java.util.concurrent.atomic.AtomicBoolean();
+    private final dev.sluice.gateway.logging.LogThrottle errorsSaid = new dev.sluice.gateway.logging.LogThrottle(1);
+
     private final long generation = incarnation();
     private boolean everLeased;
+    private boolean settled; // serving on a correct budget: sticky once reached (readiness)
+    private boolean draining;
+    private long firstLeaseNanos;
     private long lastLeaseNanos = -1; // when the last successful renewal was sent
     private long startedNanos;
+    private long lastSentNanos;
     private boolean inFlight;
+    private long inFlightSentNanos;
+    private long seq; // the renewal whose answer is awaited: any other answer is late
+    private long validUntilNanos; // the grants in force hold until then (this clock), counted from their renewal's send
+    private long renewalErrors;
+    private long lateReplies;
     private boolean failureSaid; // since the last successful renewal
     private int replicas = 1;
     private Mode mode = Mode.JOINING;
@@ -91,6 +104,7 @@ public final class FleetLeases implements AutoCloseable {
         this.tally = tally;
         this.loop = loop;
         this.clock = clock;
+        this.timing = new LeaseTiming(config.leaseTtl().toNanos(), config.renewInterval().toNanos());
         publish();
     }
 
@@ -135,35 +149,122 @@ public final class FleetLeases implements AutoCloseable {
         return status;
     }
 
-    private void renew() {
-        if (inFlight) {
-            // the last renewal has not answered yet (its timeout will end it); the lease runs out meanwhile
-            if (mode == Mode.LEASED && ageMillis() >= config.leaseTtl().toMillis() - config.renewInterval().toMillis()) {
-                mode = Mode.HELD;
-                reason = "no answer";
-                log.warn("coordination down replica_id={} reason=\"no answer\" holding_leases_ms={}", replicaId,
-                        Math.max(0, config.leaseTtl().toMillis() - ageMillis()));
+    /**
+     * A request was refused, or waits, for want of this replica's share: renew now rather than at the
+     * next tick (at most one early renewal per quarter of {@code renew_interval}), so a share follows
+     * demand within a round trip where the fleet has room. Any thread, cheap.
+     */
+    public void renewSoon() {
+        if (soon.compareAndSet(false, true)) {
+            try {
+                loop.execute(() -> {
+                    soon.set(false);
+                    if (!inFlight && clock.getAsLong() - lastSentNanos >= config.renewInterval().toNanos() / 4) {
+                        renew();
+                    }
+                });
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                soon.set(false); // shutting down
             }
-            expireIfDue();
+        }
+    }
+
+    /**
+     * The drain has started (SIGTERM, preStop): from now on this replica asks only for what it still
+     * uses and takes no spare, and renews at once, so the others get the rest a round trip later
+     * rather than after the drain. Readiness turns false.
+     */
+    public void draining() {
+        loop.execute(() -> {
+            if (!draining) {
+                draining = true;
+                publish();
+                log.info("coordination draining replica_id={} giving_back=unused_shares", replicaId);
+                if (!inFlight) {
+                    renew();
+                }
+            }
+        });
+    }
+
+    /** The periodic renewal: never lets an exception end the task (logged, counted, tried again next tick). */
+    private void renew() {
+        try {
+            renewNow();
+        } catch (Throwable e) { // an Error too: the task must survive it, Netty would cancel it silently
+            inFlight = false;
+            renewalErrors++;
+            reason = reason(e);
+            if (errorsSaid.tryAcquire(clock.getAsLong()) >= 0) {
+                log.warn("coordination renewal error replica_id={} errors={} reason=\"{}\"", replicaId, renewalErrors,
+                        reason, e);
+            }
             publish();
-            return;
+        }
+    }
+
+    private void renewNow() {
+        long now = clock.getAsLong();
+        if ((mode == Mode.LEASED || mode == Mode.HELD) && now - validUntilNanos >= 0) {
+            // no answer came in time (a pause, a partition, a slow Redis): admission has fenced itself
+            // (AdmissionController.applyShares' deadline); nothing is admitted until an answer or the fallback
+            mode = Mode.LAPSED;
+            log.warn("coordination lease lapsed replica_id={} admitting=nothing until=renewed_or_fallback", replicaId);
+        }
+        if (inFlight) {
+            if (now - inFlightSentNanos < config.leaseTtl().toNanos() + config.renewInterval().toNanos()) {
+                publish(); // the store's own timeout (at most the lease time) ends it
+                return;
+            }
+            // overdue past any timeout: the process was paused, or the client lost it; its answer, if
+            // one still comes, carries an old sequence number and is dropped
+            inFlight = false;
+            seq++;
         }
         AdmissionSnapshot s = admission.snapshot();
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(admission.config(), s, workers, tally.takeQueueFull(),
                 tally.takeBudgetTokens(), admission.tenantDemand(MAX_LEASED_TENANTS));
-        long sent = clock.getAsLong();
+        long sent = now;
+        long mine = ++seq;
         inFlight = true;
+        inFlightSentNanos = sent;
+        lastSentNanos = sent;
+        // what admission decides with until the answer is applied: the grants in force, none once they lapsed
+        Map<Resource, Long> enforced = now - validUntilNanos < 0 || mode == Mode.FALLBACK ? grants : Map.of();
         try {
-            store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(), FleetDemand.json(lines),
-                            FleetDemand.routedJson(routed.ownNow()))
-                    .whenComplete((json, e) -> loop.execute(() -> renewed(lines, sent, json, e)));
+            store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(),
+                            FleetDemand.json(lines, enforced, draining), FleetDemand.routedJson(routed.ownNow()),
+                            draining)
+                    .whenComplete((json, e) -> hop(() -> renewed(mine, lines, sent, json, e)));
         } catch (RuntimeException e) {
-            renewed(lines, sent, null, e);
+            renewed(mine, lines, sent, null, e);
         }
     }
 
-    private void renewed(Map<Resource, FleetDemand.Line> lines, long sent, String json, Throwable failure) {
+    private void hop(Runnable r) {
+        try {
+            loop.execute(() -> {
+                try {
+                    r.run();
+                } catch (Throwable e) {
+                    inFlight = false;
+                    renewalErrors++;
+                    log.warn("coordination renewal error replica_id={} reason=\"{}\"", replicaId, reason(e), e);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            // closing: the loop is gone, and so is the need for the answer
+        }
+    }
+
+    private void renewed(long mine, Map<Resource, FleetDemand.Line> lines, long sent, String json, Throwable failure) {
+        if (mine != seq) {
+            lateReplies++; // an abandoned renewal (a pause outlived it): a newer one is on its way
+            publish();
+            return;
+        }
         inFlight = false;
+        long now = clock.getAsLong();
         LeaseReply reply = null;
         if (failure == null) {
             try {
@@ -172,12 +273,29 @@ public final class FleetLeases implements AutoCloseable {
                 failure = e;
             }
         }
-        if (failure != null) {
-            failed(lines, failure);
+        if (failure == null ? !timing.grantUsable(sent, now) : timing.failureStale(sent, now)) {
+            // sent before a pause: what it says (grants, or that Redis did not answer) is about a lease
+            // that has already run out; ask again now, on what is true now
+            lateReplies++;
+            log.warn("coordination late answer dropped replica_id={} age_ms={} failed={}", replicaId,
+                    TimeUnit.NANOSECONDS.toMillis(now - sent), failure != null);
+            publish();
+            hop(this::renew);
             return;
         }
+        if (failure != null) {
+            failed(lines, failure, now);
+            return;
+        }
+        leased(reply, sent, now);
+    }
+
+    private void leased(LeaseReply reply, long sent, long now) {
         if (reply.joined() && everLeased) {
             log.warn("coordination rejoined replica_id={} generation={} reason=lease_lapsed", replicaId, generation);
+        }
+        if (!everLeased) {
+            firstLeaseNanos = now;
         }
         everLeased = true;
         failureSaid = false;
@@ -185,26 +303,50 @@ public final class FleetLeases implements AutoCloseable {
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
         routed.peersReported(peersRouted(reply, replicaId, generation, routed));
+        grants = byResource(reply.grants());
+        validUntilNanos = timing.validUntil(sent);
+        if (mode != Mode.LEASED) {
+            log.info("coordination up replica_id={} fleet={} generation={} replicas={} was={}", replicaId,
+                    fleetLabel(), generation, replicas, mode.label());
+        }
+        mode = Mode.LEASED;
+        reason = "";
+        if (!settled && (settled(grants, byResource(reply.targets()))
+                || now - firstLeaseNanos >= config.leaseTtl().toNanos())) {
+            settled = true;
+            log.info("coordination serving replica_id={} fleet={} replicas={} queue_share={}", replicaId,
+                    fleetLabel(), replicas, grants.getOrDefault(Resource.QUEUE, 0L));
+        }
+        admission.applyShares(FleetDemand.shares(grants, admission.config(), replicas), validUntilNanos);
+        publish();
+        firstLease.countDown();
+    }
+
+    /**
+     * The budgets (not the tenants' rates) at least at the script's targets: the others have given
+     * back what this replica's part needs, so it serves on a correct budget.
+     */
+    private static boolean settled(Map<Resource, Long> grants, Map<Resource, Long> targets) {
+        for (Map.Entry<Resource, Long> t : targets.entrySet()) {
+            if (t.getKey().kind() != Resource.Kind.TENANT_TOKENS && grants.getOrDefault(t.getKey(), 0L) < t.getValue()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static Map<Resource, Long> byResource(Map<String, Long> byName) {
         Map<Resource, Long> next = new HashMap<>();
-        reply.grants().forEach((name, g) -> {
+        byName.forEach((name, g) -> {
             Resource r = Resource.parse(name);
             if (r != null) {
                 next.put(r, g);
             }
         });
-        grants = Map.copyOf(next);
-        if (mode != Mode.LEASED) {
-            log.info("coordination up replica_id={} generation={} replicas={} was={}", replicaId, generation, replicas,
-                    mode.label());
-        }
-        mode = Mode.LEASED;
-        reason = "";
-        admission.applyShares(FleetDemand.shares(grants, admission.config(), replicas));
-        publish();
-        firstLease.countDown();
+        return Map.copyOf(next);
     }
 
-    private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure) {
+    private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure, long now) {
         reason = reason(failure);
         if (mode != Mode.LEASED && !failureSaid) {
             // not leased (joining, or already on budget / N because the first attempt outlasted the lease time):
@@ -215,13 +357,23 @@ public final class FleetLeases implements AutoCloseable {
         if (mode == Mode.LEASED) {
             mode = Mode.HELD;
             log.warn("coordination down replica_id={} reason=\"{}\" holding_leases_ms={}", replicaId, reason,
-                    Math.max(0, config.leaseTtl().toMillis() - ageMillis()));
+                    Math.max(0, TimeUnit.NANOSECONDS.toMillis(validUntilNanos - now)));
         }
-        if (!expireIfDue() && mode == Mode.FALLBACK) {
+        if (!fallBackIfDue(now) && mode == Mode.FALLBACK) {
             // still down: the fallback follows the capacities of the moment (a reload may change them)
-            admission.applyShares(FleetDemand.shares(FleetDemand.fallback(lines, replicas), admission.config(), replicas));
+            admission.applyShares(FleetDemand.shares(FleetDemand.fallback(lines, divisor()), admission.config(),
+                    divisor()));
         }
         publish();
+    }
+
+    /** The N of budget / N: the fleet's last known membership, else {@code expected_replicas}, else 1. */
+    private int divisor() {
+        return everLeased ? replicas : Math.max(1, config.expectedReplicas());
+    }
+
+    private String fleetLabel() {
+        return config.fleet().isEmpty() ? "\"\"" : config.fleet();
     }
 
     /**
@@ -260,25 +412,33 @@ public final class FleetLeases implements AutoCloseable {
         return t.getClass().getSimpleName() + m;
     }
 
-    /** Past the lease with no renewal (or, joining, a lease time without a first one): each budget / N. True when it switched now. */
-    private boolean expireIfDue() {
+    /**
+     * Redis did not answer a renewal sent just now (not one from before a pause), and the lease has run
+     * out (or, joining, a lease time passed without a first one): each budget / N. True when it switched now.
+     */
+    private boolean fallBackIfDue(long now) {
         boolean lapsed = switch (mode) {
-            case HELD -> ageMillis() >= config.leaseTtl().toMillis();
-            case JOINING -> clock.getAsLong() - startedNanos >= config.leaseTtl().toNanos();
+            case HELD, LAPSED -> now - validUntilNanos >= 0;
+            case JOINING -> now - startedNanos >= config.leaseTtl().toNanos();
             case LEASED, FALLBACK -> false;
         };
         if (!lapsed) {
             return false;
         }
         mode = Mode.FALLBACK;
+        int n = divisor();
         // the tenants' rates need no line: a tenant without a grant runs on its rate / N
         grants = Map.copyOf(FleetDemand.fallback(FleetDemand.of(admission.config(), admission.snapshot(), workers, 0, 0,
-                List.of()), replicas));
-        log.warn("coordination lease expired replica_id={} running_on=budget/{} reason=\"{}\"", replicaId, replicas,
-                reason);
-        admission.applyShares(FleetDemand.shares(grants, admission.config(), replicas));
+                List.of()), n));
+        log.warn("coordination lease expired replica_id={} running_on=budget/{} reason=\"{}\"", replicaId, n, reason);
+        admission.applyShares(FleetDemand.shares(grants, admission.config(), n));
         publish();
         return true;
+    }
+
+    /** Ready for requests on a correct budget (docs/scale-out.md, "Readiness"). */
+    private boolean serving() {
+        return !draining && (settled || mode == Mode.FALLBACK);
     }
 
     private long ageMillis() {
@@ -288,8 +448,8 @@ public final class FleetLeases implements AutoCloseable {
     private void publish() {
         Map<String, Long> byName = new java.util.TreeMap<>();
         grants.forEach((r, g) -> byName.put(r.name(), g));
-        status = new CoordinationStatus(mode == Mode.LEASED, mode, replicaId, generation, replicas, byName, peers,
-                ageMillis(), reason);
+        status = new CoordinationStatus(mode == Mode.LEASED, mode, config.fleet(), serving(), replicaId, generation,
+                replicas, byName, peers, ageMillis(), reason, renewalErrors, lateReplies);
     }
 
     @Override

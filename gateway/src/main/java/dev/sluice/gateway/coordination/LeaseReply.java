@@ -11,10 +11,12 @@ import java.util.Map;
 
 /**
  * What one renewal got back: this replica's generation (a new one when it joined or its lease had
- * lapsed), Redis's clock, its grant per resource, and every live member as the script saw it.
+ * lapsed), Redis's clock, its grant per resource, its target per resource (the part it would hold
+ * once the others have given back theirs: the grant is the target capped by what they still hold),
+ * and every live member as the script saw it.
  */
 public record LeaseReply(long generation, long serverMillis, boolean joined, Map<String, Long> grants,
-                         List<Peer> members) {
+                         Map<String, Long> targets, List<Peer> members) {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /**
@@ -34,6 +36,8 @@ public record LeaseReply(long generation, long serverMillis, boolean joined, Map
             JsonNode n = JSON.readTree(json);
             Map<String, Long> grants = new HashMap<>();
             n.path("grants").fields().forEachRemaining(e -> grants.put(e.getKey(), e.getValue().asLong()));
+            Map<String, Long> targets = new HashMap<>();
+            n.path("targets").fields().forEachRemaining(e -> targets.put(e.getKey(), e.getValue().asLong()));
             List<Peer> members = new ArrayList<>();
             for (JsonNode m : n.path("members")) {
                 Map<String, Lease> leases = new HashMap<>();
@@ -50,7 +54,7 @@ public record LeaseReply(long generation, long serverMillis, boolean joined, Map
             }
             members.sort(java.util.Comparator.comparing(Peer::replicaId).thenComparingLong(Peer::generation));
             return new LeaseReply(n.path("gen").asLong(), n.path("now").asLong(), n.path("joined").asBoolean(),
-                    Map.copyOf(grants), List.copyOf(members));
+                    Map.copyOf(grants), Map.copyOf(targets), List.copyOf(members));
         } catch (IOException e) {
             throw new UncheckedIOException("lease script reply: " + e.getMessage(), e);
         }

@@ -9,9 +9,12 @@ import java.util.Map;
  * The share computation of {@code lease.lua}, in Java: the reference its tests hold the script to,
  * and the fallback ({@link #fallback}) a replica runs on when Redis is gone.
  *
- * <p>Proportional to demand and work-conserving (Doorman's "proportional share"): when the fleet's
- * demand D fits in the capacity C, each replica gets its demand plus an even part of the spare; else
- * C x its demand / D. Integer units: the floors, then the units left to the largest fractions (ties
+ * <p>Proportional to demand and work-conserving (Doorman's "proportional share"), with a replica's
+ * demand in two parts: its work (usage and what waits) and a headroom (what an idle replica asks for,
+ * so that a burst landing on it starts on a share it holds). When the fleet's demand D fits in the
+ * capacity C, each replica gets its demand plus an even part of the spare (none to a draining
+ * replica); when only the work W fits, each gets its work and the rest in proportion to headroom;
+ * else C x its work / W: a headroom never takes capacity that waiting work needs. Integer units: the floors, then the units left to the largest fractions (ties
  * by key), so every replica computes the same split. A replica is then granted at most C minus what
  * the others hold (the larger of their grant and their usage): grants never over-commit, and a
  * shrunk grant only takes effect as the others renew.
@@ -20,15 +23,36 @@ public final class ProportionalShares {
     private ProportionalShares() {
     }
 
-    /** One replica's demand for a resource, by its member key. */
-    public record Demand(String key, long demand) {
+    /**
+     * One replica's demand for a resource, by its member key: {@code headroom} of it is not work (at
+     * most the demand); a {@code draining} replica takes no spare.
+     */
+    public record Demand(String key, long demand, long headroom, boolean draining) {
+        public Demand {
+            headroom = Math.min(headroom, demand);
+        }
+
+        /** All of it work, not draining. */
+        public Demand(String key, long demand) {
+            this(key, demand, 0, false);
+        }
+
+        long work() {
+            return demand - headroom;
+        }
     }
 
     /** Each member's target share of {@code capacity}, by key (before the safety cap). */
     public static Map<String, Long> targets(long capacity, List<Demand> demands) {
         long total = 0;
+        long work = 0;
+        long headroom = 0;
+        int open = 0;
         for (Demand d : demands) {
             total += d.demand();
+            work += d.work();
+            headroom += d.headroom();
+            open += d.draining() ? 0 : 1;
         }
         int n = demands.size();
         record Part(String key, long floor, double frac) {
@@ -36,8 +60,16 @@ public final class ProportionalShares {
         List<Part> parts = new ArrayList<>();
         long given = 0;
         for (Demand d : demands) {
-            double x = total <= capacity ? d.demand() + (double) (capacity - total) / n
-                    : (double) capacity * d.demand() / total;
+            double x;
+            if (total <= capacity) {
+                long spare = capacity - total;
+                x = open == 0 ? d.demand() + (double) spare / n
+                        : d.draining() ? d.demand() : d.demand() + (double) spare / open;
+            } else if (work <= capacity) {
+                x = d.work() + (double) (capacity - work) * d.headroom() / headroom;
+            } else {
+                x = (double) capacity * d.work() / work;
+            }
             long floor = (long) Math.floor(x);
             parts.add(new Part(d.key(), floor, x - floor));
             given += floor;

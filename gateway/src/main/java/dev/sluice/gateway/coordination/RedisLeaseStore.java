@@ -29,12 +29,17 @@ import java.util.concurrent.TimeUnit;
  * The leases in Redis or Valkey through Lettuce (Netty underneath, on its own two I/O threads, Lettuce's minimum):
  * every call asynchronous and bounded by a timeout; while disconnected, commands fail at once
  * (never queued up to replay stale demand later); the connection is made lazily and again after a
- * failure, by the renewal that needs it. Standalone or Redis Cluster: the keys share the hash tag
- * {@code {sluice}}, so the one script runs on one node either way.
+ * failure, by the renewal that needs it (standalone: Lettuce's own reconnection is off, and a
+ * connection that dropped is closed and replaced, never left to reconnect beside its replacement,
+ * which leaked one connection per Redis outage; a cluster connection keeps Lettuce's reconnection of
+ * its node connections, which follows slot moves). Standalone or Redis Cluster: the fleet's one key carries one hash
+ * tag ({@code {sluice}}, or {@code {sluice:<fleet>}}), so the one script runs on one node either way.
  */
 public final class RedisLeaseStore implements LeaseStore {
+    /** The key of the fleet without a name (every fleet's, before fleets had names). */
     static final String FLEET_KEY = "{sluice}:fleet";
-    private static final String[] KEYS = {FLEET_KEY};
+    private final String fleetKey;
+    private final String[] keys;
 
     private final RedisURI uri;
     private final Duration timeout;
@@ -48,6 +53,8 @@ public final class RedisLeaseStore implements LeaseStore {
 
     public RedisLeaseStore(CoordinationConfig config, Duration timeout) {
         this.timeout = timeout;
+        this.fleetKey = config.fleetKey();
+        this.keys = new String[] {fleetKey};
         this.resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
@@ -70,7 +77,8 @@ public final class RedisLeaseStore implements LeaseStore {
         } else {
             client = RedisClient.create(resources, uri);
             client.setOptions(ClientOptions.builder().socketOptions(socket).timeoutOptions(timeouts)
-                    .sslOptions(ssl).disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS).build());
+                    .sslOptions(ssl).disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
+                    .autoReconnect(false).build());
             clusterClient = null;
         }
     }
@@ -96,15 +104,15 @@ public final class RedisLeaseStore implements LeaseStore {
 
     @Override
     public CompletionStage<String> renew(String replicaId, String address, long generation, long ttlMillis,
-                                         String demandJson, String routedJson) {
+                                         String demandJson, String routedJson, boolean draining) {
         String[] args = {replicaId, address, Long.toString(generation), Long.toString(ttlMillis), demandJson,
-                routedJson};
+                routedJson, draining ? "1" : "0"};
         return connection().thenCompose(c -> {
             RedisScriptingAsyncCommands<String, String> cmd = commands(c);
-            CompletableFuture<String> run = cmd.<String>evalsha(sha, ScriptOutputType.VALUE, KEYS, args)
+            CompletableFuture<String> run = cmd.<String>evalsha(sha, ScriptOutputType.VALUE, keys, args)
                     .toCompletableFuture()
                     .exceptionallyCompose(e -> unwrap(e) instanceof RedisNoScriptException
-                            ? cmd.<String>eval(script, ScriptOutputType.VALUE, KEYS, args).toCompletableFuture()
+                            ? cmd.<String>eval(script, ScriptOutputType.VALUE, keys, args).toCompletableFuture()
                             : CompletableFuture.failedFuture(e));
             return run;
         }).orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS);
@@ -116,9 +124,9 @@ public final class RedisLeaseStore implements LeaseStore {
         return connection().thenCompose(c -> {
             String member = replicaId + "#" + generation;
             return c instanceof StatefulRedisClusterConnection<?, ?> cluster
-                    ? ((StatefulRedisClusterConnection<String, String>) cluster).async().hdel(FLEET_KEY, member)
+                    ? ((StatefulRedisClusterConnection<String, String>) cluster).async().hdel(fleetKey, member)
                     .toCompletableFuture()
-                    : ((StatefulRedisConnection<String, String>) c).async().hdel(FLEET_KEY, member).toCompletableFuture();
+                    : ((StatefulRedisConnection<String, String>) c).async().hdel(fleetKey, member).toCompletableFuture();
         }).<Void>thenApply(n -> null).orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
@@ -145,6 +153,10 @@ public final class RedisLeaseStore implements LeaseStore {
         StatefulConnection<String, String> c = connection;
         if (c != null && c.isOpen()) {
             return CompletableFuture.completedFuture(c);
+        }
+        if (c != null) {
+            connection = null;
+            c.closeAsync(); // dropped (Redis restarted, the network cut): closed for good before it is replaced
         }
         CompletableFuture<? extends StatefulConnection<String, String>> f = connecting;
         if (f == null) {
@@ -173,6 +185,8 @@ public final class RedisLeaseStore implements LeaseStore {
         if (e == null) {
             connection = c;
         }
+        // a failed attempt leaves nothing open: Lettuce closes the channel of a connect that failed (a TLS
+        // handshake, a WRONGPASS, a timeout against a paused server)
     }
 
     @Override

@@ -11,7 +11,11 @@ import java.util.function.Supplier;
  * The fleet coordination's gauges: {@code sluice_coordination_up} (1: the last renewal reached
  * Redis), {@code sluice_coordination_replicas} (live replicas, the N of budget / N),
  * {@code sluice_coordination_fallback} (1: running on budget / N after the lease lapsed) and
- * {@code sluice_coordination_share{resource,worker}}, this replica's share of each budget.
+ * {@code sluice_coordination_share{resource,worker}}, this replica's share of each budget;
+ * {@code sluice_coordination_serving} (1: ready on a correct budget, the readiness condition),
+ * {@code sluice_coordination_info{fleet,replica_id}} (always 1: which fleet this replica is in),
+ * {@code sluice_coordination_renewal_errors_total} (renewals that failed inside this replica) and
+ * {@code sluice_coordination_late_replies_total} (answers dropped for coming after their lease ran out).
  */
 public final class CoordinationMetrics {
     private final MeterRegistry registry;
@@ -29,6 +33,21 @@ public final class CoordinationMetrics {
                 .register(registry);
         Gauge.builder("sluice.coordination.replicas", () -> status.get().replicas())
                 .description("live gateway replicas at the last renewal").register(registry);
+        Gauge.builder("sluice.coordination.serving", () -> status.get().serving() ? 1 : 0)
+                .description("1: serving on a correct budget (a settled lease, or budget / N); 0: joining or draining")
+                .register(registry);
+        CoordinationStatus first = status.get();
+        Gauge.builder("sluice.coordination.info", () -> 1)
+                .description("this replica's fleet (coordination.fleet; empty: unnamed) and replica id")
+                .tag("fleet", first.fleet()).tag("replica_id", first.replicaId()).register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sluice.coordination.renewal.errors", status,
+                        s -> s.get().renewalErrors())
+                .description("lease renewals that failed inside this replica (an exception; logged, tried again)")
+                .register(registry);
+        io.micrometer.core.instrument.FunctionCounter.builder("sluice.coordination.late.replies", status,
+                        s -> s.get().lateReplies())
+                .description("lease answers dropped: they came after the lease they granted had run out (a pause)")
+                .register(registry);
         bindShares();
     }
 

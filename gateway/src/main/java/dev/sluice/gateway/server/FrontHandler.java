@@ -1,5 +1,7 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.coordination.CoordinationStatus;
+
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.PromptText;
 import dev.sluice.gateway.admission.RequestClassifier.RequestClass;
@@ -183,7 +185,9 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         switch (path) {
             case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
             case "/readiness" -> {
-                boolean ready = front.pd().workers().ready() && !front.draining().getAsBoolean();
+                // with coordination, ready only on a correct budget: a lease that settled, or budget / N
+                boolean ready = front.pd().workers().ready() && !front.draining().getAsBoolean()
+                        && front.coordination().get().map(CoordinationStatus::serving).orElse(true);
                 Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
                         ReadinessReport.json(front.pd().workers(), ready, internalEndpoints, front.coordination().get()), keepAlive);
             }

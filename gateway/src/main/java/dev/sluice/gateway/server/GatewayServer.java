@@ -159,6 +159,9 @@ public final class GatewayServer implements AutoCloseable {
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
                 this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
+        if (leases != null) {
+            tally.onUnmet(leases::renewSoon); // a share refusing work asks for more now, not a renewal later
+        }
         this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
@@ -363,6 +366,9 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Graceful drain ({@link GatewayDrain}); blocks the calling (shutdown) thread, never a loop. */
     public void drain(Duration grace) throws InterruptedException {
+        if (leases != null) {
+            leases.draining(); // what this replica no longer needs goes back to the fleet now, not after the drain
+        }
         drain.drain(grace);
     }
 

@@ -20,7 +20,8 @@ final class ReadinessReport {
     }
 
     /**
-     * With fleet coordination, also whether Redis is reached and where the limits come from: a
+     * With fleet coordination, also whether Redis is reached, where the limits come from and whether
+     * this replica serves on a correct budget (not ready before: docs/scale-out.md, "Readiness"); a
      * replica on budget / N is still ready (it never stops serving), and says so here.
      */
     static String json(WorkerSet workers, boolean ready, boolean detail,
@@ -38,9 +39,9 @@ final class ReadinessReport {
         }
         coordination.ifPresent(c -> {
             ObjectNode o = root.putObject("coordination").put("up", c.up()).put("mode", c.mode().label())
-                    .put("replicas", c.replicas());
+                    .put("serving", c.serving()).put("replicas", c.replicas());
             if (detail) {
-                o.put("replica_id", c.replicaId()).put("reason", c.reason());
+                o.put("fleet", c.fleet()).put("replica_id", c.replicaId()).put("reason", c.reason());
             }
         });
         if (!detail) {

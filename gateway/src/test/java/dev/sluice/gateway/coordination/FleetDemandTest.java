@@ -40,14 +40,14 @@ class FleetDemandTest {
     @Test
     void demandIsUsagePlusWhatWaitsPlusAHeadroom() {
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(5, 3000, 1000), workers, 3, 5000, List.of());
-        assertThat(lines.get(Resource.QUEUE)).isEqualTo(new FleetDemand.Line(32, 5, 5 + 3 + 1));
-        assertThat(lines.get(Resource.PENDING_TOKENS)).isEqualTo(new FleetDemand.Line(65_536, 3000, 3000 + 5000 + 2048));
+        assertThat(lines.get(Resource.QUEUE)).isEqualTo(new FleetDemand.Line(32, 5, 5 + 3 + 1, 1));
+        assertThat(lines.get(Resource.PENDING_TOKENS)).isEqualTo(new FleetDemand.Line(65_536, 3000, 3000 + 5000 + 2048, 2048));
         assertThat(lines.get(new Resource(Resource.Kind.PREFILL_REQUESTS, "http://p:1")))
-                .isEqualTo(new FleetDemand.Line(8, 2, 2 + 5 + 1));
+                .isEqualTo(new FleetDemand.Line(8, 2, 2 + 5 + 1, 1));
         assertThat(lines.get(new Resource(Resource.Kind.PREFILL_TOKENS, "http://p:1")))
-                .isEqualTo(new FleetDemand.Line(32_768, 1000, 1000 + 2000 + 1024));
+                .isEqualTo(new FleetDemand.Line(32_768, 1000, 1000 + 2000 + 1024, 1024));
         assertThat(lines.get(new Resource(Resource.Kind.DECODE_STREAMS, "http://d:2")))
-                .isEqualTo(new FleetDemand.Line(64, 3, 3 + 5 + 2));
+                .isEqualTo(new FleetDemand.Line(64, 3, 3 + 5 + 2, 2));
         // what waits counts at most the capacity: one replica's flood does not drown the others' demand
         assertThat(FleetDemand.of(fleet, snapshot(500, 0, 0), workers, 0, 0, List.of())
                 .get(new Resource(Resource.Kind.PREFILL_REQUESTS, "http://p:1")).demand()).isEqualTo(2 + 8 + 1);
@@ -59,10 +59,20 @@ class FleetDemandTest {
                 0, List.of())));
         assertThat(json.fieldNames()).toIterable().containsExactly("queue", "pending_tokens",
                 "prefill_requests|http://p:1", "prefill_tokens|http://p:1", "decode_streams|http://d:2");
-        assertThat(json.path("queue").toString()).isEqualTo("[32,0,1]");
+        // capacity, usage, demand, enforced (none yet), headroom
+        assertThat(json.path("queue").toString()).isEqualTo("[32,0,1,0,1]");
         assertThat(Resource.parse("prefill_tokens|http://p:1"))
                 .isEqualTo(new Resource(Resource.Kind.PREFILL_TOKENS, "http://p:1"));
         assertThat(Resource.parse("tenant_rate|x")).isNull(); // a newer replica's resource: ignored
+    }
+
+    @Test
+    void theReportCarriesTheGrantInForceAndADrainingReplicaAsksForItsUsageAlone() throws Exception {
+        Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(5, 3000, 1000), workers, 3, 0, List.of());
+        JsonNode json = new ObjectMapper().readTree(FleetDemand.json(lines, Map.of(Resource.QUEUE, 12L), false));
+        assertThat(json.path("queue").toString()).isEqualTo("[32,5,9,12,1]");
+        JsonNode draining = new ObjectMapper().readTree(FleetDemand.json(lines, Map.of(Resource.QUEUE, 12L), true));
+        assertThat(draining.path("queue").toString()).as("usage only, no headroom").isEqualTo("[32,5,5,12,0]");
     }
 
     @Test
@@ -84,11 +94,11 @@ class FleetDemandTest {
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(0, 0, 0), workers, 0, 0,
                 List.of(new TenantDemand("acme", 6_000, 2_000, 1_500, 9_000), new TenantDemand("b|c", 640, 0, 0, 0)));
         Resource acme = new Resource(Resource.Kind.TENANT_TOKENS, "acme");
-        assertThat(lines.get(acme)).isEqualTo(new FleetDemand.Line(6_000, 2_000, 1_500 + 6_000 + 6_000 / 32));
+        assertThat(lines.get(acme)).isEqualTo(new FleetDemand.Line(6_000, 2_000, 1_500 + 6_000 + 6_000 / 32, 6_000 / 32));
         assertThat(lines.get(new Resource(Resource.Kind.TENANT_TOKENS, "b|c")).demand()).as("idle: the headroom")
                 .isEqualTo(20);
         JsonNode json = new ObjectMapper().readTree(FleetDemand.json(lines));
-        assertThat(json.path("tenant_tokens|acme").toString()).isEqualTo("[6000,2000,7687]");
+        assertThat(json.path("tenant_tokens|acme").toString()).isEqualTo("[6000,2000,7687,0,187]");
         assertThat(Resource.parse("tenant_tokens|b|c")).as("a tenant's name may hold a bar")
                 .isEqualTo(new Resource(Resource.Kind.TENANT_TOKENS, "b|c"));
 

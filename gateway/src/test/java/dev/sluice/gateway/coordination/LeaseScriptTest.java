@@ -223,8 +223,100 @@ class LeaseScriptTest {
         assertThat(peers).containsOnlyKeys("http://p0:30000", "http://p1:30000");
         assertThat(peers.get("http://p0:30000")).isBetween(4000 * 0.99, 4000.0);
         LeaseReply.Peer a = b.members().stream().filter(p -> p.replicaId().equals("routed-a")).findFirst().orElseThrow();
-        LeaseReply later = new LeaseReply(b.generation(), a.seenMillis() + 60_000, false, b.grants(), List.of(a));
+        LeaseReply later = new LeaseReply(b.generation(), a.seenMillis() + 60_000, false, b.grants(), b.targets(),
+                List.of(a));
         assertThat(FleetLeases.peersRouted(later, "routed-b", 602, fleet).get("http://p0:30000")).isCloseTo(2000.0,
                 org.assertj.core.data.Offset.offset(1.0));
+    }
+
+    /** A renewal in the current report format: {@code [capacity, usage, demand, enforced, headroom]}. */
+    private static LeaseReply renew5(RedisLeaseStore on, String id, long gen, String resource, long cap, long usage,
+                                     long demand, long enforced, long headroom, boolean draining) throws Exception {
+        String json = "{\"" + resource + "\":[" + cap + "," + usage + "," + demand + "," + enforced + "," + headroom
+                + "]}";
+        return LeaseReply.parse(on.renew(id, id + ".addr", gen, 60_000, json, "{}", draining).toCompletableFuture()
+                .get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aShrinkingGrantStaysHeldUntilItsHolderSaysItAdmitsOnTheSmallerOne() throws Exception {
+        String res = "shrink";
+        LeaseReply a = renew5(store, "shr-a", 901, res, 10, 0, 1, 0, 1, false);
+        assertThat(a.grants().get(res)).isEqualTo(10L);
+        LeaseReply b = renew5(store, "shr-b", 902, res, 10, 0, 1, 0, 1, false);
+        assertThat(b.grants().get(res)).as("a holds all").isZero();
+        // a renews (still admitting on its 10) and is told 5: until it applies that, it may admit up to 10
+        a = renew5(store, "shr-a", 901, res, 10, 0, 1, 10, 1, false);
+        assertThat(a.grants().get(res)).isEqualTo(5L);
+        b = renew5(store, "shr-b", 902, res, 10, 0, 1, 0, 1, false);
+        assertThat(b.grants().get(res)).as("a has not said it admits on 5 yet: before, b got 5 here, 15 in all")
+                .isZero();
+        assertThat(b.targets().get(res)).as("what b will hold once a has given back").isEqualTo(5L);
+        a = renew5(store, "shr-a", 901, res, 10, 0, 1, 5, 1, false); // a now admits on 5
+        b = renew5(store, "shr-b", 902, res, 10, 0, 1, 0, 1, false);
+        assertThat(List.of(a.grants().get(res), b.grants().get(res))).containsExactly(5L, 5L);
+    }
+
+    @Test
+    void aDrainingReplicaGivesBackWhatItDoesNotUseAtOnce() throws Exception {
+        String res = "drain";
+        renew5(store, "dr-a", 951, res, 12, 0, 1, 0, 1, false);
+        renew5(store, "dr-b", 952, res, 12, 0, 1, 0, 1, false);
+        LeaseReply a = renew5(store, "dr-a", 951, res, 12, 0, 1, 12, 1, false);
+        LeaseReply b = renew5(store, "dr-b", 952, res, 12, 0, 1, 0, 1, false);
+        a = renew5(store, "dr-a", 951, res, 12, 0, 1, a.grants().get(res), 1, false);
+        b = renew5(store, "dr-b", 952, res, 12, 0, 1, b.grants().get(res), 1, false);
+        assertThat(List.of(a.grants().get(res), b.grants().get(res))).containsExactly(6L, 6L);
+        // a starts draining with 2 still in use: it asks for those, and takes no spare
+        a = renew5(store, "dr-a", 951, res, 12, 2, 2, 6, 0, true);
+        assertThat(a.grants().get(res)).isEqualTo(2L);
+        a = renew5(store, "dr-a", 951, res, 12, 2, 2, 2, 0, true); // it admits on 2 now
+        b = renew5(store, "dr-b", 952, res, 12, 0, 1, 6, 1, false);
+        assertThat(b.grants().get(res)).as("the rest is b's a round trip later, not after the drain").isEqualTo(10L);
+    }
+
+    @Test
+    void twoFleetsOnOneRedisEachHoldTheirOwnWholeBudget() throws Exception {
+        CoordinationConfig base = new CoordinationConfig(redis.url(), Optional.empty(), false, Optional.empty(), "t",
+                Duration.ofSeconds(5), Duration.ofSeconds(1));
+        try (RedisLeaseStore prod = new RedisLeaseStore(new CoordinationConfig(base.url(), base.password(), false,
+                base.caFile(), "t", base.leaseTtl(), base.renewInterval(), "prod", 0), Duration.ofSeconds(2));
+             RedisLeaseStore staging = new RedisLeaseStore(new CoordinationConfig(base.url(), base.password(), false,
+                     base.caFile(), "t", base.leaseTtl(), base.renewInterval(), "staging", 0), Duration.ofSeconds(2))) {
+            String res = "fleets";
+            LeaseReply p = renew5(prod, "fl-p", 1001, res, 32, 0, 1, 0, 1, false);
+            LeaseReply q = renew5(staging, "fl-s", 1002, res, 32, 0, 1, 0, 1, false);
+            assertThat(p.grants().get(res)).isEqualTo(32L);
+            assertThat(q.grants().get(res)).as("another fleet: its own key, its own budget").isEqualTo(32L);
+            assertThat(q.members()).extracting(LeaseReply.Peer::replicaId).containsExactly("fl-s");
+            assertThat(redis.cli("exists", "{sluice:prod}:fleet").trim()).isEqualTo("1");
+            assertThat(redis.cli("exists", "{sluice:staging}:fleet").trim()).isEqualTo("1");
+        }
+    }
+
+    @Test
+    void theScriptsSplitWithHeadroomsAndDrainingIsTheJavaReferences() throws Exception {
+        Random r = new Random(29);
+        for (int round = 0; round < 40; round++) {
+            String res = "ref-" + round;
+            long cap = 1 + r.nextInt(64);
+            int n = 2 + r.nextInt(4);
+            List<Demand> d = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                long demand = r.nextInt(40);
+                d.add(new Demand("ref" + round + "-" + i + "#" + (2000 + i), demand, r.nextInt(4), r.nextInt(4) == 0));
+            }
+            LeaseReply last = null;
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < n; i++) {
+                    Demand x = d.get(i);
+                    last = renew5(store, "ref" + round + "-" + i, 2000 + i, res, cap, 0, x.demand(), 0, x.headroom(),
+                            x.draining());
+                }
+            }
+            // the last renewal's target is computed over everyone's report, as the reference does
+            assertThat(last.targets().get(res)).as("round %d: %s of %d", round, d, cap)
+                    .isEqualTo(ProportionalShares.targets(cap, d).get(d.get(n - 1).key()));
+        }
     }
 }

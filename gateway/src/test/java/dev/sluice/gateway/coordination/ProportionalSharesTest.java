@@ -62,4 +62,45 @@ class ProportionalSharesTest {
                     .as("%s of %d", d, cap).isEqualTo(cap);
         }
     }
+
+    @Test
+    void aHeadroomYieldsToWorkElsewhere() {
+        // a prefill window of 4: a has 5 requests' work (+1 headroom), b and c are idle (headroom 1 each)
+        Map<String, Long> t = ProportionalShares.targets(4, List.of(new Demand("a", 6, 1, false),
+                new Demand("b", 1, 1, false), new Demand("c", 1, 1, false)));
+        assertThat(t).as("before headrooms were apart from work, b got a unit a's queue needed")
+                .containsExactlyInAnyOrderEntriesOf(Map.of("a", 4L, "b", 0L, "c", 0L));
+        // the work fits, the headrooms do not: work in full, the rest by headroom
+        Map<String, Long> fits = ProportionalShares.targets(10, List.of(new Demand("a", 8, 2, false),
+                new Demand("b", 4, 2, false)));
+        assertThat(fits).containsExactlyInAnyOrderEntriesOf(Map.of("a", 7L, "b", 3L));
+    }
+
+    @Test
+    void aDrainingReplicaTakesNoSpare() {
+        Map<String, Long> t = ProportionalShares.targets(32, List.of(new Demand("a", 3, 0, true),
+                new Demand("b", 1, 1, false), new Demand("c", 1, 1, false)));
+        assertThat(t).containsExactlyInAnyOrderEntriesOf(Map.of("a", 3L, "b", 15L, "c", 14L));
+        // all draining: the spare still goes somewhere (evenly), the targets still add up to the capacity
+        Map<String, Long> all = ProportionalShares.targets(10, List.of(new Demand("a", 2, 0, true),
+                new Demand("b", 2, 0, true)));
+        assertThat(all).containsExactlyInAnyOrderEntriesOf(Map.of("a", 5L, "b", 5L));
+    }
+
+    @Test
+    void targetsWithHeadroomsAndDrainingAlwaysAddUpToTheCapacity() {
+        java.util.Random r = new java.util.Random(11);
+        for (int i = 0; i < 2000; i++) {
+            long cap = r.nextInt(1_000);
+            int n = 1 + r.nextInt(6);
+            List<Demand> d = new java.util.ArrayList<>();
+            for (int k = 0; k < n; k++) {
+                long demand = r.nextInt(3) == 0 ? 0 : r.nextInt(600);
+                d.add(new Demand("r" + k, demand, r.nextInt(40), r.nextInt(4) == 0));
+            }
+            Map<String, Long> t = ProportionalShares.targets(cap, d);
+            assertThat(t.values().stream().mapToLong(Long::longValue).sum()).as("%s of %d", d, cap).isEqualTo(cap);
+            assertThat(t.values()).allSatisfy(v -> assertThat(v).isNotNegative());
+        }
+    }
 }
