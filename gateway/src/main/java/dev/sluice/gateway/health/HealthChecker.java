@@ -1,18 +1,18 @@
 package dev.sluice.gateway.health;
 
+import dev.sluice.gateway.background.BackgroundTasks;
+import dev.sluice.gateway.background.PeriodicTask;
 import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.upstream.UpstreamFetch;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,12 +40,15 @@ public final class HealthChecker implements AutoCloseable {
     private final Set<Worker> suspected = new HashSet<>();
     /** Workers whose last /health_generate failed: checked at the faster /health pace until it passes (quick recovery). */
     private final Set<Worker> generateFailing = new HashSet<>();
-    private final List<ScheduledFuture<?>> tasks = new ArrayList<>();
+    private final BackgroundTasks background;
+    private final List<PeriodicTask> tasks = new ArrayList<>();
     /** Workers that answered /health_generate with 404 (vLLM has no such route): checked with /health only. */
     private final Set<Worker> noGenerateRoute = new HashSet<>();
 
-    public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table) {
+    public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table,
+                         BackgroundTasks background) {
         this.workers = workers;
+        this.background = background;
         this.pool = pool;
         this.loop = loop;
         this.table = table;
@@ -53,16 +56,15 @@ public final class HealthChecker implements AutoCloseable {
     }
 
     public void start() {
-        tasks.add(loop.scheduleWithFixedDelay(() -> {
+        tasks.add(background.every("health_check", loop, Duration.ZERO, config.interval(), () -> {
             workers.all().forEach(this::checkHealth);
             List.copyOf(generateFailing).forEach(this::checkGenerate);
-        }, 0, config.interval().toMillis(), TimeUnit.MILLISECONDS));
+        }));
         Duration g = config.generateInterval();
         if (!g.isZero()) {
-            tasks.add(loop.scheduleWithFixedDelay(() -> workers.all().forEach(this::checkGenerate), g.toMillis(),
-                    g.toMillis(), TimeUnit.MILLISECONDS));
+            tasks.add(background.every("health_generate", loop, g, () -> workers.all().forEach(this::checkGenerate)));
         }
-        tasks.add(loop.scheduleWithFixedDelay(table::tick, 50, 50, TimeUnit.MILLISECONDS));
+        tasks.add(background.every("health_tick", loop, Duration.ofMillis(50), table::tick));
         table.onSuspicion(w -> loop.execute(() -> {
             suspected.add(w);
             checkGenerate(w);
@@ -111,6 +113,6 @@ public final class HealthChecker implements AutoCloseable {
 
     @Override
     public void close() {
-        tasks.forEach(t -> t.cancel(false));
+        tasks.forEach(PeriodicTask::close);
     }
 }

@@ -1,5 +1,7 @@
 package dev.sluice.gateway.health;
 
+import dev.sluice.gateway.background.BackgroundTasks;
+import dev.sluice.gateway.background.PeriodicTask;
 import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
@@ -10,11 +12,10 @@ import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
-import io.netty.util.concurrent.ScheduledFuture;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -40,11 +41,13 @@ public final class TelemetryPoller implements AutoCloseable {
     private final Map<Worker, LoadRoute> loadRoutes = new HashMap<>();
     /** Each worker's last prefill-compute counters, for the rate between two polls (event-loop confined). */
     private final Map<Worker, PrefillCounters> prefillCounters = new HashMap<>();
-    private ScheduledFuture<?> task;
+    private final BackgroundTasks background;
+    private PeriodicTask task;
 
     public TelemetryPoller(WorkerSet workers, UpstreamPool pool, EventLoop loop, TelemetryConfig config,
-                           HealthTable health) {
+                           HealthTable health, BackgroundTasks background) {
         this.workers = workers;
+        this.background = background;
         this.pool = pool;
         this.loop = loop;
         this.config = config;
@@ -52,7 +55,7 @@ public final class TelemetryPoller implements AutoCloseable {
     }
 
     public void start() {
-        task = loop.scheduleWithFixedDelay(this::pollAll, 0, config.interval().toMillis(), TimeUnit.MILLISECONDS);
+        task = background.every("telemetry_poll", loop, Duration.ZERO, config.interval(), this::pollAll);
     }
 
     private void pollAll() {
@@ -212,7 +215,7 @@ public final class TelemetryPoller implements AutoCloseable {
     @Override
     public void close() {
         if (task != null) {
-            task.cancel(false);
+            task.close();
         }
     }
 }

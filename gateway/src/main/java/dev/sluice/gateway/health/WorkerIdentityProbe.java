@@ -2,6 +2,8 @@ package dev.sluice.gateway.health;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.background.BackgroundTasks;
+import dev.sluice.gateway.background.PeriodicTask;
 import dev.sluice.gateway.config.DisaggregationMode;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerIdentity;
@@ -10,7 +12,6 @@ import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.upstream.UpstreamFetch;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.ScheduledFuture;
 import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -19,7 +20,6 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,11 +51,13 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     /** When each worker was last asked ({@code System.nanoTime()}), and which are being asked now: loop-confined. */
     private final Map<Worker, Long> askedAt = new HashMap<>();
     private final Set<Worker> asking = new HashSet<>();
-    private ScheduledFuture<?> task;
+    private final BackgroundTasks background;
+    private PeriodicTask task;
 
     public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
-                               Duration timeout) {
+                               Duration timeout, BackgroundTasks background) {
         this.workers = workers;
+        this.background = background;
         this.pool = pool;
         this.loop = loop;
         this.mode = mode;
@@ -63,7 +65,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     }
 
     public void start() {
-        task = loop.scheduleWithFixedDelay(this::tick, 0, TICK.toMillis(), TimeUnit.MILLISECONDS);
+        task = background.every("worker_identity", loop, Duration.ZERO, TICK, this::tick);
     }
 
     /**
@@ -197,7 +199,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     @Override
     public void close() {
         if (task != null) {
-            task.cancel(false);
+            task.close();
         }
     }
 }

@@ -15,6 +15,7 @@ import dev.sluice.gateway.admission.LearnedRatioCounter;
 import dev.sluice.gateway.admission.PrefillRateFile;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
+import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.coordination.DemandTally;
 import dev.sluice.gateway.coordination.FleetLeases;
@@ -47,7 +48,7 @@ import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -57,6 +58,8 @@ import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
@@ -68,18 +71,24 @@ import org.slf4j.LoggerFactory;
  * #start}) and stops it all ({@link #close}). Requests never reach through it: the client handler
  * gets its few dependencies ({@link FrontServices}); reload ({@link LiveReconfiguration},
  * {@link ConfigReload}) and drain ({@link GatewayDrain}) are classes of their own. Threads: the
- * request event loops ({@code sluice-io}), one control loop ({@code sluice-control}: health,
- * telemetry, expiry of queued requests, the admin listener), one accept loop.
+ * request event loops ({@code sluice-io}), one control loop ({@code sluice-control}: admission's
+ * expiry sweep, health, telemetry, coordination), one admin loop ({@code sluice-admin}), one thread
+ * for file IO ({@code sluice-file-io}), one accept loop; every periodic task is a
+ * {@link dev.sluice.gateway.background.PeriodicTask} (docs/architecture.md, "Threads").
  */
 public final class GatewayServer implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(GatewayServer.class);
 
     private final Transport transport = Transport.best();
     private final GatewayMetrics metrics = new GatewayMetrics();
+    /** Every periodic task, each counting its own failures; stopped with the server. */
+    private final BackgroundTasks background = new BackgroundTasks(metrics.registry());
     private final int eventLoops;
     private final EventLoopGroup bossGroup;
     private final EventLoopGroup workerGroup;
     private final EventLoopGroup controlGroup;
+    private final EventLoopGroup adminGroup;
+    private final ScheduledExecutorService fileIo;
     private final WorkerSet workers;
     private final HealthTable health;
     private final UpstreamPool pool;
@@ -111,7 +120,6 @@ public final class GatewayServer implements AutoCloseable {
     private StateView stateView;
     private java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> configInfo;
     private ConfigReload reload;
-    private final List<ScheduledFuture<?>> schedules = new ArrayList<>();
 
     public GatewayServer(GatewayConfig config) {
         this.eventLoops = config.http().eventLoopThreads() == 0 ? Runtime.getRuntime().availableProcessors()
@@ -122,6 +130,11 @@ public final class GatewayServer implements AutoCloseable {
         // health checks, telemetry and the admin listener on a loop of their own: a request loop busy
         // with thousands of streams must not make a healthy worker's /health look timed out
         this.controlGroup = transport.newGroup(1, "sluice-control");
+        // a slow /admin/state or /metrics scrape (or an admin reload, which reads files) must not
+        // delay admission's 20 ms expiry sweep on the control loop
+        this.adminGroup = transport.newGroup(1, "sluice-admin");
+        // blocking file IO (the prefill rate file, the TLS files' check) off every event loop
+        this.fileIo = Executors.newSingleThreadScheduledExecutor(new DefaultThreadFactory("sluice-file-io", true));
         this.workers = new WorkerSet(config.workers());
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
@@ -173,7 +186,7 @@ public final class GatewayServer implements AutoCloseable {
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
                 decodePolicy, pool, allLoops(), config.telemetry());
-        this.checker = new HealthChecker(workers, pool, controlGroup.next(), health);
+        this.checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, reconciler, aborts);
         health.addListener((w, from, to, cause) -> {
@@ -239,16 +252,14 @@ public final class GatewayServer implements AutoCloseable {
         listener.bind(config, transport, bossGroup, workerGroup, clients, serverTls, metrics, front);
         EventExecutor control = controlGroup.next();
         if (serverTls != null) {
-            long every = config.listen().tls().get().reloadCheck().toMillis();
-            schedules.add(control.scheduleWithFixedDelay(
-                    () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()), every, every,
-                    TimeUnit.MILLISECONDS));
+            background.every("tls_reload_check", fileIo, config.listen().tls().get().reloadCheck(),
+                    () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
         }
         checker.start();
         if (leases != null) {
             leases.start();
-            schedules.add(control.scheduleWithFixedDelay(coordinationMetrics::bindShares, 0,
-                    config.coordination().get().renewInterval().toMillis(), TimeUnit.MILLISECONDS));
+            background.every("coordination_share_gauges", control, Duration.ZERO,
+                    config.coordination().get().renewInterval(), coordinationMetrics::bindShares);
             // serve with a share: the first grant is one round trip away; with Redis unreachable, the
             // replica starts on budget / 1 after a lease time (it knows no peers), and says so
             if (!leases.awaitFirstLease(config.coordination().get().leaseTtl().toMillis())) {
@@ -259,23 +270,23 @@ public final class GatewayServer implements AutoCloseable {
         kvEvents.ifPresent(k -> {
             k.start();
             // workers a reload added or retired get or lose their view and streams (idempotent, cheap)
-            schedules.add(control.scheduleWithFixedDelay(() -> {
+            background.every("kv_events_follow", control, Duration.ofMillis(200), () -> {
                 k.follow(workers.prefill());
                 kvMetrics.ifPresent(CacheViewMetrics::follow);
-            }, 200, 200, TimeUnit.MILLISECONDS));
+            });
         });
         started = true;
         // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
-        schedules.add(control.scheduleAtFixedRate(admission::expire, 20, 20, TimeUnit.MILLISECONDS));
+        background.every("admission_expiry", control, Duration.ofMillis(20), admission::expire);
         config.admission().prefillRate().stateFile().ifPresent(file -> {
             admission.savedRates(PrefillRateFile.read(file, Instant.now()));
-            schedules.add(control.scheduleWithFixedDelay(this::saveRates, 30, 30, TimeUnit.SECONDS));
+            background.every("prefill_rate_save", fileIo, Duration.ofSeconds(30), this::saveRates);
         });
-        schedules.add(control.scheduleWithFixedDelay(reconciler::retireDrained, 100, 100, TimeUnit.MILLISECONDS));
-        telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health);
+        background.every("drained_worker_retire", control, Duration.ofMillis(100), reconciler::retireDrained);
+        telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health, background);
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, pool, controlGroup.next(), config.disaggregation(),
-                config.telemetry().timeout().multipliedBy(5));
+                config.telemetry().timeout().multipliedBy(5), background);
         identities.start();
         metrics.bindNetty(workerGroup);
         if (config.admin().enabled()) {
@@ -283,7 +294,7 @@ public final class GatewayServer implements AutoCloseable {
                     .configInfo(configInfo).coordination(this::coordination);
             kvEvents.ifPresent(k -> stateView.kvView(k.view()));
             adminServer = new AdminServer(config.admin(), stateView, metrics);
-            adminServer.start(bossGroup, controlGroup, transport.serverChannel());
+            adminServer.start(bossGroup, adminGroup, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
         }
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
@@ -298,7 +309,7 @@ public final class GatewayServer implements AutoCloseable {
     /** Reloaded health settings: the active checks start again with them (once the gateway runs). */
     private synchronized void restartHealthChecks() {
         checker.close();
-        checker = new HealthChecker(workers, pool, controlGroup.next(), health);
+        checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
         if (started) {
             checker.start();
         }
@@ -445,19 +456,44 @@ public final class GatewayServer implements AutoCloseable {
         return settings.get();
     }
 
+    /** The loop that runs admission's expiry sweep (tests block it to show what does not wait on it). */
+    EventExecutor controlLoop() {
+        return controlGroup.next();
+    }
+
+    /** Where the periodic tasks are started (tests add one that fails). */
+    BackgroundTasks backgroundTasks() {
+        return background;
+    }
+
     /** The measured prefill rates into admission.prefill_rate.state_file (as configured now), for the next start. */
     private void saveRates() {
         config().admission().prefillRate().stateFile().ifPresent(file ->
                 PrefillRateFile.write(file, admission.measuredRates(), Instant.now()));
     }
 
+    /**
+     * The last save of the prefill rates runs on the file IO thread after its periodic save stopped
+     * (one writer of the file at a time), then the thread ends.
+     */
+    private void closeFileIo() {
+        if (started) {
+            fileIo.execute(this::saveRates);
+        }
+        fileIo.shutdown();
+        try {
+            if (!fileIo.awaitTermination(5, TimeUnit.SECONDS)) {
+                log.warn("file io thread still busy at shutdown wait_seconds=5");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     @Override
     public void close() {
         if (reload != null) {
             reload.close();
-        }
-        if (started) {
-            saveRates();
         }
         synchronized (this) {
             checker.close();
@@ -471,7 +507,8 @@ public final class GatewayServer implements AutoCloseable {
         if (adminServer != null) {
             adminServer.close();
         }
-        schedules.forEach(s -> s.cancel(false));
+        background.close();
+        closeFileIo();
         if (leases != null) {
             leases.close();
         }
@@ -487,6 +524,7 @@ public final class GatewayServer implements AutoCloseable {
         // runs tasks (their requests never sent nor released: a leak report, and GPU work left running)
         workerGroup.shutdownGracefully(100, 2_000, TimeUnit.MILLISECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        adminGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         metrics.close();
         log.info("gateway stopped");

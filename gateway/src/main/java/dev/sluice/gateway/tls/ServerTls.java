@@ -66,7 +66,10 @@ public final class ServerTls {
         return TlsDefaults.provider().name().toLowerCase(java.util.Locale.ROOT);
     }
 
-    /** Checks the files; reloads them when their content changed. Called on the control loop. */
+    /**
+     * Checks the files; reloads them when their content changed. Called by one thread at a time (the
+     * gateway's file IO thread: it reads files, so never on an event loop).
+     */
     public Result reloadIfChanged() {
         byte[] now;
         try {

@@ -2,6 +2,7 @@ package dev.sluice.gateway.health;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
 import dev.sluice.gateway.config.GatewayConfig.WorkersConfig;
 import dev.sluice.gateway.config.HealthConfig;
@@ -16,6 +17,7 @@ import dev.sluice.testbed.sim.SimConfig;
 import dev.sluice.testbed.sim.SimMode;
 import dev.sluice.testbed.sim.SimWorker;
 import dev.sluice.testbed.testing.Poll;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import java.time.Duration;
@@ -85,7 +87,7 @@ class HealthCheckerTest {
         group = transport.newGroup(1, "health-test");
         EventLoop loop = (EventLoop) group.next();
         UpstreamPool pool = new UpstreamPool(transport, Duration.ofSeconds(2), 4, Duration.ofSeconds(60));
-        checker = new HealthChecker(workers, pool, loop, table);
+        checker = new HealthChecker(workers, pool, loop, table, new BackgroundTasks(new SimpleMeterRegistry()));
         checker.start();
         assertThat(Poll.eventually(WAIT, () -> prefill().state() == WorkerState.HEALTHY
                 && decode().state() == WorkerState.HEALTHY)).as("both pass their first check").isTrue();
