@@ -52,6 +52,8 @@ final class EventStream {
     long retryAtNanos;
     /** The last open failure, logged once until it changes. */
     String lastFailure;
+    /** When a stream disconnected and not back is opened again by the subscriber; 0: not due. */
+    long reopenAtNanos;
     /** The last sequence number applied; -1: none since the socket was opened. */
     long lastSeq = -1;
     /** Nanos of the last message (0: none yet), and of the socket's opening. */
@@ -130,6 +132,7 @@ final class EventStream {
         state = next;
         blocks.up(rank, next == State.UP);
         if (next == State.UP) {
+            reopenAtNanos = 0;
             backoff.reset();
             lastFailure = null;
         }
@@ -146,6 +149,7 @@ final class EventStream {
             socket = null;
         }
         moveTo(State.CLOSED);
+        reopenAtNanos = 0;
     }
 
     /**

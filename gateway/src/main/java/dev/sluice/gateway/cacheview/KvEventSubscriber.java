@@ -142,6 +142,7 @@ public final class KvEventSubscriber implements AutoCloseable {
                         dirty |= readPolled(ctx, poller, polled);
                     }
                     dirty |= resubscribeSilent(ctx, streams);
+                    dirty |= reopenDropped(ctx, streams);
                     view.fit();
                 } catch (Throwable t) {
                     // not one stream's (those are caught per stream and per frame): logged, and the loop goes on
@@ -195,7 +196,8 @@ public final class KvEventSubscriber implements AutoCloseable {
             if (e.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL && s.moveTo(EventStream.State.UP)) {
                 log.info("kv events up worker={} rank={} endpoint={}", s.worker.url(), s.rank, s.endpoint);
             } else if (e.getEvent() == ZMQ.EVENT_DISCONNECTED && s.moveTo(EventStream.State.CONNECTING)) {
-                log.warn("kv events down worker={} rank={} endpoint={} (ZMQ reconnects, backing off up to {} ms)",
+                s.reopenAtNanos = System.nanoTime() + s.backoff.failed();
+                log.warn("kv events down worker={} rank={} endpoint={} (reconnecting, backing off up to {} ms)",
                         s.worker.url(), s.rank, s.endpoint, EventStream.RECONNECT_MAX_MS);
             }
         }
@@ -310,6 +312,30 @@ public final class KvEventSubscriber implements AutoCloseable {
             }
         }
         return p;
+    }
+
+    /**
+     * Opens again each stream disconnected and not back by its backoff: JeroMQ 0.6.0 reconnects by
+     * itself after a publisher went away, but not after it dropped a connection for a protocol
+     * error such as a frame over MAXMSGSIZE (measured: DISCONNECTED, then no event at all). The
+     * backoff doubles while the stream stays down; not logged (the "down" line said it).
+     */
+    private boolean reopenDropped(ZContext ctx, List<EventStream> streams) {
+        long now = System.nanoTime();
+        boolean any = false;
+        for (EventStream s : streams) {
+            if (s.state() == EventStream.State.CONNECTING && s.reopenAtNanos != 0 && now - s.reopenAtNanos >= 0) {
+                s.close(ctx);
+                try {
+                    s.open(ctx, topic, maxMessageSize, now);
+                    s.reopenAtNanos = now + s.backoff.failed();
+                } catch (RuntimeException e) {
+                    failed(ctx, s, e, now);
+                }
+                any = true;
+            }
+        }
+        return any;
     }
 
     /** Opens again each stream silent while its worker is awaited; whether any was. */
