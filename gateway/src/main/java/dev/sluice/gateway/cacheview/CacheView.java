@@ -27,19 +27,33 @@ public final class CacheView implements KvCacheView {
     /** Copied on write (a reload adds or removes workers), read without a lock. */
     private volatile Map<Worker, WorkerBlocks> workers;
     private final long maxBlocksPerWorker;
+    /** The whole view's bytes (routing.kv_events.max_memory); Long.MAX_VALUE: bounded by blocks only. */
+    private final long maxBytes;
     private final long staleAfterNanos;
     private final LongSupplier nanoClock;
     private final LongAdder byEvents = new LongAdder();
     private final LongAdder byTree = new LongAdder();
     public CacheView(List<Worker> subscribed, long maxBlocksPerWorker, long staleAfterNanos, LongSupplier nanoClock) {
+        this(subscribed, maxBlocksPerWorker, Long.MAX_VALUE, staleAfterNanos, nanoClock);
+    }
+
+    /**
+     * @param maxBlocksPerWorker blocks each worker's DP rank may hold
+     * @param maxBytes           bytes the whole view may take (its arrays, exactly); shared evenly by
+     *                           the worker-ranks, the lower of the two bounds wins
+     */
+    public CacheView(List<Worker> subscribed, long maxBlocksPerWorker, long maxBytes, long staleAfterNanos,
+                     LongSupplier nanoClock) {
         Map<Worker, WorkerBlocks> m = new LinkedHashMap<>();
         for (Worker w : subscribed) {
             m.put(w, new WorkerBlocks(maxBlocksPerWorker));
         }
         this.workers = Collections.unmodifiableMap(m);
         this.maxBlocksPerWorker = maxBlocksPerWorker;
+        this.maxBytes = maxBytes;
         this.staleAfterNanos = staleAfterNanos;
         this.nanoClock = Objects.requireNonNull(nanoClock, "nanoClock");
+        share();
     }
 
     /** Gives {@code w} a view fed by {@code ranks} streams, unless it has one. */
@@ -49,6 +63,7 @@ public final class CacheView implements KvCacheView {
             Map<Worker, WorkerBlocks> m = new LinkedHashMap<>(workers);
             m.put(w, new WorkerBlocks(maxBlocksPerWorker, ranks));
             workers = Collections.unmodifiableMap(m);
+            share();
         }
     }
 
@@ -58,6 +73,65 @@ public final class CacheView implements KvCacheView {
             Map<Worker, WorkerBlocks> m = new LinkedHashMap<>(workers);
             m.keySet().retainAll(keep);
             workers = Collections.unmodifiableMap(m);
+            share();
+        }
+    }
+
+    /**
+     * Shares the memory budget: every worker-rank gets the same block limit, the largest (up to
+     * max_blocks_per_worker) at which all the views' arrays, each at its worst (every block a
+     * distinct prefix), fit in max_memory. Called when workers come and go; the subscriber's thread
+     * then fits each table to its new limit.
+     */
+    private void share() {
+        int limit = limitFor(workers.values().stream().mapToInt(WorkerBlocks::ranks).toArray(), maxBlocksPerWorker,
+                maxBytes);
+        for (WorkerBlocks b : workers.values()) {
+            b.limit(limit);
+        }
+    }
+
+    /** The blocks per worker-rank that views of {@code ranks} can hold within {@code maxBytes} (at least 1). */
+    static int limitFor(int[] ranks, long maxBlocks, long maxBytes) {
+        long lo = 1;
+        long hi = Math.min(maxBlocks, Integer.MAX_VALUE - 8);
+        while (lo < hi) {
+            long mid = (lo + hi + 1) >>> 1;
+            if (bytesFor(ranks, mid) <= maxBytes) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        return (int) lo;
+    }
+
+    private static long bytesFor(int[] ranks, long limit) {
+        long sum = 0;
+        for (int r : ranks) {
+            sum += WorkerBlocks.bytesFor(r, limit);
+        }
+        return sum;
+    }
+
+    /** Bytes all the views' arrays take now, exactly. */
+    public long bytes() {
+        long sum = 0;
+        for (WorkerBlocks b : workers.values()) {
+            sum += b.bytes();
+        }
+        return sum;
+    }
+
+    /** The memory budget (Long.MAX_VALUE: none). */
+    public long maxBytes() {
+        return maxBytes;
+    }
+
+    /** The subscriber's thread: brings every view within its current limit. */
+    void fit() {
+        for (WorkerBlocks b : workers.values()) {
+            b.fit();
         }
     }
 

@@ -24,6 +24,11 @@ import org.msgpack.value.ValueType;
  * </ul>
  * Trailing fields it does not know (medium, lora_name, extra_keys...) are skipped, and so is an
  * event with an unknown tag; a block hash may be an integer or bytes (hashed to 64 bits).
+ *
+ * <p>The payload comes from the network: every length a header claims (array, map, string, bytes)
+ * is checked against what is left of the payload before anything is allocated for it, since each
+ * element takes at least one byte. A header claiming 2^31-1 elements in a 100-byte frame is then
+ * a malformed frame, not a 16 GiB {@code new long[]} (issue 29).
  */
 public final class KvEventDecoder {
     private KvEventDecoder() {
@@ -32,18 +37,18 @@ public final class KvEventDecoder {
     /** @throws IllegalArgumentException when the payload is not a KV event batch */
     public static KvEventBatch decode(byte[] payload) {
         try (MessageUnpacker u = MessagePack.newDefaultUnpacker(payload)) {
-            return batch(u);
+            return batch(new BoundedUnpacker(u, payload.length));
         } catch (IOException | RuntimeException e) {
             throw new IllegalArgumentException("not a KV event batch: " + e.getMessage(), e);
         }
     }
 
-    private static KvEventBatch batch(MessageUnpacker u) throws IOException {
+    private static KvEventBatch batch(BoundedUnpacker u) throws IOException {
         double ts = 0;
         List<KvEvent> events = new ArrayList<>();
         int rank = -1;
-        if (u.getNextFormat().getValueType() == ValueType.ARRAY) {
-            int n = u.unpackArrayHeader();
+        if (u.in.getNextFormat().getValueType() == ValueType.ARRAY) {
+            int n = u.arrayHeader();
             ts = number(u);
             events = events(u);
             if (n > 2) {
@@ -51,24 +56,24 @@ public final class KvEventDecoder {
             }
             skip(u, n - 3);
         } else {
-            int n = u.unpackMapHeader();
+            int n = u.mapHeader();
             for (int i = 0; i < n; i++) {
-                switch (u.unpackString()) {
+                switch (u.string()) {
                     case "ts" -> ts = number(u);
                     case "events" -> events = events(u);
                     case "data_parallel_rank", "attn_dp_rank" -> rank = optionalInt(u);
-                    default -> u.skipValue();
+                    default -> u.in.skipValue();
                 }
             }
         }
         return new KvEventBatch(ts, events, rank);
     }
 
-    private static List<KvEvent> events(MessageUnpacker u) throws IOException {
-        int n = u.unpackArrayHeader();
+    private static List<KvEvent> events(BoundedUnpacker u) throws IOException {
+        int n = u.arrayHeader();
         List<KvEvent> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
-            KvEvent e = u.getNextFormat().getValueType() == ValueType.ARRAY ? arrayEvent(u) : mapEvent(u);
+            KvEvent e = u.in.getNextFormat().getValueType() == ValueType.ARRAY ? arrayEvent(u) : mapEvent(u);
             if (e != null) {
                 out.add(e);
             }
@@ -76,9 +81,9 @@ public final class KvEventDecoder {
         return out;
     }
 
-    private static KvEvent arrayEvent(MessageUnpacker u) throws IOException {
-        int n = u.unpackArrayHeader();
-        String tag = u.unpackString();
+    private static KvEvent arrayEvent(BoundedUnpacker u) throws IOException {
+        int n = u.arrayHeader();
+        String tag = u.string();
         KvEvent e;
         int read = 1;
         switch (tag) {
@@ -86,7 +91,7 @@ public final class KvEventDecoder {
                 long[] hashes = hashes(u);
                 OptionalLong parent = optionalHash(u);
                 int[] tokens = ints(u);
-                int blockSize = u.unpackInt();
+                int blockSize = u.in.unpackInt();
                 read = 5;
                 e = new KvEvent.Stored(hashes, parent, tokens, blockSize);
             }
@@ -101,21 +106,21 @@ public final class KvEventDecoder {
         return e;
     }
 
-    private static KvEvent mapEvent(MessageUnpacker u) throws IOException {
-        int n = u.unpackMapHeader();
+    private static KvEvent mapEvent(BoundedUnpacker u) throws IOException {
+        int n = u.mapHeader();
         String tag = null;
         long[] hashes = new long[0];
         OptionalLong parent = OptionalLong.empty();
         int[] tokens = new int[0];
         int blockSize = 0;
         for (int i = 0; i < n; i++) {
-            switch (u.unpackString()) {
-                case "type" -> tag = u.unpackString();
+            switch (u.string()) {
+                case "type" -> tag = u.string();
                 case "block_hashes" -> hashes = hashes(u);
                 case "parent_block_hash" -> parent = optionalHash(u);
                 case "token_ids" -> tokens = ints(u);
-                case "block_size" -> blockSize = u.unpackInt();
-                default -> u.skipValue();
+                case "block_size" -> blockSize = u.in.unpackInt();
+                default -> u.in.skipValue();
             }
         }
         if (tag == null) {
@@ -129,8 +134,8 @@ public final class KvEventDecoder {
         };
     }
 
-    private static long[] hashes(MessageUnpacker u) throws IOException {
-        int n = u.unpackArrayHeader();
+    private static long[] hashes(BoundedUnpacker u) throws IOException {
+        int n = u.arrayHeader();
         long[] out = new long[n];
         for (int i = 0; i < n; i++) {
             out[i] = hash(u);
@@ -138,21 +143,21 @@ public final class KvEventDecoder {
         return out;
     }
 
-    private static OptionalLong optionalHash(MessageUnpacker u) throws IOException {
-        if (u.tryUnpackNil()) {
+    private static OptionalLong optionalHash(BoundedUnpacker u) throws IOException {
+        if (u.in.tryUnpackNil()) {
             return OptionalLong.empty();
         }
         return OptionalLong.of(hash(u));
     }
 
     /** An engine block hash: an int64 (SGLang), an unsigned 64-bit int, or bytes (vLLM's sha256 form). */
-    private static long hash(MessageUnpacker u) throws IOException {
-        MessageFormat f = u.getNextFormat();
+    private static long hash(BoundedUnpacker u) throws IOException {
+        MessageFormat f = u.in.getNextFormat();
         if (f.getValueType() == ValueType.INTEGER) {
-            return f == MessageFormat.UINT64 ? u.unpackBigInteger().longValue() : u.unpackLong();
+            return f == MessageFormat.UINT64 ? u.in.unpackBigInteger().longValue() : u.in.unpackLong();
         }
-        byte[] bytes = f.getValueType() == ValueType.BINARY ? u.readPayload(u.unpackBinaryHeader())
-                : u.unpackString().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] bytes = f.getValueType() == ValueType.BINARY ? u.binary()
+                : u.string().getBytes(java.nio.charset.StandardCharsets.UTF_8);
         long h = 0xcbf29ce484222325L;
         for (byte b : bytes) {
             h = (h ^ (b & 0xff)) * 0x100000001b3L;
@@ -160,26 +165,26 @@ public final class KvEventDecoder {
         return h;
     }
 
-    private static int[] ints(MessageUnpacker u) throws IOException {
-        int n = u.unpackArrayHeader();
+    private static int[] ints(BoundedUnpacker u) throws IOException {
+        int n = u.arrayHeader();
         int[] out = new int[n];
         for (int i = 0; i < n; i++) {
-            out[i] = u.unpackInt();
+            out[i] = u.in.unpackInt();
         }
         return out;
     }
 
-    private static double number(MessageUnpacker u) throws IOException {
-        return u.getNextFormat().getValueType() == ValueType.FLOAT ? u.unpackDouble() : u.unpackLong();
+    private static double number(BoundedUnpacker u) throws IOException {
+        return u.in.getNextFormat().getValueType() == ValueType.FLOAT ? u.in.unpackDouble() : u.in.unpackLong();
     }
 
-    private static int optionalInt(MessageUnpacker u) throws IOException {
-        return u.tryUnpackNil() ? -1 : u.unpackInt();
+    private static int optionalInt(BoundedUnpacker u) throws IOException {
+        return u.in.tryUnpackNil() ? -1 : u.in.unpackInt();
     }
 
-    private static void skip(MessageUnpacker u, int values) throws IOException {
+    private static void skip(BoundedUnpacker u, int values) throws IOException {
         for (int i = 0; i < values; i++) {
-            u.skipValue();
+            u.in.skipValue();
         }
     }
 }

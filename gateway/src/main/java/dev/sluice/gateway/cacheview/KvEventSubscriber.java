@@ -1,6 +1,8 @@
 package dev.sluice.gateway.cacheview;
 
 import dev.sluice.gateway.routing.Worker;
+import java.net.InetAddress;
+import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -8,6 +10,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import org.slf4j.Logger;
@@ -34,31 +40,58 @@ import org.zeromq.ZMsg;
  *
  * <p>Membership follows the worker list ({@link #follow}): the wanted streams are handed over
  * through an atomic reference and the thread opens and closes sockets to match.
+ *
+ * <p>Each stream stands alone (issue 29): its host is looked up off this thread, a stream that
+ * cannot be opened is retried with its own exponential backoff (ZMQ backs off the same way while a
+ * publisher refuses or is gone), a frame that cannot be read is counted as malformed and skipped,
+ * and a failure in one stream closes that stream only. Each change of a stream's state is logged
+ * once (subscribing, up, down, failed), not each retry; {@link WorkerBlocks#up} says which are
+ * connected.
  */
 public final class KvEventSubscriber implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(KvEventSubscriber.class);
+
+    /** SGLang's and vLLM's batches are a few KiB to a few hundred; a frame past this is refused. */
+    public static final long DEFAULT_MAX_MESSAGE_SIZE = 4L << 20;
+    /** Frames read from one stream per turn, so that a flooding publisher cannot starve the others. */
+    private static final int FRAMES_PER_TURN = 1_000;
+    private static final long LOG_EVERY_NANOS = 10_000_000_000L;
 
     private final CacheView view;
     private final byte[] topic;
     private final long resubscribeAfterNanos;
     private final long rebuildNanos;
+    private final long maxMessageSize;
     /** The streams wanted, per worker its ranks' endpoints; taken by the thread when set. */
     private final AtomicReference<Map<Worker, List<String>>> wanted = new AtomicReference<>();
+    /** Name lookups, off the subscriber's thread: a DNS server that hangs holds one stream back, not all. */
+    private final ExecutorService resolver = Executors.newCachedThreadPool(r -> {
+        Thread t = new Thread(r, "sluice-kv-resolve");
+        t.setDaemon(true);
+        return t;
+    });
     private final Thread thread;
     private volatile boolean running = true;
+
+    public KvEventSubscriber(CacheView view, Map<Worker, List<String>> endpoints, String topic,
+                             long resubscribeAfterNanos, long rebuildNanos) {
+        this(view, endpoints, topic, resubscribeAfterNanos, rebuildNanos, DEFAULT_MAX_MESSAGE_SIZE);
+    }
 
     /**
      * @param endpoints each subscribed worker's event endpoints, one per DP rank in rank order
      *                  ({@code tcp://host:port})
      * @param resubscribeAfterNanos how long a stream may stay silent while its worker is awaited
      * @param rebuildNanos how long a worker's view stays stale after a sequence gap
+     * @param maxMessageSize the largest frame read (ZMQ's MAXMSGSIZE); larger ones are dropped
      */
     public KvEventSubscriber(CacheView view, Map<Worker, List<String>> endpoints, String topic,
-                             long resubscribeAfterNanos, long rebuildNanos) {
+                             long resubscribeAfterNanos, long rebuildNanos, long maxMessageSize) {
         this.view = Objects.requireNonNull(view, "view");
         this.topic = topic.getBytes(StandardCharsets.UTF_8);
         this.resubscribeAfterNanos = resubscribeAfterNanos;
         this.rebuildNanos = rebuildNanos;
+        this.maxMessageSize = maxMessageSize;
         follow(endpoints);
         this.thread = new Thread(this::run, "sluice-kv-events");
         thread.setDaemon(true);
@@ -87,30 +120,39 @@ public final class KvEventSubscriber implements AutoCloseable {
     private void run() {
         try (ZContext ctx = new ZContext(1)) {
             List<EventStream> streams = new ArrayList<>();
+            List<EventStream> polled = new ArrayList<>();
             ZMQ.Poller poller = null;
+            boolean dirty = true;
             while (running && !Thread.currentThread().isInterrupted()) {
-                Map<Worker, List<String>> next = wanted.getAndSet(null);
-                if (next != null || poller == null) {
+                try {
+                    Map<Worker, List<String>> next = wanted.getAndSet(null);
                     if (next != null) {
                         reconcile(ctx, streams, next);
+                        dirty = true;
                     }
-                    poller = poller(ctx, poller, streams);
-                }
-                if (streams.isEmpty()) {
-                    LockSupport.parkNanos(200_000_000L); // nothing to poll until follow() hands streams over
-                } else if (poller.poll(200) > 0) {
-                    for (int i = 0; i < streams.size(); i++) {
-                        if (poller.pollin(i)) {
-                            EventStream s = streams.get(i);
-                            for (ZMsg m; (m = ZMsg.recvMsg(s.socket(), ZMQ.DONTWAIT)) != null; ) {
-                                receive(s, m);
-                            }
-                        }
+                    dirty |= openDue(ctx, streams, System.nanoTime());
+                    if (dirty || poller == null) {
+                        poller = poller(ctx, poller, streams, polled);
+                        dirty = false;
                     }
+                    if (polled.isEmpty()) {
+                        // nothing to poll until follow() hands streams over or a closed one's backoff ends
+                        LockSupport.parkNanos(resolving(streams) ? 20_000_000L : 200_000_000L);
+                    } else if (poller.poll(resolving(streams) ? 20 : 200) > 0) {
+                        dirty |= readPolled(ctx, poller, polled);
+                    }
+                    dirty |= resubscribeSilent(ctx, streams);
+                    dirty |= reopenDropped(ctx, streams);
+                    view.fit();
+                } catch (Throwable t) {
+                    // not one stream's (those are caught per stream and per frame): logged, and the loop goes on
+                    log.error("kv events subscriber loop failed error={} (continuing)", t.toString(), t);
+                    dirty = true;
+                    LockSupport.parkNanos(1_000_000_000L);
                 }
-                if (resubscribeSilent(ctx, streams)) {
-                    poller = poller(ctx, poller, streams);
-                }
+            }
+            if (poller != null) {
+                poller.close();
             }
             for (EventStream s : streams) {
                 s.close(ctx);
@@ -118,6 +160,45 @@ public final class KvEventSubscriber implements AutoCloseable {
         } catch (RuntimeException e) {
             if (running) {
                 log.error("kv events subscriber failed error={}", e.toString(), e);
+            }
+        } finally {
+            resolver.shutdownNow();
+        }
+    }
+
+    private boolean readPolled(ZContext ctx, ZMQ.Poller poller, List<EventStream> polled) {
+        boolean dirty = false;
+        for (int i = 0; i < polled.size(); i++) {
+            if (!poller.pollin(i)) {
+                continue;
+            }
+            EventStream s = polled.get(i);
+            try {
+                if (i % 2 == 1) {
+                    monitorEvents(s);
+                } else {
+                    ZMsg m;
+                    for (int n = 0; n < FRAMES_PER_TURN && (m = ZMsg.recvMsg(s.socket(), ZMQ.DONTWAIT)) != null; n++) {
+                        receiveSafely(s, m);
+                    }
+                }
+            } catch (RuntimeException e) {
+                // this stream's socket failed: it alone is closed and opened again after its backoff
+                failed(ctx, s, e, System.nanoTime());
+                dirty = true;
+            }
+        }
+        return dirty;
+    }
+
+    private void monitorEvents(EventStream s) {
+        for (ZMQ.Event e; (e = ZMQ.Event.recv(s.monitor(), ZMQ.DONTWAIT)) != null; ) {
+            if (e.getEvent() == ZMQ.EVENT_HANDSHAKE_PROTOCOL && s.moveTo(EventStream.State.UP)) {
+                log.info("kv events up worker={} rank={} endpoint={}", s.worker.url(), s.rank, s.endpoint);
+            } else if (e.getEvent() == ZMQ.EVENT_DISCONNECTED && s.moveTo(EventStream.State.CONNECTING)) {
+                s.reopenAtNanos = System.nanoTime() + s.backoff.failed();
+                log.warn("kv events down worker={} rank={} endpoint={} (reconnecting, backing off up to {} ms)",
+                        s.worker.url(), s.rank, s.endpoint, EventStream.RECONNECT_MAX_MS);
             }
         }
     }
@@ -133,30 +214,128 @@ public final class KvEventSubscriber implements AutoCloseable {
             }
             return gone;
         });
-        long now = System.nanoTime();
         next.forEach((w, endpoints) -> {
             WorkerBlocks blocks = view.of(w).orElse(null);
             for (int r = 0; r < endpoints.size() && blocks != null; r++) {
                 int rank = r;
                 if (streams.stream().noneMatch(s -> s.worker.equals(w) && s.rank == rank)) {
-                    EventStream s = new EventStream(w, rank, endpoints.get(rank), blocks);
-                    s.open(ctx, topic, now);
-                    streams.add(s);
-                    log.info("kv events subscribing worker={} rank={} endpoint={}", w.url(), rank, s.endpoint);
+                    streams.add(new EventStream(w, rank, endpoints.get(rank), blocks)); // opened by openDue
                 }
             }
         });
     }
 
-    private static ZMQ.Poller poller(ZContext ctx, ZMQ.Poller old, List<EventStream> streams) {
+    /**
+     * Opens each closed stream whose backoff is over, once its host name resolved (looked up on
+     * {@link #resolver}); a stream that cannot be opened waits twice as long next time. Whether any
+     * socket was opened.
+     */
+    private boolean openDue(ZContext ctx, List<EventStream> streams, long now) {
+        boolean opened = false;
+        for (EventStream s : streams) {
+            if (s.state() != EventStream.State.CLOSED || now - s.retryAtNanos < 0) {
+                continue;
+            }
+            if (s.resolving == null) {
+                String host = host(s.endpoint);
+                s.resolving = CompletableFuture.runAsync(() -> resolve(host), resolver);
+            }
+            if (!s.resolving.isDone()) {
+                continue;
+            }
+            CompletableFuture<Void> lookup = s.resolving;
+            s.resolving = null;
+            try {
+                lookup.join();
+                s.open(ctx, topic, maxMessageSize, now);
+                log.info("kv events subscribing worker={} rank={} endpoint={}", s.worker.url(), s.rank, s.endpoint);
+                opened = true;
+            } catch (RuntimeException e) {
+                failed(ctx, s, e instanceof CompletionException && e.getCause() != null ? e.getCause() : e, now);
+            }
+        }
+        return opened;
+    }
+
+    private static void resolve(String host) {
+        try {
+            InetAddress.getAllByName(host);
+        } catch (UnknownHostException e) {
+            throw new CompletionException(e);
+        }
+    }
+
+    /** {@code tcp://host:port} or {@code tcp://[v6]:port}: the host. */
+    static String host(String endpoint) {
+        String rest = endpoint.substring(endpoint.indexOf("://") + 3);
+        String host = rest.substring(0, Math.max(0, rest.lastIndexOf(':')));
+        return host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+    }
+
+    private static boolean resolving(List<EventStream> streams) {
+        for (EventStream s : streams) {
+            if (s.resolving != null) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** {@code s} could not be opened or its socket failed: closed, retried after its backoff; logged when the failure changes. */
+    private void failed(ZContext ctx, EventStream s, Throwable cause, long now) {
+        boolean wasOpen = s.state() != EventStream.State.CLOSED;
+        s.close(ctx);
+        long wait = s.backoff.failed();
+        s.retryAtNanos = now + wait;
+        String failure = cause.toString();
+        if (wasOpen || !failure.equals(s.lastFailure)) {
+            log.warn("kv events stream failed worker={} rank={} endpoint={} error={} (retried with backoff, up to "
+                    + "{} ms apart; logged again when the failure changes)", s.worker.url(), s.rank, s.endpoint,
+                    failure, EventStream.RECONNECT_MAX_MS);
+        }
+        s.lastFailure = failure;
+    }
+
+    /** A poller over each open stream's socket (even items) and its monitor (odd items), {@code polled} saying whose. */
+    private static ZMQ.Poller poller(ZContext ctx, ZMQ.Poller old, List<EventStream> streams, List<EventStream> polled) {
         if (old != null) {
             old.close();
         }
-        ZMQ.Poller p = ctx.createPoller(Math.max(1, streams.size()));
+        polled.clear();
+        ZMQ.Poller p = ctx.createPoller(Math.max(1, 2 * streams.size()));
         for (EventStream s : streams) {
-            p.register(s.socket(), ZMQ.Poller.POLLIN);
+            if (s.socket() != null) {
+                p.register(s.socket(), ZMQ.Poller.POLLIN);
+                p.register(s.monitor(), ZMQ.Poller.POLLIN);
+                polled.add(s);
+                polled.add(s);
+            }
         }
         return p;
+    }
+
+    /**
+     * Opens again each stream disconnected and not back by its backoff: JeroMQ 0.6.0 reconnects by
+     * itself after a publisher went away, but not after it dropped a connection for a protocol
+     * error such as a frame over MAXMSGSIZE (measured: DISCONNECTED, then no event at all). The
+     * backoff doubles while the stream stays down; not logged (the "down" line said it).
+     */
+    private boolean reopenDropped(ZContext ctx, List<EventStream> streams) {
+        long now = System.nanoTime();
+        boolean any = false;
+        for (EventStream s : streams) {
+            if (s.state() == EventStream.State.CONNECTING && s.reopenAtNanos != 0 && now - s.reopenAtNanos >= 0) {
+                s.close(ctx);
+                try {
+                    s.open(ctx, topic, maxMessageSize, now);
+                    s.reopenAtNanos = now + s.backoff.failed();
+                } catch (RuntimeException e) {
+                    failed(ctx, s, e, now);
+                }
+                any = true;
+            }
+        }
+        return any;
     }
 
     /** Opens again each stream silent while its worker is awaited; whether any was. */
@@ -169,27 +348,60 @@ public final class KvEventSubscriber implements AutoCloseable {
                         s.worker.url(), s.rank, s.endpoint, (now - s.blocks.awaitingSince()) / 1_000_000,
                         s.lastHeardNanos != 0);
                 s.close(ctx);
-                s.open(ctx, topic, now);
                 s.blocks.resubscribes.incrementAndGet();
+                try {
+                    s.open(ctx, topic, maxMessageSize, now);
+                } catch (RuntimeException e) {
+                    failed(ctx, s, e, now);
+                }
                 any = true;
             }
         }
         return any;
     }
 
+    /**
+     * One frame, whatever it holds: a frame that cannot be read or applied is counted as
+     * malformed and skipped, and the stream goes on. (The decoder checks every length before it
+     * allocates, so a hostile header is an exception here, never an OutOfMemoryError.)
+     */
+    private void receiveSafely(EventStream s, ZMsg msg) {
+        try {
+            receive(s, msg);
+        } catch (Throwable t) {
+            malformed(s, "error=" + t);
+        }
+    }
+
+    private void malformed(EventStream s, String why) {
+        s.blocks.malformed.incrementAndGet();
+        long now = System.nanoTime();
+        if (s.malformedLoggedNanos == 0 || now - s.malformedLoggedNanos > LOG_EVERY_NANOS) {
+            log.warn("kv events malformed worker={} rank={} {} skipped_since_last_log={}", s.worker.url(), s.rank, why,
+                    s.unloggedMalformed);
+            s.malformedLoggedNanos = now;
+            s.unloggedMalformed = 0;
+        } else {
+            s.unloggedMalformed++;
+        }
+    }
+
     private void receive(EventStream s, ZMsg msg) {
         long now = System.nanoTime();
         s.lastHeardNanos = now;
         if (msg.size() != 3) {
-            s.blocks.malformed.incrementAndGet();
-            log.warn("kv events malformed worker={} rank={} frames={}", s.worker.url(), s.rank, msg.size());
+            malformed(s, "frames=" + msg.size());
             return;
         }
         msg.pop(); // topic (the subscription filtered on it)
         byte[] seqBytes = msg.pop().getData();
         byte[] payload = msg.pop().getData();
         if (seqBytes.length != 8) {
-            s.blocks.malformed.incrementAndGet();
+            malformed(s, "seq_bytes=" + seqBytes.length);
+            return;
+        }
+        if (payload.length > maxMessageSize) {
+            malformed(s, "payload_bytes=" + payload.length + " max_message_size=" + maxMessageSize);
             return;
         }
         long seq = ByteBuffer.wrap(seqBytes).getLong();
@@ -197,9 +409,7 @@ public final class KvEventSubscriber implements AutoCloseable {
         try {
             batch = KvEventDecoder.decode(payload);
         } catch (IllegalArgumentException e) {
-            s.blocks.malformed.incrementAndGet();
-            log.warn("kv events undecodable worker={} rank={} seq={} error={}", s.worker.url(), s.rank, seq,
-                    e.getMessage());
+            malformed(s, "seq=" + seq + " error=" + e.getMessage());
             return;
         }
         if (s.lastSeq >= 0 && seq <= s.lastSeq) {
@@ -225,6 +435,7 @@ public final class KvEventSubscriber implements AutoCloseable {
     @Override
     public void close() {
         running = false;
+        resolver.shutdownNow();
         try {
             thread.join(2_000);
         } catch (InterruptedException e) {

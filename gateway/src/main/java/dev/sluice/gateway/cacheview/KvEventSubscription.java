@@ -31,10 +31,10 @@ public final class KvEventSubscription implements AutoCloseable {
     /** The view and its subscriber (not started) for every worker that has an endpoint; the others stay without a view. */
     public static KvEventSubscription of(KvEvents cfg, List<Worker> prefills) {
         Objects.requireNonNull(cfg, "cfg");
-        CacheView view = new CacheView(List.of(), cfg.maxBlocksPerWorker(), cfg.staleAfter().toNanos(),
-                System::nanoTime);
+        CacheView view = new CacheView(List.of(), cfg.maxBlocksPerWorker(),
+                cfg.maxMemoryBytes(Runtime.getRuntime().maxMemory()), cfg.staleAfter().toNanos(), System::nanoTime);
         KvEventSubscription s = new KvEventSubscription(cfg, new KvEventSubscriber(view, Map.of(), cfg.topic(),
-                cfg.resubscribeAfter().toNanos(), cfg.staleAfter().toNanos()));
+                cfg.resubscribeAfter().toNanos(), cfg.staleAfter().toNanos(), cfg.maxMessageSize()));
         s.follow(prefills);
         return s;
     }

@@ -1,16 +1,15 @@
 package dev.sluice.gateway.cacheview;
 
-import java.util.ArrayList;
-import java.util.LinkedHashMap;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicIntegerArray;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicLongArray;
 
 /**
  * What one worker's KV cache holds, as its events told: the chain keys ({@link BlockChain}) of its
- * cached blocks, bounded to {@code maxBlocks} (past it the oldest stored are forgotten: the view
- * under-claims, never over-claims), and how fresh that knowledge is.
+ * cached blocks, bounded to {@link #limit} blocks per DP rank (past it the least recently stored
+ * are forgotten: the view under-claims, never over-claims), and how fresh that knowledge is.
+ * Primitive tables ({@link EngineBlockTable}, {@link ChainKeys}): at most {@link #bytesFor} bytes,
+ * about 45 a block (docs/cache-affinity.md, "KV view memory budget").
  *
  * <p>A worker with attention data parallelism publishes one stream per DP rank, each rank its own
  * radix cache: each rank has its own engine-hash map (an {@code AllBlocksCleared}, a restart or a
@@ -18,8 +17,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * so that the worker holds a prefix when any of its ranks does.
  *
  * <p>Threads: {@link #apply} and the other writers run on the subscriber's thread only (the engine
- * hash maps are confined to it); {@link #matchedBlocks}, {@link #freshness} and the counters are read
- * from any thread (the admission lock's, metrics, admin).
+ * hash tables are confined to it); {@link #matchedBlocks}, {@link #freshness} and the counters are read
+ * from any thread (the admission lock's, metrics, admin): the chain keys are read optimistically
+ * ({@link ChainKeys}).
  */
 public final class WorkerBlocks {
     /** How far this worker's view can be trusted. */
@@ -39,11 +39,17 @@ public final class WorkerBlocks {
         }
     }
 
-    private final int maxBlocks;
-    /** Per DP rank: engine hash to chain state ({@link BlockChain}), oldest stored first; the subscriber's thread only. */
-    private final List<LinkedHashMap<Long, Long>> byEngineHash;
-    /** Chain key to how many engine blocks carry it (DP ranks may store the same prefix). */
-    private final Map<Long, Integer> keys = new ConcurrentHashMap<>();
+    private final EngineBlockTable[] byEngineHash;
+    /** Chain key to how many engine blocks carry it (DP ranks may store the same prefix); read from any thread. */
+    private final ChainKeys keys;
+    /** Blocks each rank may hold; lowered or raised by the view's memory budget ({@link CacheView}), any thread. */
+    private volatile int limit;
+    /** The limit the tables were last fitted to; the subscriber's thread only. */
+    private int fittedLimit;
+    /** Bytes of the tables' arrays, as of the last write (exact: {@link ArrayBytes}). */
+    private volatile long bytes;
+    private final AtomicIntegerArray rankUp;
+    private final AtomicLongArray rankHeardNanos;
     private volatile int blockSize;
     private volatile long lastEventNanos;
     private volatile long awaitingSince;
@@ -55,6 +61,7 @@ public final class WorkerBlocks {
     final AtomicLong orphans = new AtomicLong();
     final AtomicLong malformed = new AtomicLong();
     final AtomicLong resubscribes = new AtomicLong();
+    final AtomicLong evicted = new AtomicLong();
 
     public WorkerBlocks(long maxBlocks) {
         this(maxBlocks, 1);
@@ -62,26 +69,47 @@ public final class WorkerBlocks {
 
     /** @param ranks the worker's DP ranks (one event stream each), {@code maxBlocks} bounding each */
     public WorkerBlocks(long maxBlocks, int ranks) {
-        this.maxBlocks = (int) Math.min(Integer.MAX_VALUE, maxBlocks);
-        List<LinkedHashMap<Long, Long>> maps = new ArrayList<>(ranks);
+        this.limit = (int) Math.max(1, Math.min(Integer.MAX_VALUE - 8, maxBlocks));
+        this.fittedLimit = limit;
+        this.byEngineHash = new EngineBlockTable[ranks];
         for (int r = 0; r < ranks; r++) {
-            maps.add(new LinkedHashMap<>(1024) {
-                @Override
-                protected boolean removeEldestEntry(Map.Entry<Long, Long> eldest) {
-                    if (size() > WorkerBlocks.this.maxBlocks) {
-                        release(BlockChain.key(eldest.getValue()));
-                        return true;
-                    }
-                    return false;
-                }
-            });
+            byEngineHash[r] = new EngineBlockTable(limit);
         }
-        this.byEngineHash = List.copyOf(maps);
+        this.keys = new ChainKeys((long) ranks * limit);
+        this.rankUp = new AtomicIntegerArray(ranks);
+        this.rankHeardNanos = new AtomicLongArray(ranks);
+        this.bytes = measure();
+    }
+
+    /**
+     * Exact bytes of a view of {@code ranks} DP ranks holding {@code limit} blocks each, every block
+     * a distinct prefix (the most its arrays ever take): what the memory budget is divided by.
+     */
+    public static long bytesFor(int ranks, long limit) {
+        return ranks * EngineBlockTable.bytesFor(limit) + ChainKeys.bytesFor(ranks * limit);
     }
 
     /** The DP ranks (event streams) this worker's view is fed by. */
     public int ranks() {
-        return byEngineHash.size();
+        return byEngineHash.length;
+    }
+
+    /** Blocks each rank may hold now. */
+    public int limit() {
+        return limit;
+    }
+
+    /**
+     * Sets the blocks each rank may hold (the view's budget was shared again); the tables follow on
+     * the subscriber's thread ({@link #fit}), forgetting the least recently stored first. Any thread.
+     */
+    void limit(int blocksPerRank) {
+        limit = Math.max(1, blocksPerRank);
+    }
+
+    /** Bytes the view's arrays take now, exactly. */
+    public long bytes() {
+        return bytes;
     }
 
     /** Applies one batch of rank 0 in order; {@code nowNanos} marks the worker as heard from. */
@@ -91,28 +119,32 @@ public final class WorkerBlocks {
 
     /** Applies one batch of DP rank {@code rank} in order; {@code nowNanos} marks the worker as heard from. */
     public void apply(int rank, KvEventBatch batch, long nowNanos) {
-        LinkedHashMap<Long, Long> engine = byEngineHash.get(rank);
+        fit();
+        EngineBlockTable engine = byEngineHash[rank];
         for (KvEvent e : batch.events()) {
             events.incrementAndGet();
             if (e instanceof KvEvent.Stored s) {
                 stored(engine, s);
             } else if (e instanceof KvEvent.Removed r) {
                 for (long h : r.hashes()) {
-                    Long state = engine.remove(h);
-                    if (state != null) {
-                        release(BlockChain.key(state));
+                    int entry = engine.find(h);
+                    if (entry >= 0) {
+                        keys.release(BlockChain.key(engine.state(entry)));
+                        engine.remove(entry);
                     }
                 }
             } else {
                 clear(rank);
             }
         }
+        bytes = measure();
         batches.incrementAndGet();
+        rankHeardNanos.set(rank, nowNanos);
         lastEventNanos = nowNanos;
         awaitingSince = 0;
     }
 
-    private void stored(LinkedHashMap<Long, Long> engine, KvEvent.Stored s) {
+    private void stored(EngineBlockTable engine, KvEvent.Stored s) {
         int size = s.blockSize();
         if (size < 1 || s.tokens().length < (long) s.hashes().length * size) {
             malformed.incrementAndGet();
@@ -120,40 +152,87 @@ public final class WorkerBlocks {
         }
         long parent = BlockChain.ROOT;
         if (s.parent().isPresent()) {
-            Long p = engine.get(s.parent().getAsLong());
-            if (p == null) {
+            int p = engine.find(s.parent().getAsLong());
+            if (p < 0) {
                 // stored before we subscribed, or its events were lost: cannot be placed
                 orphans.addAndGet(s.hashes().length);
                 return;
             }
-            parent = p;
+            parent = engine.state(p);
         }
         blockSize = size;
+        int max = limit;
+        long keyRoom = (long) byEngineHash.length * max;
         for (int i = 0; i < s.hashes().length; i++) {
             long state = BlockChain.next(parent, s.tokens(), i * size, (i + 1) * size);
-            Long old = engine.put(s.hashes()[i], state);
-            if (old != null) {
-                release(BlockChain.key(old));
+            int entry = engine.find(s.hashes()[i]);
+            if (entry >= 0) {
+                keys.release(BlockChain.key(engine.state(entry)));
+                engine.restore(entry, state);
+            } else {
+                while (engine.size() >= max) {
+                    evictOldest(engine);
+                }
+                engine.insert(s.hashes()[i], state, max);
             }
-            keys.merge(BlockChain.key(state), 1, Integer::sum);
+            keys.add(BlockChain.key(state), keyRoom);
             parent = state;
         }
     }
 
+    private void evictOldest(EngineBlockTable engine) {
+        int oldest = engine.oldest();
+        keys.release(BlockChain.key(engine.state(oldest)));
+        engine.remove(oldest);
+        evicted.incrementAndGet();
+    }
+
+    /**
+     * Brings the tables to the current {@link #limit}: past it, each rank forgets its least recently
+     * stored blocks and its arrays shrink to what the limit needs. The subscriber's thread only.
+     */
+    void fit() {
+        int max = limit;
+        if (max == fittedLimit) {
+            return;
+        }
+        for (EngineBlockTable engine : byEngineHash) {
+            while (engine.size() > max) {
+                evictOldest(engine);
+            }
+            if (engine.capacity() > max) {
+                engine.resize(max);
+            }
+        }
+        keys.shrinkTo((long) byEngineHash.length * max);
+        fittedLimit = max;
+        bytes = measure();
+    }
+
+    private long measure() {
+        long b = keys.bytes();
+        for (EngineBlockTable engine : byEngineHash) {
+            b += engine.bytes();
+        }
+        return b;
+    }
+
     /** Forgets every rank's blocks. */
     public void clear() {
-        for (int r = 0; r < byEngineHash.size(); r++) {
+        for (int r = 0; r < byEngineHash.length; r++) {
             clear(r);
         }
     }
 
     /** Forgets one rank's blocks (its AllBlocksCleared, or its publisher restarted). */
     public void clear(int rank) {
-        LinkedHashMap<Long, Long> engine = byEngineHash.get(rank);
-        for (Long state : engine.values()) {
-            release(BlockChain.key(state));
+        EngineBlockTable engine = byEngineHash[rank];
+        engine.forEachState(state -> keys.release(BlockChain.key(state)));
+        engine.clear(limit);
+        if (size() == 0) {
+            keys.clear((long) byEngineHash.length * limit);
         }
-        engine.clear();
+        bytes = measure();
     }
 
     /**
@@ -168,14 +247,10 @@ public final class WorkerBlocks {
         rebuildingUntil = nowNanos + Math.max(1, rebuildNanos);
     }
 
-    private void release(long key) {
-        keys.computeIfPresent(key, (k, n) -> n > 1 ? n - 1 : null);
-    }
-
     /** Leading blocks of {@code promptKeys} (keys at {@link #blockSize}) this worker holds. */
     public int matchedBlocks(long[] promptKeys) {
         int i = 0;
-        while (i < promptKeys.length && keys.containsKey(promptKeys[i])) {
+        while (i < promptKeys.length && keys.contains(promptKeys[i])) {
             i++;
         }
         return i;
@@ -187,14 +262,7 @@ public final class WorkerBlocks {
      * miss.
      */
     public int matchedBlocks(long[] promptChain, int blockSize) {
-        int i = 0;
-        for (int end = blockSize - 1; end < promptChain.length; end += blockSize) {
-            if (!keys.containsKey(BlockChain.key(promptChain[end]))) {
-                break;
-            }
-            i++;
-        }
-        return i;
+        return keys.matchedBlocks(promptChain, blockSize);
     }
 
     /** The block size of the worker's events (0 before the first store). */
@@ -246,6 +314,30 @@ public final class WorkerBlocks {
 
     public long orphans() {
         return orphans.get();
+    }
+
+    /** Frames or events of this worker that could not be read or applied, skipped. */
+    public long malformed() {
+        return malformed.get();
+    }
+
+    /** Blocks forgotten to stay within the limit (least recently stored first). */
+    public long evicted() {
+        return evicted.get();
+    }
+
+    /** Whether DP rank {@code rank}'s stream is connected (its ZMTP handshake done, not disconnected since). */
+    public boolean up(int rank) {
+        return rankUp.get(rank) == 1;
+    }
+
+    void up(int rank, boolean connected) {
+        rankUp.set(rank, connected ? 1 : 0);
+    }
+
+    /** Nanos of rank {@code rank}'s last batch (0: none). */
+    public long lastEventNanos(int rank) {
+        return rankHeardNanos.get(rank);
     }
 
     /** Nanos of the last batch (0: none). */

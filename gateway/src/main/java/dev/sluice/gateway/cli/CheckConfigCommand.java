@@ -1,5 +1,6 @@
 package dev.sluice.gateway.cli;
 
+import dev.sluice.gateway.cacheview.KvViewCapacity;
 import dev.sluice.gateway.config.LoadedConfig;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -33,6 +34,10 @@ public final class CheckConfigCommand implements Callable<Integer> {
         if (loaded == null) {
             return 1;
         }
+        // this JVM's heap may not be serve's (another -Xmx): a warning here; serve checks its own and refuses
+        KvViewCapacity.problem(loaded.config(), Runtime.getRuntime().maxMemory()).ifPresent(p -> spec.commandLine()
+                .getErr().println("sluice-gateway: warning: " + p + " (serve started with this heap refuses it)"));
+        spec.commandLine().getErr().flush();
         if (!quiet) {
             source.printEffective(spec.commandLine().getOut(), loaded);
         }

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.cli;
 
+import dev.sluice.gateway.cacheview.KvViewCapacity;
 import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.LoadedConfig;
@@ -40,6 +41,12 @@ public final class ServeCommand implements Callable<Integer> {
         if (check) {
             source.printEffective(spec.commandLine().getOut(), loaded);
             return 0;
+        }
+        // the KV view's worst case must fit this JVM's heap: refused now, not an OutOfMemoryError later
+        java.util.Optional<String> capacity = KvViewCapacity.problem(cfg, Runtime.getRuntime().maxMemory());
+        if (capacity.isPresent()) {
+            System.err.println("sluice-gateway: invalid configuration: " + capacity.get());
+            return 2;
         }
         GatewayServer server;
         try {

@@ -20,6 +20,7 @@ public final class ConfigKey {
     public enum Type {
         OBJECT("mapping"), MAP("mapping of name to value"), LIST("list"), STRING("string"), ENUM("string"),
         INTEGER("integer"), NUMBER("number"), BOOLEAN("boolean"), DURATION("duration"), BYTE_SIZE("byte size"),
+        MEMORY_BUDGET("byte size or heap percentage"),
         URL("URL"), ENV_NAME("environment variable name");
 
         private final String label;

@@ -312,6 +312,10 @@ final class ConfigNode {
         return ConfigScalars.doubleIn(this, def, min, max, expected);
     }
 
+    java.util.Optional<MemoryBudget> optionalMemoryBudget(long min) {
+        return ConfigScalars.optionalMemoryBudget(this, min);
+    }
+
     long bytesAtLeast(long def, long min) {
         return ConfigScalars.bytesAtLeast(this, def, min);
     }

@@ -103,6 +103,29 @@ final class ConfigScalars {
         return v;
     }
 
+    /** An optional memory budget: a byte size of at least {@code min}, or a heap percentage in (0, 100]. */
+    static java.util.Optional<MemoryBudget> optionalMemoryBudget(ConfigNode n, long min) {
+        n.key().type(Type.MEMORY_BUDGET);
+        if (n.isMissing()) {
+            return java.util.Optional.empty();
+        }
+        String expected = "a byte size >= " + ByteSizes.format(min) + " such as 512MiB, or a share of the heap "
+                + "such as 25%";
+        try {
+            MemoryBudget b = n.json().isIntegralNumber() ? new MemoryBudget(n.json().asLong(), 0)
+                    : MemoryBudget.parse(n.json().asText());
+            if (b.bytes() > 0 && b.bytes() < min) {
+                n.reject(n.json().asText(), expected);
+                return java.util.Optional.empty();
+            }
+            n.inForce(b.format());
+            return java.util.Optional.of(b);
+        } catch (IllegalArgumentException e) {
+            n.reject(n.json().asText(), expected);
+            return java.util.Optional.empty();
+        }
+    }
+
     static Duration durationAtLeast(ConfigNode n, Duration def, Duration min) {
         n.key().type(Type.DURATION).range(null, null, ">= " + Durations.format(min))
                 .defaultValue(TextNode.valueOf(Durations.format(def)));

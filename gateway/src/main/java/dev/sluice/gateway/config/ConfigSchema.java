@@ -99,6 +99,10 @@ public final class ConfigSchema {
                 o.put("pattern", ByteSizes.REGEX);
                 bounds(o, k);
             }
+            case MEMORY_BUDGET -> {
+                o.putArray("type").add("integer").add("string");
+                o.put("pattern", MemoryBudget.REGEX);
+            }
             case URL -> o.put("type", "string").put("pattern", URL_REGEX);
             case ENV_NAME -> o.put("type", "string").put("pattern", ENV_NAME_REGEX);
             default -> throw new IllegalStateException(k.path() + ": " + k.type());

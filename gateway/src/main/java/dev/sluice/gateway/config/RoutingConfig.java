@@ -259,15 +259,22 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
      * @param topic              the publisher's topic ("" in SGLang and vLLM by default)
      * @param tokenizer          how the gateway computes a prompt's token ids to match the events with
      * @param staleAfter         a worker sent work that should store new blocks, silent this long: its view is stale
-     * @param maxBlocksPerWorker blocks remembered per worker (the oldest stored go first)
+     * @param maxBlocksPerWorker blocks remembered per worker DP rank (the least recently stored go first)
+     * @param maxMemory          the whole KV view's memory (empty: bounded by maxBlocksPerWorker alone);
+     *                           with maxBlocksPerWorker, the lower bound wins
+     * @param maxMessageSize     the largest event frame read; larger ones are dropped
      */
     public record KvEvents(Map<String, String> endpoints, Optional<String> endpointPattern, String topic,
                            Tokenizer tokenizer, Duration staleAfter, Duration resubscribeAfter, int dpRanks,
-                           long maxBlocksPerWorker) {
+                           long maxBlocksPerWorker, Optional<MemoryBudget> maxMemory, long maxMessageSize) {
         public static final Duration DEFAULT_STALE_AFTER = Duration.ofSeconds(30);
         public static final Duration DEFAULT_RESUBSCRIBE_AFTER = Duration.ofSeconds(5);
         /** 1 Mi blocks: 16M tokens at a 16-token page, 1M at SGLang's default page of 1. */
         public static final long DEFAULT_MAX_BLOCKS = 1L << 20;
+        /** SGLang's and vLLM's batches take a few KiB to a few hundred KiB. */
+        public static final long DEFAULT_MAX_MESSAGE_SIZE = 4L << 20;
+        public static final long MIN_MAX_MESSAGE_SIZE = 64L << 10;
+        public static final long MIN_MAX_MEMORY = 1L << 20;
 
         public KvEvents {
             endpoints = Map.copyOf(endpoints);
@@ -278,6 +285,13 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             KeyCheck.atLeast("routing.kv_events.resubscribe_after", resubscribeAfter, Duration.ofSeconds(1));
             KeyCheck.atLeast("routing.kv_events.dp_ranks", dpRanks, 1);
             KeyCheck.atLeast("routing.kv_events.max_blocks_per_worker", maxBlocksPerWorker, 1L);
+            Objects.requireNonNull(maxMemory, "maxMemory");
+            KeyCheck.atLeast("routing.kv_events.max_message_size", maxMessageSize, MIN_MAX_MESSAGE_SIZE);
+        }
+
+        /** The view's memory budget in a JVM of {@code maxHeap} bytes of heap (Long.MAX_VALUE: none set). */
+        public long maxMemoryBytes(long maxHeap) {
+            return maxMemory.map(m -> m.resolve(maxHeap)).orElse(Long.MAX_VALUE);
         }
 
         public static Builder builder() {
@@ -317,6 +331,8 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             private Duration resubscribeAfter = DEFAULT_RESUBSCRIBE_AFTER;
             private int dpRanks = 1;
             private long maxBlocksPerWorker = DEFAULT_MAX_BLOCKS;
+            private Optional<MemoryBudget> maxMemory = Optional.empty();
+            private long maxMessageSize = DEFAULT_MAX_MESSAGE_SIZE;
 
             public Builder endpoints(Map<String, String> v) {
                 endpoints = v;
@@ -358,9 +374,19 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
                 return this;
             }
 
+            public Builder maxMemory(Optional<MemoryBudget> v) {
+                maxMemory = v;
+                return this;
+            }
+
+            public Builder maxMessageSize(long v) {
+                maxMessageSize = v;
+                return this;
+            }
+
             public KvEvents build() {
                 return new KvEvents(endpoints, endpointPattern, topic, tokenizer, staleAfter, resubscribeAfter,
-                        dpRanks, maxBlocksPerWorker);
+                        dpRanks, maxBlocksPerWorker, maxMemory, maxMessageSize);
             }
         }
     }

@@ -39,7 +39,9 @@ import java.util.Optional;
  *     stale_after: 30s
  *     resubscribe_after: 5s
  *     dp_ranks: 1
- *     max_blocks_per_worker: 1048576
+ *     max_blocks_per_worker: 1048576   # per DP rank of each worker
+ *     max_memory: 25%                  # or 512MiB; absent: max_blocks_per_worker alone bounds it
+ *     max_message_size: 4MiB
  * </pre>
  */
 public final class RoutingConfigReader {
@@ -75,7 +77,7 @@ public final class RoutingConfigReader {
 
     private static Optional<KvEvents> kvEvents(ConfigNode n) {
         n.allowOnly("endpoints", "endpoint_pattern", "topic", "tokenizer", "stale_after", "resubscribe_after", "dp_ranks",
-                "max_blocks_per_worker");
+                "max_blocks_per_worker", "max_memory", "max_message_size");
         Map<String, String> endpoints = new LinkedHashMap<>();
         for (Map.Entry<String, ConfigNode> e : n.child("endpoints", "Per prefill worker: its URL, as written in "
                 + "workers:, to the endpoint its events are published on.").entries("The worker's event endpoint, "
@@ -104,14 +106,25 @@ public final class RoutingConfigReader {
         int dpRanks = n.child("dp_ranks", "Event streams per worker: its attention data-parallel size. SGLang and vLLM "
                 + "publish one stream per DP rank, rank r on the endpoint's port + r; all of them feed the worker's "
                 + "one view.").intIn(1, 1, 1024);
-        long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per worker; past it the oldest stored "
-                + "are forgotten.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE);
+        long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per DP rank of each worker (a worker "
+                + "with dp_ranks: 4 holds up to four times this); past it the least recently stored are forgotten. "
+                + "With max_memory, the lower bound wins.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE - 8);
+        Optional<MemoryBudget> maxMemory = n.child("max_memory", "The whole KV view's memory (every worker's every "
+                + "rank): a byte size such as 512MiB, or a share of the heap (-Xmx) such as 25%. Shared evenly by "
+                + "the worker-ranks, at about 45 bytes a block (docs/cache-affinity.md); past its share a rank "
+                + "forgets its least recently stored blocks. Absent: max_blocks_per_worker alone bounds the view. "
+                + "serve refuses to start when the view could need more than half the heap.")
+                .optionalMemoryBudget(KvEvents.MIN_MAX_MEMORY);
+        long maxMessageSize = n.child("max_message_size", "The largest event message read from a publisher (ZMQ's "
+                + "MAXMSGSIZE); a larger one is dropped with its connection, which ZMQ opens again.")
+                .bytesAtLeast(KvEvents.DEFAULT_MAX_MESSAGE_SIZE, KvEvents.MIN_MAX_MESSAGE_SIZE);
         if (n.isMissing() || endpoints.isEmpty() && pattern.isEmpty()) {
             return Optional.empty(); // no endpoint named: off (the other keys alone mean nothing, as listen.tls)
         }
         return Optional.of(KvEvents.builder().endpoints(endpoints).endpointPattern(pattern)
                 .topic(topic).tokenizer(tokenizer).staleAfter(staleAfter).resubscribeAfter(resubscribeAfter)
-                .dpRanks(dpRanks).maxBlocksPerWorker(maxBlocks).build());
+                .dpRanks(dpRanks).maxBlocksPerWorker(maxBlocks).maxMemory(maxMemory).maxMessageSize(maxMessageSize)
+                .build());
     }
 
     private static boolean tcp(ConfigNode n, String endpoint) {

@@ -53,6 +53,10 @@ public final class CacheViewMetrics {
         }
     }
 
+    private static double age(long lastNanos) {
+        return lastNanos == 0 ? Double.NaN : (System.nanoTime() - lastNanos) / 1e9;
+    }
+
     private List<Meter> bind(Worker w, WorkerBlocks b) {
         List<Meter> m = new ArrayList<>();
         m.add(FunctionCounter.builder("sluice_kv_events_received", b, WorkerBlocks::events)
@@ -76,6 +80,29 @@ public final class CacheViewMetrics {
         m.add(Gauge.builder("sluice_kv_view_fresh", view, v -> v.freshness(w) == WorkerBlocks.Freshness.FRESH ? 1 : 0)
                 .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")
                 .tag("worker", w.name()).strongReference(true).register(registry));
+        m.add(Gauge.builder("sluice_kv_view_bytes", b, WorkerBlocks::bytes)
+                .description("Bytes the worker's KV view takes (its primitive tables, exactly); the view's total "
+                        + "stays within routing.kv_events.max_memory")
+                .tag("worker", w.name()).strongReference(true).register(registry));
+        m.add(FunctionCounter.builder("sluice_kv_view_evicted", b, WorkerBlocks::evicted)
+                .description("Blocks the view forgot to stay within its limit (max_blocks_per_worker or its share of "
+                        + "max_memory), least recently stored first")
+                .tag("worker", w.name()).register(registry));
+        m.add(FunctionCounter.builder("sluice_kv_events_malformed", b, WorkerBlocks::malformed)
+                .description("Event frames that could not be read (bad framing, too large, undecodable), skipped")
+                .tag("worker", w.name()).register(registry));
+        for (int r = 0; r < b.ranks(); r++) {
+            int rank = r;
+            String label = String.valueOf(r);
+            m.add(Gauge.builder("sluice_kv_events_up", b, x -> x.up(rank) ? 1 : 0)
+                    .description("1 when the worker's event stream of this DP rank is connected to its publisher "
+                            + "(ZMTP handshake done), 0 while it resolves, connects or reconnects")
+                    .tags("worker", w.name(), "rank", label).strongReference(true).register(registry));
+            m.add(Gauge.builder("sluice_kv_events_last_event_age_seconds", b, x -> age(x.lastEventNanos(rank)))
+                    .description("Seconds since the last event batch of this DP rank (NaN: none yet); an idle worker "
+                            + "publishes nothing, so read it with sluice_kv_events_up")
+                    .tags("worker", w.name(), "rank", label).strongReference(true).register(registry));
+        }
         return m;
     }
 }

@@ -161,6 +161,70 @@ class KvEventSubscriberTest {
         }
     }
 
+    /**
+     * A frame whose msgpack header claims 2^31-1 elements (array32 0x7fffffff, as seen in issue 29:
+     * it ended the thread with OutOfMemoryError), one whose block hash claims a 2 GiB byte string,
+     * and one that is not msgpack at all: each counted as malformed and skipped; the valid batches
+     * after them are applied, by the same thread, still alive.
+     */
+    @Test
+    void hostileFramesAreCountedAndSkippedAndTheEventsAfterThemApplied() throws Exception {
+        Worker w = worker(3);
+        try (ZContext ctx = new ZContext()) {
+            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
+            pub.bind("tcp://127.0.0.1:*");
+            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
+            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
+                    Duration.ofSeconds(30).toNanos(), STALE_AFTER)) {
+                WorkerBlocks blocks = view.of(w).orElseThrow();
+                sub.start();
+                long[] seq = {0};
+                awaitHeard(pub, seq, blocks);
+                send(pub, seq[0]++, HexFormat.of().parseHex("dd7fffffff" + "c0c0c0"));
+                // [0.0, [["BlockStored", [bin32 of 2^31-1 bytes ...
+                send(pub, seq[0]++, HexFormat.of().parseHex("93cb0000000000000000" + "91" + "96"
+                        + "ab426c6f636b53746f726564" + "91" + "c67fffffff" + "0102"));
+                send(pub, seq[0]++, new byte[] {(byte) 0xc1, 0, 1, 2});
+                send(pub, seq[0]++, stored(0x41, 1));
+                assertThat(Poll.eventually(Duration.ofSeconds(10), () -> blocks.size() == 1)).isTrue();
+                assertThat(view.match(List.of(w), chain(1, 16))).containsExactly(16);
+                assertThat(blocks.malformed()).isEqualTo(3);
+                assertThat(blocks.gaps()).as("what the skipped batches held is unknown (removals too): the rank is "
+                        + "rebuilt, as after lost batches, so that the view never over-claims").isEqualTo(1);
+                assertThat(Thread.getAllStackTraces().keySet().stream()
+                        .anyMatch(t -> t.getName().equals("sluice-kv-events") && t.isAlive())).isTrue();
+            }
+        }
+    }
+
+    /** A frame over max_message_size is dropped by ZMQ (MAXMSGSIZE) with its connection; the stream comes back. */
+    @Test
+    void aFrameOverTheMaximumSizeIsDroppedAndTheStreamComesBack() throws Exception {
+        Worker w = worker(4);
+        try (ZContext ctx = new ZContext()) {
+            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
+            pub.bind("tcp://127.0.0.1:*");
+            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
+            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
+                    Duration.ofSeconds(30).toNanos(), STALE_AFTER, 64 << 10)) {
+                WorkerBlocks blocks = view.of(w).orElseThrow();
+                sub.start();
+                long[] seq = {0};
+                awaitHeard(pub, seq, blocks);
+                long before = blocks.events();
+                byte[] big = new byte[256 << 10];
+                big[0] = (byte) 0x93; // would be a batch; never read
+                send(pub, seq[0]++, big);
+                assertThat(Poll.eventually(Duration.ofSeconds(20), () -> {
+                    send(pub, seq[0]++, stored(0x42, 1));
+                    return blocks.size() == 1;
+                })).as("events again after the oversized frame").isTrue();
+                assertThat(blocks.events()).isGreaterThan(before);
+                assertThat(blocks.size()).isEqualTo(1);
+            }
+        }
+    }
+
     /** Sends clears, numbered on, until the subscriber hears one (PUB drops all before the subscription). */
     static void awaitHeard(ZMQ.Socket pub, long[] seq, WorkerBlocks blocks) throws Exception {
         assertThat(Poll.eventually(Duration.ofSeconds(30), () -> {
