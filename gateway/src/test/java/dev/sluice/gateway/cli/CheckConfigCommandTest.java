@@ -166,4 +166,26 @@ class CheckConfigCommandTest {
             assertThat(out.toString() + err).as(url).doesNotContain(secret);
         }
     }
+
+    /** An admin listener others can reach needs a token: check-config says so, naming both sources; serve --check too. */
+    @Test
+    void anAdminListenerOffLoopbackWithoutATokenIsAnError() throws IOException {
+        Path f = file(VALID + "admin: { host: 0.0.0.0 }\n");
+        Map<String, String> env = Map.of("SIM_WORKER_KEY", "sk-worker-secret");
+        assertThat(run(new CheckConfigCommand(), env, "--config", f.toString())).isEqualTo(1);
+        assertThat(err.toString()).contains("gateway.yaml:6: admin.host: 0.0.0.0 (expected: a loopback address")
+                .contains("SLUICE_ADMIN_TOKEN").contains("admin.token_file");
+        assertThat(out.toString()).isEmpty();
+        err.getBuffer().setLength(0);
+        assertThat(run(new ServeCommand(), env, "--config", f.toString(), "--check")).isEqualTo(2);
+        assertThat(err.toString()).contains("admin.host: 0.0.0.0").contains("admin.token_file");
+
+        // with the token file: valid, the file named, its contents not printed
+        Path token = Files.writeString(dir.resolve("admin-token"), "adm-token-4c2f\n");
+        err.getBuffer().setLength(0);
+        assertThat(run(new CheckConfigCommand(), env, "--config", f.toString(), "--set",
+                "admin.token_file=" + token)).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("# admin token: admin.token_file (***)")
+                .contains("token_file: " + token).doesNotContain("adm-token-4c2f");
+    }
 }
