@@ -35,13 +35,17 @@ public final class AdminServer implements AutoCloseable {
     private final GatewayMetrics metrics;
     private Channel listener;
     private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload;
-    /** SLUICE_ADMIN_TOKEN: when set, POST /admin/reload needs {@code Authorization: Bearer <it>}. */
-    private final byte[] token = tokenFromEnv();
+    /**
+     * {@code admin.token_file} or SLUICE_ADMIN_TOKEN, as the configuration read it: when set, POST /admin/reload
+     * needs {@code Authorization: Bearer <it>}; a listener off loopback always has one ({@link AdminConfig}).
+     */
+    private final byte[] token;
 
     public AdminServer(AdminConfig config, StateView state, GatewayMetrics metrics) {
         this.config = config;
         this.state = state;
         this.metrics = metrics;
+        this.token = config.token().map(t -> t.reveal().getBytes(java.nio.charset.StandardCharsets.UTF_8)).orElse(null);
     }
 
     public void start(EventLoopGroup boss, EventLoopGroup workers, Class<? extends ServerChannel> channel)
@@ -60,11 +64,6 @@ public final class AdminServer implements AutoCloseable {
     /** Enables {@code POST /admin/reload}; the supplier runs the reload and describes its result. */
     public void onReload(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload) {
         this.reload = reload;
-    }
-
-    private static byte[] tokenFromEnv() {
-        String t = System.getenv("SLUICE_ADMIN_TOKEN");
-        return t == null || t.isBlank() ? null : t.trim().getBytes(java.nio.charset.StandardCharsets.UTF_8);
     }
 
     private boolean authorized(FullHttpRequest req) {
@@ -97,8 +96,8 @@ public final class AdminServer implements AutoCloseable {
             String body;
             if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && !authorized(req)) {
                 respond(ctx, req, HttpResponseStatus.UNAUTHORIZED, "application/json", "{\"error\":{\"message\":\"POST "
-                        + "/admin/reload needs Authorization: Bearer <SLUICE_ADMIN_TOKEN>\",\"type\":\"authentication_error\","
-                        + "\"code\":\"unauthorized\"}}");
+                        + "/admin/reload needs Authorization: Bearer <the admin token: SLUICE_ADMIN_TOKEN or "
+                        + "admin.token_file>\",\"type\":\"authentication_error\",\"code\":\"unauthorized\"}}");
                 return;
             }
             if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && reload != null) {

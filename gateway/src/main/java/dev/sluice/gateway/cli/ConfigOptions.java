@@ -72,6 +72,9 @@ public final class ConfigOptions {
         if (!keyEnv.isEmpty()) {
             out.println("# workers.api_key_env: " + keyEnv + " is set (***); sent to workers as Authorization: Bearer ***");
         }
+        loaded.config().admin().token().ifPresent(t -> out.println("# admin token: "
+                + (loaded.effective().path("admin").has("token_file") ? "admin.token_file" : "SLUICE_ADMIN_TOKEN")
+                + " (***); POST /admin/reload needs Authorization: Bearer ***"));
         out.print(loaded.effectiveYaml());
         out.flush();
     }

@@ -10,7 +10,7 @@ import java.util.Optional;
  * several gateway replicas share one admission budget through leases held in Redis or Valkey
  * (docs/scale-out.md). Absent: the replica admits the whole budget alone, as before.
  *
- * @param url           {@code redis://host:port} or {@code rediss://host:port} (TLS)
+ * @param url           {@code redis://host:port} or {@code rediss://host:port} (TLS); never with a user part
  * @param password      from the environment variable {@code password_env} names, never from the file
  * @param cluster       Redis Cluster: every key shares one hash tag, so the one script still runs on one node
  * @param caFile        {@code rediss://} only: PEM file of the CAs the server's certificate must chain to; empty:
@@ -22,14 +22,23 @@ import java.util.Optional;
  *                      (the key of every gateway before fleets had names, so a rolling upgrade stays one fleet)
  * @param expectedReplicas the N of budget / N before this replica has seen any member list (Redis unreachable at
  *                      start); 0: unset (the fleet's last known membership, else 1)
+ * @param username      the Redis ACL user to authenticate as with {@code password}; empty: the default user
  */
 public record CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
                                  String replicaId, Duration leaseTtl, Duration renewInterval, String fleet,
-                                 int expectedReplicas) {
-    /** A fleet without a name and no expected replica count (tests, and the sections written before them). */
+                                 int expectedReplicas, Optional<String> username) {
+    /** A fleet without a name, no expected replica count, the default user (tests, and older sections). */
     public CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
                               String replicaId, Duration leaseTtl, Duration renewInterval) {
-        this(url, password, cluster, caFile, replicaId, leaseTtl, renewInterval, "", 0);
+        this(url, password, cluster, caFile, replicaId, leaseTtl, renewInterval, "", 0, Optional.empty());
+    }
+
+    /** A named fleet, the default user. */
+    public CoordinationConfig(String url, Optional<Secret> password, boolean cluster, Optional<Path> caFile,
+                              String replicaId, Duration leaseTtl, Duration renewInterval, String fleet,
+                              int expectedReplicas) {
+        this(url, password, cluster, caFile, replicaId, leaseTtl, renewInterval, fleet, expectedReplicas,
+                Optional.empty());
     }
 
     public CoordinationConfig {
@@ -39,6 +48,12 @@ public record CoordinationConfig(String url, Optional<Secret> password, boolean 
         }
         KeyCheck.atLeast("coordination.expected_replicas", expectedReplicas, 0);
         Objects.requireNonNull(url, "url");
+        if (url.indexOf('@') >= 0) {
+            // the user part may be a password (Lettuce reads redis://secret@host so): never echoed
+            throw KeyCheck.rejected("coordination.redis.url", "(a URL with credentials, not shown)",
+                    CoordinationConfigReader.CREDENTIALS);
+        }
+        Objects.requireNonNull(username, "username");
         Objects.requireNonNull(password, "password");
         Objects.requireNonNull(caFile, "caFile");
         if (caFile.isPresent() && !url.startsWith("rediss://")) {

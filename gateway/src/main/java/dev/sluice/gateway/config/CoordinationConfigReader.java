@@ -13,6 +13,7 @@ import java.util.Optional;
  *   redis:
  *     url: redis://host:6379              # or rediss:// (TLS); required when coordination is present
  *     password_env: SLUICE_REDIS_PASSWORD # optional
+ *     username: sluice                    # optional: an ACL user (with password_env)
  *     cluster: false
  *     ca_file: /etc/sluice/redis-ca.pem   # rediss:// only; absent: the JDK's trust store
  *   fleet: ""                             # the fleet's name; empty: the key {sluice}:fleet
@@ -33,7 +34,7 @@ final class CoordinationConfigReader {
         n.allowOnly("redis", "fleet", "expected_replicas", "replica_id", "lease_ttl", "renew_interval");
         ConfigNode redis = n.child("redis", "The Redis or Valkey that holds the fleet's leases (standalone, or a "
                 + "Redis Cluster: all keys share the hash tag {sluice}).");
-        redis.allowOnly("url", "password_env", "cluster", "ca_file");
+        redis.allowOnly("url", "password_env", "username", "cluster", "ca_file");
         if (n.isMissing() && !n.reading().explore()) {
             return Optional.empty(); // nothing in force: the effective configuration has no coordination either
         }
@@ -41,6 +42,9 @@ final class CoordinationConfigReader {
                 + "coordination: is present."));
         Optional<Secret> password = password(redis.child("password_env", "Name of the environment variable holding "
                 + "the Redis password (AUTH); never written in the file. Absent: no AUTH."));
+        Optional<String> username = username(redis.child("username", "The Redis ACL user to authenticate as, with "
+                + "the password from password_env (not a secret: never put it in the URL). Absent: the default user "
+                + "(requirepass)."), !redis.child("password_env").isMissing() || n.reading().explore());
         boolean cluster = redis.child("cluster", "true: a Redis Cluster (Lettuce's cluster client); false: one server "
                 + "(or a Valkey/Redis behind a proxy).").bool(false);
         ConfigNode caNode = redis.child("ca_file", "rediss:// only: PEM file of the CA certificates the Redis "
@@ -78,8 +82,17 @@ final class CoordinationConfigReader {
                     + ")");
             return Optional.empty();
         }
-        return Optional.of(new CoordinationConfig(url, password, cluster, caFile, replicaId, ttl, renew, fleet, expected));
+        return Optional.of(new CoordinationConfig(url, password, cluster, caFile, replicaId, ttl, renew, fleet, expected,
+                username));
     }
+
+    /**
+     * Why a URL with a user part is refused: Lettuce reads {@code redis://secret@host} as the password, so
+     * any user info may be a secret, and a secret in the file ends up in check-config's output, backups and
+     * version control. The password and the ACL user have keys of their own.
+     */
+    static final String CREDENTIALS = "no credentials in the URL: redis[s]://host:port, the password from "
+            + "coordination.redis.password_env, an ACL user in coordination.redis.username";
 
     private static String url(ConfigNode n) {
         String raw = n.scalar(ConfigKey.Type.STRING, "a URL such as redis://10.0.0.5:6379");
@@ -90,6 +103,20 @@ final class CoordinationConfigReader {
         try {
             uri = new URI(raw);
         } catch (URISyntaxException e) {
+            uri = null;
+        }
+        // before any message that echoes the URL: a user part is refused without being shown
+        if (uri != null && uri.getRawUserInfo() != null && uri.getHost() != null) {
+            n.reject(withoutUserInfo(uri), CREDENTIALS);
+            return null;
+        }
+        if (raw.indexOf('@') >= 0) {
+            // an '@' the URI parser does not take for the end of a user part (a password with '/', '#', '@'
+            // in it) still marks one: nothing of it is shown
+            n.reject("(a URL with credentials, not shown)", CREDENTIALS);
+            return null;
+        }
+        if (uri == null) {
             n.reject(raw, "a redis:// or rediss:// URL");
             return null;
         }
@@ -97,13 +124,33 @@ final class CoordinationConfigReader {
             n.reject(raw, "a redis:// or rediss:// URL with a host");
             return null;
         }
-        if (uri.getUserInfo() != null && uri.getUserInfo().contains(":")) {
-            n.reject("(a URL with a password)", "no password in the file: name an environment variable in "
-                    + "coordination.redis.password_env");
-            return null;
-        }
         n.inForce(raw);
         return raw;
+    }
+
+    /** The URL as written minus its user part, so that the refusal names which URL without the secret in it. */
+    static String withoutUserInfo(URI uri) {
+        String authority = uri.getRawAuthority();
+        String host = authority.substring(authority.lastIndexOf('@') + 1);
+        return uri.getScheme() + "://***@" + host + (uri.getRawPath() == null ? "" : uri.getRawPath())
+                + (uri.getRawQuery() == null ? "" : "?" + uri.getRawQuery());
+    }
+
+    private static Optional<String> username(ConfigNode n, boolean withPassword) {
+        Optional<String> name = n.optionalText();
+        if (name.isEmpty()) {
+            return name;
+        }
+        if (name.get().isEmpty() || !name.get().matches("\\S+")) {
+            n.reject(name.get(), "an ACL user name without spaces");
+            return Optional.empty();
+        }
+        if (!withPassword) {
+            // AUTH <user> needs a password; a user alone would fail every renewal instead of the start
+            n.reject(name.get(), "with coordination.redis.password_env (the user's password)");
+            return Optional.empty();
+        }
+        return name;
     }
 
     private static Optional<Secret> password(ConfigNode n) {

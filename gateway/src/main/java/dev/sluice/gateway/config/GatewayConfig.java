@@ -334,7 +334,50 @@ public record GatewayConfig(
     public record TelemetryConfig(java.time.Duration interval, java.time.Duration timeout, java.time.Duration staleAfter) {
     }
 
-    /** The admin listener ({@code GET /admin/state}), loopback by default. */
-    public record AdminConfig(boolean enabled, String host, int port, int recentErrors) {
+    /**
+     * The admin listener ({@code GET /admin/state}, {@code /metrics}, {@code POST /admin/reload}), loopback by
+     * default.
+     *
+     * @param token the bearer token {@code POST /admin/reload} needs ({@code SLUICE_ADMIN_TOKEN} or the contents
+     *              of {@code admin.token_file}); required when the listener is not on loopback
+     */
+    public record AdminConfig(boolean enabled, String host, int port, int recentErrors, Optional<Secret> token) {
+        /** What a listener others can reach needs, in the message that refuses one without it. */
+        public static final String TOKEN_REQUIRED = "a loopback address (127.0.0.1, ::1, localhost), or an admin token "
+                + "in SLUICE_ADMIN_TOKEN or admin.token_file: anyone who reaches this listener could POST /admin/reload";
+
+        public AdminConfig {
+            Objects.requireNonNull(host, "host");
+            Objects.requireNonNull(token, "token");
+            if (enabled && token.isEmpty() && !loopback(host)) {
+                throw KeyCheck.rejected("admin.host", host, TOKEN_REQUIRED);
+            }
+        }
+
+        /** On loopback, without a token (what most tests and single-host setups run). */
+        public AdminConfig(boolean enabled, String host, int port, int recentErrors) {
+            this(enabled, host, port, recentErrors, Optional.empty());
+        }
+
+        /**
+         * Whether {@code host} binds loopback only: {@code localhost} or a loopback literal (127.0.0.0/8, ::1). A
+         * name other than localhost counts as reachable: what it resolves to is not known here, and no lookup is
+         * made for it.
+         */
+        public static boolean loopback(String host) {
+            String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
+            if (h.equalsIgnoreCase("localhost")) {
+                return true;
+            }
+            byte[] literal = io.netty.util.NetUtil.createByteArrayFromIpAddressString(h);
+            if (literal == null) {
+                return false;
+            }
+            try {
+                return java.net.InetAddress.getByAddress(literal).isLoopbackAddress();
+            } catch (java.net.UnknownHostException e) {
+                return false; // a length getByAddress refuses: not an address at all
+            }
+        }
     }
 }

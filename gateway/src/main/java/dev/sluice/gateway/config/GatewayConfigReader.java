@@ -234,11 +234,23 @@ final class GatewayConfigReader {
     }
 
     private static AdminConfig admin(ConfigNode n) {
-        n.allowOnly("enabled", "host", "port", "recent_errors");
-        return new AdminConfig(n.child("enabled", "Whether the admin listener runs.").bool(true),
-                n.child("host", "Address the admin listener binds; keep it on loopback.").text("127.0.0.1"),
-                n.child("port", "Port of the admin listener; 0 = any free port.").intIn(8081, 0, 65535),
-                n.child("recent_errors", "How many failed or rejected requests /admin/state remembers.")
-                        .intIn(50, 1, 10_000));
+        n.allowOnly("enabled", "host", "port", "recent_errors", "token_file");
+        boolean enabled = n.child("enabled", "Whether the admin listener runs.").bool(true);
+        ConfigNode hostNode = n.child("host", "Address the admin listener binds; keep it on loopback. Any other "
+                + "address (0.0.0.0, a pod's) needs an admin token (SLUICE_ADMIN_TOKEN or token_file).");
+        String host = hostNode.text("127.0.0.1");
+        int port = n.child("port", "Port of the admin listener; 0 = any free port.").intIn(8081, 0, 65535);
+        int recentErrors = n.child("recent_errors", "How many failed or rejected requests /admin/state remembers.")
+                .intIn(50, 1, 10_000);
+        ConfigNode fileNode = n.child("token_file", "File whose contents (trimmed) are the admin token that POST "
+                + "/admin/reload needs as Authorization: Bearer; read at start (a new token needs a restart). Absent: "
+                + "the environment variable SLUICE_ADMIN_TOKEN, if set; one of the two is required when host is not "
+                + "loopback. Never printed.");
+        java.util.Optional<Secret> token = AdminTokens.read(fileNode);
+        if (enabled && token.isEmpty() && !AdminConfig.loopback(host) && !n.reading().hasProblemAt(fileNode.path())) {
+            hostNode.reject(host, AdminConfig.TOKEN_REQUIRED);
+            host = "127.0.0.1"; // a bad value reads as the default, so that reading goes on
+        }
+        return new AdminConfig(enabled, host, port, recentErrors, token);
     }
 }

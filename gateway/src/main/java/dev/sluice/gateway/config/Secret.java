@@ -3,7 +3,8 @@ package dev.sluice.gateway.config;
 import java.util.Objects;
 
 /**
- * A credential read from the environment (never from the file): it prints as {@code ***} in
+ * A credential read from the environment or a file of its own (never from the configuration file):
+ * the Redis password, the workers' API key, the admin token. It prints as {@code ***} in
  * every {@code toString}, log line and {@code check-config} output; only {@link #reveal} gives it.
  */
 public final class Secret {

@@ -61,7 +61,7 @@ public final class RedisLeaseStore implements LeaseStore {
         // a cold JVM's first connection (class loading, TLS) may take longer than a renewal may: the
         // connection gets the lease time; renewals skip while it is being made
         config.password().ifPresent(p -> uri.setCredentialsProvider(
-                new StaticCredentialsProvider(user(config.url()), p.reveal().toCharArray())));
+                new StaticCredentialsProvider(config.username().orElse(null), p.reveal().toCharArray())));
         SocketOptions socket = SocketOptions.builder().connectTimeout(config.leaseTtl()).build();
         TimeoutOptions timeouts = TimeoutOptions.enabled(timeout);
         SslOptions ssl = ssl(config);
@@ -128,12 +128,6 @@ public final class RedisLeaseStore implements LeaseStore {
                     .toCompletableFuture()
                     : ((StatefulRedisConnection<String, String>) c).async().hdel(fleetKey, member).toCompletableFuture();
         }).<Void>thenApply(n -> null).orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
-    }
-
-    /** The user named in the URL ({@code redis://user@host}), or null: the default user. */
-    private static String user(String url) {
-        String info = java.net.URI.create(url).getUserInfo();
-        return info == null || info.isEmpty() ? null : info;
     }
 
     private static Throwable unwrap(Throwable e) {

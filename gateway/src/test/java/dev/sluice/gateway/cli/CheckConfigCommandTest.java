@@ -129,4 +129,63 @@ class CheckConfigCommandTest {
         assertThat(run(new SchemaCommand(), Map.of(), "--format", "markdown")).isZero();
         assertThat(Files.readString(ROOT.resolve("docs/configuration.md"))).contains(out.toString());
     }
+
+    /**
+     * The Redis password never reaches check-config's output: not from the environment variable that holds
+     * it (a valid file), nor from a URL that carries it (refused, in the file or by --set, without the URL's
+     * user part).
+     */
+    @Test
+    void theRedisPasswordIsPrintedNowhere() throws IOException {
+        String secret = "pw-7f3a9c-secret";
+        Path f = file(VALID + """
+                coordination:
+                  redis: { url: "redis://10.0.0.9:6379", username: sluice, password_env: SLUICE_REDIS_PASSWORD }
+                """);
+        Map<String, String> env = Map.of("SIM_WORKER_KEY", "sk-worker-secret", "SLUICE_REDIS_PASSWORD", secret);
+        assertThat(run(new CheckConfigCommand(), env, "--config", f.toString())).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("url: redis://10.0.0.9:6379", "password_env: SLUICE_REDIS_PASSWORD",
+                "username: sluice");
+        assertThat(out.toString() + err).doesNotContain(secret);
+
+        for (String url : java.util.List.of("redis://" + secret + "@10.0.0.9:6379",
+                "rediss://sluice:" + secret + "@10.0.0.9:6380", "redis://:" + secret + "@10.0.0.9:6379")) {
+            out.getBuffer().setLength(0);
+            err.getBuffer().setLength(0);
+            Path bad = file(VALID + "coordination:\n  redis: { url: \"" + url + "\" }\n");
+            assertThat(run(new CheckConfigCommand(), env, "--config", bad.toString())).as(url).isEqualTo(1);
+            assertThat(err.toString()).as(url).contains("coordination.redis.url: redis")
+                    .contains("***@10.0.0.9").contains("(expected: no credentials in the URL");
+            assertThat(out.toString() + err).as(url).doesNotContain(secret);
+
+            out.getBuffer().setLength(0);
+            err.getBuffer().setLength(0);
+            assertThat(run(new CheckConfigCommand(), env, "--config", f.toString(), "--set",
+                    "coordination.redis.url=" + url)).as(url).isEqualTo(1);
+            assertThat(err.toString()).as(url).contains("--set coordination.redis.url").contains("no credentials");
+            assertThat(out.toString() + err).as(url).doesNotContain(secret);
+        }
+    }
+
+    /** An admin listener others can reach needs a token: check-config says so, naming both sources; serve --check too. */
+    @Test
+    void anAdminListenerOffLoopbackWithoutATokenIsAnError() throws IOException {
+        Path f = file(VALID + "admin: { host: 0.0.0.0 }\n");
+        Map<String, String> env = Map.of("SIM_WORKER_KEY", "sk-worker-secret");
+        assertThat(run(new CheckConfigCommand(), env, "--config", f.toString())).isEqualTo(1);
+        assertThat(err.toString()).contains("gateway.yaml:6: admin.host: 0.0.0.0 (expected: a loopback address")
+                .contains("SLUICE_ADMIN_TOKEN").contains("admin.token_file");
+        assertThat(out.toString()).isEmpty();
+        err.getBuffer().setLength(0);
+        assertThat(run(new ServeCommand(), env, "--config", f.toString(), "--check")).isEqualTo(2);
+        assertThat(err.toString()).contains("admin.host: 0.0.0.0").contains("admin.token_file");
+
+        // with the token file: valid, the file named, its contents not printed
+        Path token = Files.writeString(dir.resolve("admin-token"), "adm-token-4c2f\n");
+        err.getBuffer().setLength(0);
+        assertThat(run(new CheckConfigCommand(), env, "--config", f.toString(), "--set",
+                "admin.token_file=" + token)).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("# admin token: admin.token_file (***)")
+                .contains("token_file: " + token).doesNotContain("adm-token-4c2f");
+    }
 }

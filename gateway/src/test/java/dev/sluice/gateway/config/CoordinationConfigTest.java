@@ -74,11 +74,6 @@ class CoordinationConfigTest {
                 "coordination.redis.url: http://10.0.0.5:6379 (expected: a redis:// or rediss:// URL with a host)");
         assertThat(problems("""
                 coordination:
-                  redis: { url: "redis://:pw@10.0.0.5:6379" }
-                """, Map.of())).containsExactly("coordination.redis.url: (a URL with a password) (expected: no "
-                + "password in the file: name an environment variable in coordination.redis.password_env)");
-        assertThat(problems("""
-                coordination:
                   redis: { url: "redis://10.0.0.5:6379" }
                   lease_ttl: 2s
                   renew_interval: 1500ms
@@ -108,5 +103,63 @@ class CoordinationConfigTest {
                   redis: { url: "rediss://redis.internal:6380", ca_file: "%s" }
                 """.formatted(dir.resolve("missing.pem")), Map.of())).containsExactly("coordination.redis.ca_file: "
                 + dir.resolve("missing.pem") + " (expected: a readable file)");
+    }
+
+    /**
+     * Any user part is refused, a lone one too: Lettuce takes {@code redis://secret@host} for the password. The
+     * refusal names the URL without what was before the '@', however the URI parser reads it.
+     */
+    @Test
+    void aUrlWithAnyUserPartIsRefusedWithoutEchoingIt() {
+        String expected = " (expected: no credentials in the URL: redis[s]://host:port, the password from "
+                + "coordination.redis.password_env, an ACL user in coordination.redis.username)";
+        Map<String, String> refused = new java.util.LinkedHashMap<>();
+        refused.put("redis://hunter2@10.0.0.5:6379", "redis://***@10.0.0.5:6379");
+        refused.put("rediss://sluice:hunter2@redis.internal:6380/0", "rediss://***@redis.internal:6380/0");
+        refused.put("redis://:hunter2@10.0.0.5:6379", "redis://***@10.0.0.5:6379");
+        refused.put("redis://hunter2@[::1]:6379", "redis://***@[::1]:6379");
+        refused.put("http://hunter2@10.0.0.5:6379", "http://***@10.0.0.5:6379"); // the scheme's refusal would echo it
+        // '@', '/', '#' in the password: the URI parser finds no user part (or no host); still refused, nothing shown
+        refused.put("redis://:hun@ter2@10.0.0.5:6379", "(a URL with credentials, not shown)");
+        refused.put("redis://:hun/ter2@10.0.0.5:6379", "(a URL with credentials, not shown)");
+        refused.put("redis://:hun#ter2@10.0.0.5:6379", "(a URL with credentials, not shown)");
+        refused.put("redis://hun ter2@10.0.0.5:6379", "(a URL with credentials, not shown)");
+        refused.forEach((url, shown) -> {
+            List<String> problems = problems("""
+                    coordination:
+                      redis: { url: "%s", password_env: PW }
+                    """.formatted(url), Map.of("PW", "x"));
+            assertThat(problems).as(url).containsExactly("coordination.redis.url: " + shown + expected);
+            assertThat(String.join("\n", problems)).as(url).doesNotContain("hunter2").doesNotContain("hun");
+        });
+        // a configuration built in code gets the same refusal, without the URL
+        assertThat(catchThrowableOfType(IllegalArgumentException.class, () -> new CoordinationConfig(
+                "redis://hunter2@10.0.0.5:6379", java.util.Optional.empty(), false, java.util.Optional.empty(), "a",
+                Duration.ofSeconds(5), Duration.ofSeconds(1))).getMessage()).doesNotContain("hunter2")
+                .startsWith("coordination.redis.url: (a URL with credentials, not shown) (expected: no credentials");
+    }
+
+    @Test
+    void anAclUserHasItsOwnKeyAndNeedsThePassword() {
+        CoordinationConfig c = parse("""
+                coordination:
+                  redis: { url: "redis://10.0.0.5:6379", username: sluice, password_env: PW }
+                """, Map.of("PW", "user-pw")).coordination().orElseThrow();
+        assertThat(c.username()).contains("sluice");
+        assertThat(c.password().orElseThrow().reveal()).isEqualTo("user-pw");
+        assertThat(parse("""
+                coordination:
+                  redis: { url: "redis://10.0.0.5:6379" }
+                """, Map.of()).coordination().orElseThrow().username()).isEmpty();
+        assertThat(problems("""
+                coordination:
+                  redis: { url: "redis://10.0.0.5:6379", username: sluice }
+                """, Map.of())).containsExactly("coordination.redis.username: sluice (expected: with "
+                + "coordination.redis.password_env (the user's password))");
+        assertThat(problems("""
+                coordination:
+                  redis: { url: "redis://10.0.0.5:6379", username: "two words", password_env: PW }
+                """, Map.of("PW", "x"))).containsExactly("coordination.redis.username: two words (expected: an ACL "
+                + "user name without spaces)");
     }
 }

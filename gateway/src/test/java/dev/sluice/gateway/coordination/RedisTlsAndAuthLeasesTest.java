@@ -94,17 +94,16 @@ class RedisTlsAndAuthLeasesTest {
     }
 
     @Test
-    void thePasswordComesFromTheEnvironmentAWrongOneFallsBackAndAnAclUserInTheUrlWorks() throws Exception {
+    void thePasswordComesFromTheEnvironmentAWrongOneFallsBackAndAnAclUserWorks() throws Exception {
         try (RedisServer redis = RedisServer.start(dir.resolve("redis"), List.of("--requirepass", "right-pw"));
              LeaseReplicas fleet = new LeaseReplicas()) {
             // a user that may touch the coordination's keys only (the hash tag {sluice}), with a password of its own
             redis.cli("--no-auth-warning", "-a", "right-pw", "acl", "setuser", "sluice", "on", ">user-pw",
                     "~{sluice}:*", "+@all");
             String url = "redis://127.0.0.1:" + redis.port();
-            String userUrl = "redis://sluice@127.0.0.1:" + redis.port();
             FleetLeases a = fleet.start(read("a", "{url: \"" + url + "\", password_env: SLUICE_REDIS_PASSWORD}",
                     Map.of("SLUICE_REDIS_PASSWORD", "right-pw")));
-            FleetLeases user = fleet.start(read("user", "{url: \"" + userUrl + "\", password_env: REDIS_PW}",
+            FleetLeases user = fleet.start(read("user", "{url: \"" + url + "\", username: sluice, password_env: REDIS_PW}",
                     Map.of("REDIS_PW", "user-pw")));
             FleetLeases wrong = fleet.start(read("wrong", "{url: \"" + url + "\", password_env: SLUICE_REDIS_PASSWORD}",
                     Map.of("SLUICE_REDIS_PASSWORD", "not-the-pw")));

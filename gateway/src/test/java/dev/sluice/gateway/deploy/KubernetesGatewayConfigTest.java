@@ -54,6 +54,15 @@ class KubernetesGatewayConfigTest {
         assertThat(coordination.path("redis").path("password_env").asString("")).isEqualTo("SLUICE_REDIS_PASSWORD");
         assertThat(loaded.config().workers().prefill()).hasSizeGreaterThanOrEqualTo(1);
         assertThat(loaded.config().workers().decode()).hasSizeGreaterThanOrEqualTo(1);
+        // the admin listener binds the pod's address: the Secret's token is what lets it start
+        assertThat(loaded.config().admin().host()).isEqualTo("0.0.0.0");
+        assertThat(loaded.config().admin().token()).isPresent();
+        java.util.Map<String, String> withoutToken = new java.util.LinkedHashMap<>(pod.env());
+        assertThat(withoutToken.remove("SLUICE_ADMIN_TOKEN")).as("the Deployment sets SLUICE_ADMIN_TOKEN").isNotNull();
+        assertThat(org.assertj.core.api.Assertions.catchThrowableOfType(dev.sluice.gateway.config.ConfigException.class,
+                () -> ConfigLoader.check(pod.configYaml(), SOURCE, dev.sluice.gateway.config.ConfigOverrides.of(
+                        withoutToken, pod.sets(List.of())))).getMessage())
+                .contains("admin.host: 0.0.0.0").contains("SLUICE_ADMIN_TOKEN or admin.token_file");
     }
 
     /** external-redis/: its JSON patch adds a --set of the URL to the gateway container's arguments. */

@@ -8,6 +8,7 @@ import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
 import io.fabric8.kubernetes.api.model.HasMetadata;
 import io.fabric8.kubernetes.api.model.PodSecurityContext;
+import io.fabric8.kubernetes.api.model.PodSpec;
 import io.fabric8.kubernetes.api.model.Quantity;
 import io.fabric8.kubernetes.api.model.SecurityContext;
 import io.fabric8.kubernetes.api.model.Service;
@@ -315,12 +316,23 @@ class KubernetesManifestsTest {
         assertThat(valkey.getSpec().getVolumeClaimTemplates()).isNullOrEmpty();
         Container c = valkey.getSpec().getTemplate().getSpec().getContainers().get(0);
         assertThat(c.getImage()).startsWith("valkey/valkey:");
-        String args = String.join(" ", c.getArgs());
-        assertThat(args).contains("--save  ", "--appendonly no", "--requirepass $(VALKEY_PASSWORD)");
-        EnvVar password = c.getEnv().stream().filter(e -> e.getName().equals("VALKEY_PASSWORD")).findFirst().orElseThrow();
-        EnvVar gatewayPassword = pod.container.getEnv().stream().filter(e -> e.getName().equals("SLUICE_REDIS_PASSWORD"))
-                .findFirst().orElseThrow();
-        assertThat(password.getValueFrom().getSecretKeyRef()).isEqualTo(gatewayPassword.getValueFrom().getSecretKeyRef());
+        String command = String.join(" ", c.getCommand()) + " " + String.join(" ", c.getArgs() == null ? List.of() : c.getArgs());
+        assertThat(command).contains("--save \"\"", "--appendonly no").doesNotContain("requirepass $(")
+                .doesNotContain("--requirepass");
+        // the password: the gateways' Secret and key, mounted as a file (ValkeyArgumentsTest runs what reads it),
+        // never in an environment variable, an argument or the spec
+        assertThat(c.getEnv()).as("no environment: nothing secret in it").isNullOrEmpty();
+        var gatewayPassword = pod.container.getEnv().stream().filter(e -> e.getName().equals("SLUICE_REDIS_PASSWORD"))
+                .findFirst().orElseThrow().getValueFrom().getSecretKeyRef();
+        PodSpec spec = valkey.getSpec().getTemplate().getSpec();
+        var secretVolume = spec.getVolumes().stream().filter(v -> v.getSecret() != null).findFirst().orElseThrow().getSecret();
+        assertThat(secretVolume.getSecretName()).isEqualTo(gatewayPassword.getName());
+        assertThat(secretVolume.getItems()).extracting(i -> i.getKey()).containsExactly(gatewayPassword.getKey());
+        assertThat(secretVolume.getDefaultMode() & 0007).as("not world-readable").isZero();
+        assertThat(command).doesNotContain(pod.secretValue(gatewayPassword.getName(), gatewayPassword.getKey()));
+        // the rendered config file lives in memory, not on the node's disk
+        assertThat(spec.getVolumes()).anySatisfy(v -> assertThat(v.getEmptyDir() == null ? null
+                : v.getEmptyDir().getMedium()).isEqualTo("Memory"));
         assertThat(c.getSecurityContext().getReadOnlyRootFilesystem()).isTrue();
         assertThat(valkey.getSpec().getTemplate().getSpec().getSecurityContext().getRunAsNonRoot()).isTrue();
 
@@ -333,5 +345,46 @@ class KubernetesManifestsTest {
         java.net.URI uri = java.net.URI.create(url);
         assertThat(uri.getHost()).isEqualTo(governing.getMetadata().getName());
         assertThat(governing.getSpec().getPorts()).extracting(ServicePort::getPort).contains(uri.getPort());
+    }
+
+    /** Valkey admits the gateway pods, on its port, and nothing else: not the rest of the cluster, nor itself. */
+    @Test
+    void onlyTheGatewayPodsReachValkey() {
+        StatefulSet valkey = objects.one(StatefulSet.class, "sluice-valkey");
+        Map<String, String> valkeyLabels = valkey.getSpec().getTemplate().getMetadata().getLabels();
+        Map<String, String> gatewayLabels = pod.deployment.getSpec().getTemplate().getMetadata().getLabels();
+        List<NetworkPolicy> guarding = objects.all(NetworkPolicy.class).stream()
+                .filter(p -> LabelSelectors.matches(p.getSpec().getPodSelector(), valkeyLabels)).toList();
+        assertThat(guarding).as("one NetworkPolicy selects the Valkey pods").hasSize(1);
+        NetworkPolicy policy = guarding.get(0);
+        assertThat(LabelSelectors.matches(policy.getSpec().getPodSelector(), gatewayLabels)).isFalse();
+        assertThat(policy.getSpec().getPolicyTypes()).contains("Ingress");
+        Container c = valkey.getSpec().getTemplate().getSpec().getContainers().get(0);
+        int redisPort = c.getPorts().stream().filter(p -> "redis".equals(p.getName())).findFirst().orElseThrow()
+                .getContainerPort();
+        assertThat(policy.getSpec().getIngress()).isNotEmpty().allSatisfy(rule -> {
+            assertThat(rule.getFrom()).as("an empty from admits everyone").isNotEmpty();
+            assertThat(rule.getFrom()).allSatisfy(peer -> {
+                assertThat(peer.getNamespaceSelector()).as("this namespace only").isNull();
+                assertThat(peer.getIpBlock()).isNull();
+                assertThat(LabelSelectors.matches(peer.getPodSelector(), gatewayLabels)).as("the gateway pods").isTrue();
+                // a pod of the same project that is not a gateway (Valkey itself, say) is not admitted
+                assertThat(LabelSelectors.matches(peer.getPodSelector(), valkeyLabels)).isFalse();
+                assertThat(LabelSelectors.matches(peer.getPodSelector(), Map.of("app.kubernetes.io/part-of", "sluice")))
+                        .isFalse();
+            });
+            assertThat(rule.getPorts()).as("the Valkey port only").isNotEmpty().allSatisfy(p -> {
+                int port = p.getPort().getIntVal() != null ? p.getPort().getIntVal() : c.getPorts().stream()
+                        .filter(cp -> p.getPort().getStrVal().equals(cp.getName())).findFirst().orElseThrow()
+                        .getContainerPort();
+                assertThat(port).isEqualTo(redisPort);
+                assertThat(p.getProtocol()).isEqualTo("TCP");
+            });
+        });
+        // and the Service the gateways dial sends them to that port
+        Service governing = objects.one(Service.class, valkey.getSpec().getServiceName());
+        assertThat(governing.getSpec().getPorts()).extracting(sp -> sp.getTargetPort().getStrVal() != null
+                ? sp.getTargetPort().getStrVal() : String.valueOf(sp.getTargetPort().getIntVal())).containsAnyOf("redis",
+                String.valueOf(redisPort));
     }
 }

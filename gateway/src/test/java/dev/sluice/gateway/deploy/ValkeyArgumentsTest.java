@@ -4,7 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
 import io.fabric8.kubernetes.api.model.Container;
-import io.fabric8.kubernetes.api.model.EnvVar;
+import io.fabric8.kubernetes.api.model.KeyToPath;
+import io.fabric8.kubernetes.api.model.PodSpec;
+import io.fabric8.kubernetes.api.model.Volume;
+import io.fabric8.kubernetes.api.model.VolumeMount;
 import io.fabric8.kubernetes.api.model.apps.StatefulSet;
 import java.io.BufferedInputStream;
 import java.io.IOException;
@@ -17,6 +20,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -27,48 +31,101 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * valkey/statefulset.yaml's arguments, run by a real server: Debian's {@code redis-server} (Valkey
- * forked Redis 7.2 and takes these options unchanged), started on a free loopback port with the
- * StatefulSet's own arguments, {@code $(VALKEY_PASSWORD)} expanded from the example Secret as the
- * kubelet would. It must refuse commands without the password, run without persistence and never
- * evict (a lease must not vanish to make room), and leave nothing on disk when it stops.
+ * valkey/statefulset.yaml's command, run for real: its shell script, with the Secret mounted as a file
+ * (the example Secret's value, written where the pod's volume mounts it, both mounts moved under a
+ * temporary directory), starts Debian's {@code redis-server} (Valkey forked Redis 7.2 and takes these
+ * options unchanged; a {@code valkey-server} on the PATH that records its arguments runs it) on a free loopback port.
+ * It must refuse commands without the password, have the password nowhere in its command line or
+ * environment (what {@code ps} and the pod spec show), run without persistence and never evict (a lease
+ * must not vanish to make room), and leave nothing on disk when it stops. A password with the characters
+ * Valkey's config syntax treats specially works too.
  */
 class ValkeyArgumentsTest {
     @TempDir
     Path dir;
 
     @Test
-    void theStatefulSetsArgumentsRunAPasswordProtectedServerThatKeepsNothing() throws Exception {
+    void theStatefulSetsCommandRunsAPasswordProtectedServerThatKeepsNothing() throws Exception {
         KubernetesObjects objects = KubernetesObjects.load();
         GatewayPod pod = new GatewayPod(objects);
-        Container valkey = objects.one(StatefulSet.class, "sluice-valkey").getSpec().getTemplate().getSpec()
-                .getContainers().get(0);
-        Map<String, String> env = new HashMap<>();
-        for (EnvVar v : valkey.getEnv()) {
-            var ref = v.getValueFrom().getSecretKeyRef();
-            env.put(v.getName(), pod.secretValue(ref.getName(), ref.getKey()));
+        StatefulSet set = objects.one(StatefulSet.class, "sluice-valkey");
+        var secret = set.getSpec().getTemplate().getSpec().getVolumes().stream().filter(v -> v.getSecret() != null)
+                .findFirst().orElseThrow().getSecret();
+        String example = pod.secretValue(secret.getSecretName(), secret.getItems().get(0).getKey());
+        runAndCheck(set, example, "example");
+    }
+
+    /** Quotes, backslashes, spaces, what a shell or Valkey's parser would take for syntax: the password as written. */
+    @Test
+    void aPasswordWithConfigSyntaxInItIsTakenAsWritten() throws Exception {
+        StatefulSet set = KubernetesObjects.load().one(StatefulSet.class, "sluice-valkey");
+        runAndCheck(set, "p\"w d\\x41$(id)`id`'#;\"", "special");
+    }
+
+    private void runAndCheck(StatefulSet set, String password, String name) throws Exception {
+        PodSpec spec = set.getSpec().getTemplate().getSpec();
+        Container valkey = spec.getContainers().get(0);
+        assertThat(valkey.getEnv()).isNullOrEmpty();
+        Path root = Files.createDirectories(dir.resolve(name));
+        // each mount of the pod, moved under root; the Secret's items written as the kubelet would
+        Map<String, String> moved = new HashMap<>();
+        Path runDir = null;
+        for (VolumeMount m : valkey.getVolumeMounts()) {
+            Volume v = spec.getVolumes().stream().filter(x -> x.getName().equals(m.getName())).findFirst().orElseThrow();
+            Path local = Files.createDirectories(root.resolve(m.getName()));
+            moved.put(m.getMountPath(), local.toString());
+            if (v.getSecret() != null) {
+                for (KeyToPath item : v.getSecret().getItems()) {
+                    Files.writeString(local.resolve(item.getPath()), password);
+                }
+            } else if (v.getEmptyDir() != null && "Memory".equals(v.getEmptyDir().getMedium())) {
+                runDir = local;
+            }
         }
-        String password = env.get("VALKEY_PASSWORD");
-        List<String> args = new ArrayList<>();
-        for (String a : valkey.getArgs()) {
-            args.add(GatewayPod.expand(a, env));
+        assertThat(runDir).as("a memory-backed emptyDir for the rendered config").isNotNull();
+        List<String> command = new ArrayList<>();
+        for (String part : valkey.getCommand()) {
+            for (Map.Entry<String, String> e : moved.entrySet()) {
+                part = part.replace(e.getKey() + "/", e.getValue() + "/");
+            }
+            command.add(part);
         }
-        assertThat(args.get(0)).isEqualTo("valkey-server");
+        command.addAll(valkey.getArgs() == null ? List.of() : valkey.getArgs());
+        assertThat(String.join(" ", command)).doesNotContain(password);
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
-        List<String> command = new ArrayList<>();
-        command.add(binary().toString());
-        command.addAll(args.subList(1, args.size()));
+        Path data = Files.createDirectories(root.resolve("dir"));
         // where it listens and writes here (in the pod: 6379 on the pod's address, /data)
-        command.addAll(List.of("--port", String.valueOf(port), "--bind", "127.0.0.1", "--dir", dir.toString()));
+        command.addAll(List.of("--port", String.valueOf(port), "--bind", "127.0.0.1", "--dir", data.toString()));
+        Path bin = Files.createDirectories(root.resolve("bin"));
+        // valkey-server here: records the arguments it is given (what ps shows until the server retitles
+        // itself), then is redis-server
+        Path argv = root.resolve("argv.txt");
+        Path wrapper = Files.writeString(bin.resolve("valkey-server"), "#!/bin/sh\nprintf '%s\\n' \"$@\" > '" + argv
+                + "'\nexec '" + binary() + "' \"$@\"\n");
+        wrapper.toFile().setExecutable(true);
         Path log = Files.createTempFile("valkey-args", ".log");
-        Process server = new ProcessBuilder(command).redirectErrorStream(true)
-                .redirectOutput(ProcessBuilder.Redirect.to(log.toFile())).start();
+        ProcessBuilder pb = new ProcessBuilder(command).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.to(log.toFile()));
+        pb.environment().put("PATH", bin + ":" + System.getenv().getOrDefault("PATH", "/usr/bin:/bin"));
+        Process server = pb.start();
         try {
             Resp resp = connect(port, server, log);
             try (resp) {
+                // what ps and /proc show of the running server: the script exec'd it, same pid
+                Path proc = Path.of("/proc", Long.toString(server.pid()));
+                String cmdline = new String(Files.readAllBytes(proc.resolve("cmdline")), StandardCharsets.UTF_8);
+                String environ = new String(Files.readAllBytes(proc.resolve("environ")), StandardCharsets.UTF_8);
+                assertThat(cmdline).contains("127.0.0.1:" + port).doesNotContain(password);
+                assertThat(Files.readString(argv)).as("valkey-server's arguments").contains(runDir.resolve("auth.conf")
+                        .toString()).doesNotContain(password);
+                assertThat(environ).doesNotContain(password);
+                assertThat(Files.getPosixFilePermissions(runDir.resolve("auth.conf")))
+                        .as("the rendered file: its owner's only").containsOnly(PosixFilePermission.OWNER_READ,
+                                PosixFilePermission.OWNER_WRITE);
+
                 assertThat(resp.call("PING")).startsWith("-NOAUTH");
                 assertThat(resp.call("AUTH", "wrong-" + password)).startsWith("-");
                 assertThat(resp.call("AUTH", password)).isEqualTo("+OK");
@@ -80,9 +137,10 @@ class ValkeyArgumentsTest {
                 resp.call("SHUTDOWN"); // the connection closes without a reply when it goes
             }
             assertThat(server.waitFor(20, TimeUnit.SECONDS)).as("redis-server stops on SHUTDOWN").isTrue();
-            try (Stream<Path> left = Files.list(dir)) {
+            try (Stream<Path> left = Files.list(data)) {
                 assertThat(left).as("nothing persisted in --dir").isEmpty();
             }
+            assertThat(Files.readString(log)).doesNotContain(password);
         } finally {
             server.destroyForcibly();
             server.waitFor(20, TimeUnit.SECONDS);
