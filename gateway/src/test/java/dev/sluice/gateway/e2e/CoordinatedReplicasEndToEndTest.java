@@ -100,12 +100,13 @@ class CoordinatedReplicasEndToEndTest {
                 + "/readiness")).build(), HttpResponse.BodyHandlers.ofString()).body());
         assertThat(ready.path("status").asText()).isEqualTo("ready");
         assertThat(ready.path("coordination").path("up").asBoolean()).isTrue();
+        assertThat(ready.path("coordination").path("serving").asBoolean()).as("ready only on a settled lease").isTrue();
         assertThat(ready.path("coordination").path("mode").asText()).isEqualTo("leased");
         java.io.StringWriter out = new java.io.StringWriter();
         int code = new CommandLine(new StatusCommand()).setOut(new java.io.PrintWriter(out))
                 .execute("--admin", "http://127.0.0.1:" + g.adminPort(), "--once");
         assertThat(code).isZero();
-        assertThat(out.toString()).contains("fleet    redis up  leased  replica gw-0#")
+        assertThat(out.toString()).contains("fleet    redis up  leased  serving  replica gw-0#")
                 .contains("3 replicas").contains("gw-1#").contains("gw-2#").contains("(self)");
     }
 
