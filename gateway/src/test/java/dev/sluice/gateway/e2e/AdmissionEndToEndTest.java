@@ -147,11 +147,12 @@ class AdmissionEndToEndTest {
             HttpResponse<String> res = send(prompt(10, "waiting"), "X-Sluice-Deadline-Ms", "2000").get();
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
 
-            // answered at its deadline: by the expiry (queue_timeout), or by the review a few ms before it,
-            // when even its own 10 tokens can no longer be prefilled in time (deadline_unreachable)
+            // answered near its deadline: by the expiry (queue_timeout), or by the review before it, once the
+            // measured rate says even its own 10 tokens can no longer be prefilled in time (deadline_unreachable;
+            // on a busy machine the rate measured is lower, and that moment earlier): never at once
             assertThat(res.statusCode()).isEqualTo(429);
             assertThat(JSON.readTree(res.body()).at("/error/code").asText()).isIn("queue_timeout", "deadline_unreachable");
-            assertThat(waitedMs).isGreaterThanOrEqualTo(1900);
+            assertThat(waitedMs).isGreaterThanOrEqualTo(1500);
             assertThat(JSON.readTree(res.body()).at("/error/message").asText()).contains("deadline");
             assertThat(running.get().statusCode()).isEqualTo(200);
         } finally {

@@ -85,7 +85,7 @@ public final class GatewayProcess implements AutoCloseable {
 
     private int portFrom(Pattern p) throws InterruptedException {
         int[] port = {0};
-        boolean up = PdTestbed.eventually(Duration.ofSeconds(20), () -> {
+        boolean up = PdTestbed.eventually(Duration.ofSeconds(40), () -> { // a cold JVM on a busy 2-core machine
             Matcher m = p.matcher(log());
             if (m.find()) {
                 port[0] = Integer.parseInt(m.group(1));
