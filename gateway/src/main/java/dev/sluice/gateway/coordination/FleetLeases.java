@@ -7,7 +7,6 @@ import dev.sluice.gateway.coordination.CoordinationStatus.Mode;
 import dev.sluice.gateway.routing.FleetRoutedLoad;
 import dev.sluice.gateway.routing.WorkerSet;
 import io.netty.util.concurrent.EventExecutor;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -57,7 +56,7 @@ public final class FleetLeases implements AutoCloseable {
     private final java.util.concurrent.atomic.AtomicBoolean soon = new java.util.concurrent.atomic.AtomicBoolean();
     private final dev.sluice.gateway.logging.LogThrottle errorsSaid = new dev.sluice.gateway.logging.LogThrottle(1);
 
-    private final long generation = incarnation();
+    private final long generation = ReplicaIdentity.incarnation();
     private boolean everLeased;
     private boolean settled; // serving on a correct budget: sticky once reached (readiness)
     private boolean draining;
@@ -106,31 +105,6 @@ public final class FleetLeases implements AutoCloseable {
         this.clock = clock;
         this.timing = new LeaseTiming(config.leaseTtl().toNanos(), config.renewInterval().toNanos());
         publish();
-    }
-
-    /**
-     * This process's incarnation: unique among the processes that ever use a replica id (the start
-     * time in ms, and random bits against two starting in the same ms), so two processes given the
-     * same id are two members, and a renewal sent again after a lost answer is still the same one.
-     */
-    private static long incarnation() {
-        return System.currentTimeMillis() * 1000 + java.util.concurrent.ThreadLocalRandom.current().nextInt(1000);
-    }
-
-    /** This replica's id: the configured one, else host name + "-" + pid. */
-    public static String replicaId(CoordinationConfig config) {
-        if (!config.replicaId().isEmpty()) {
-            return config.replicaId();
-        }
-        String host = System.getenv("HOSTNAME");
-        if (host == null || host.isBlank()) {
-            try {
-                host = java.net.InetAddress.getLocalHost().getHostName();
-            } catch (java.net.UnknownHostException e) {
-                host = "localhost";
-            }
-        }
-        return host + "-" + ProcessHandle.current().pid();
     }
 
     /** Holds nothing until the first grant (a joining replica takes no share it was not given), then renews. */
@@ -194,7 +168,7 @@ public final class FleetLeases implements AutoCloseable {
         } catch (Throwable e) { // an Error too: the task must survive it, Netty would cancel it silently
             inFlight = false;
             renewalErrors++;
-            reason = reason(e);
+            reason = FailureText.of(e);
             if (errorsSaid.tryAcquire(clock.getAsLong()) >= 0) {
                 log.warn("coordination renewal error replica_id={} errors={} reason=\"{}\"", replicaId, renewalErrors,
                         reason, e);
@@ -249,7 +223,7 @@ public final class FleetLeases implements AutoCloseable {
                 } catch (Throwable e) {
                     inFlight = false;
                     renewalErrors++;
-                    log.warn("coordination renewal error replica_id={} reason=\"{}\"", replicaId, reason(e), e);
+                    log.warn("coordination renewal error replica_id={} reason=\"{}\"", replicaId, FailureText.of(e), e);
                 }
             });
         } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -302,8 +276,8 @@ public final class FleetLeases implements AutoCloseable {
         lastLeaseNanos = sent;
         replicas = Math.max(1, reply.members().size());
         peers = reply.members();
-        routed.peersReported(peersRouted(reply, replicaId, generation, routed));
-        grants = byResource(reply.grants());
+        routed.peersReported(PeerLoad.summed(reply, replicaId, generation, routed));
+        grants = Grants.byResource(reply.grants());
         validUntilNanos = timing.validUntil(sent);
         if (mode != Mode.LEASED) {
             log.info("coordination up replica_id={} fleet={} generation={} replicas={} was={}", replicaId,
@@ -311,7 +285,7 @@ public final class FleetLeases implements AutoCloseable {
         }
         mode = Mode.LEASED;
         reason = "";
-        if (!settled && (settled(grants, byResource(reply.targets()))
+        if (!settled && (Grants.settled(grants, Grants.byResource(reply.targets()))
                 || now - firstLeaseNanos >= config.leaseTtl().toNanos())) {
             settled = true;
             log.info("coordination serving replica_id={} fleet={} replicas={} queue_share={}", replicaId,
@@ -322,32 +296,8 @@ public final class FleetLeases implements AutoCloseable {
         firstLease.countDown();
     }
 
-    /**
-     * The budgets (not the tenants' rates) at least at the script's targets: the others have given
-     * back what this replica's part needs, so it serves on a correct budget.
-     */
-    private static boolean settled(Map<Resource, Long> grants, Map<Resource, Long> targets) {
-        for (Map.Entry<Resource, Long> t : targets.entrySet()) {
-            if (t.getKey().kind() != Resource.Kind.TENANT_TOKENS && grants.getOrDefault(t.getKey(), 0L) < t.getValue()) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static Map<Resource, Long> byResource(Map<String, Long> byName) {
-        Map<Resource, Long> next = new HashMap<>();
-        byName.forEach((name, g) -> {
-            Resource r = Resource.parse(name);
-            if (r != null) {
-                next.put(r, g);
-            }
-        });
-        return Map.copyOf(next);
-    }
-
     private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure, long now) {
-        reason = reason(failure);
+        reason = FailureText.of(failure);
         if (mode != Mode.LEASED && !failureSaid) {
             // not leased (joining, or already on budget / N because the first attempt outlasted the lease time):
             // a wrong CA or password, Redis not there, said once with its cause, not left to a "not yet renewed"
@@ -374,42 +324,6 @@ public final class FleetLeases implements AutoCloseable {
 
     private String fleetLabel() {
         return config.fleet().isEmpty() ? "\"\"" : config.fleet();
-    }
-
-    /**
-     * The other members' figures summed per worker, each aged by how long before this answer Redis
-     * heard it (its {@code seen}, on Redis's clock like the answer's {@code now}).
-     */
-    static Map<String, Double> peersRouted(LeaseReply reply, String ownId, long ownGeneration, FleetRoutedLoad routed) {
-        Map<String, Double> sum = new HashMap<>();
-        for (LeaseReply.Peer p : reply.members()) {
-            if (p.generation() == ownGeneration && p.replicaId().equals(ownId)) {
-                continue;
-            }
-            long ageNanos = TimeUnit.MILLISECONDS.toNanos(Math.max(0, reply.serverMillis() - p.seenMillis()));
-            p.routed().forEach((url, v) -> sum.merge(url, routed.aged(v, ageNanos), Double::sum));
-        }
-        return sum;
-    }
-
-    /**
-     * What went wrong, for the log and {@code /readiness}: the failure and, when it wraps one, its root cause
-     * (Lettuce's "Unable to connect" hides the TLS handshake or the WRONGPASS that made it fail).
-     */
-    static String reason(Throwable failure) {
-        Throwable outer = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
-                ? failure.getCause() : failure;
-        Throwable root = outer;
-        while (root.getCause() != null && root.getCause() != root) {
-            root = root.getCause();
-        }
-        String text = describe(outer);
-        return root == outer ? text : text + "; cause: " + describe(root);
-    }
-
-    private static String describe(Throwable t) {
-        String m = t.getMessage() == null ? "" : ": " + t.getMessage().replace('"', '\'').replace('\n', ' ');
-        return t.getClass().getSimpleName() + m;
     }
 
     /**

@@ -20,6 +20,7 @@ import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.coordination.DemandTally;
 import dev.sluice.gateway.coordination.FleetLeases;
 import dev.sluice.gateway.coordination.RedisLeaseStore;
+import dev.sluice.gateway.coordination.ReplicaIdentity;
 import dev.sluice.gateway.metrics.CoordinationMetrics;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.ConfigException;
@@ -169,7 +170,7 @@ public final class GatewayServer implements AutoCloseable {
                 prefillPolicy,
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
-        this.leases = config.coordination().map(cc -> new FleetLeases(cc, FleetLeases.replicaId(cc),
+        this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
                 this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
         if (leases != null) {

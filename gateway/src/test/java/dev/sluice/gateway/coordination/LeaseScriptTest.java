@@ -219,13 +219,13 @@ class LeaseScriptTest {
         // b's view of the others: a's figures only (its own left out), aged by how long before the answer Redis heard them
         dev.sluice.gateway.routing.FleetRoutedLoad fleet = new dev.sluice.gateway.routing.FleetRoutedLoad(
                 Duration.ofSeconds(60).toNanos(), System::nanoTime);
-        Map<String, Double> peers = FleetLeases.peersRouted(b, "routed-b", 602, fleet);
+        Map<String, Double> peers = PeerLoad.summed(b, "routed-b", 602, fleet);
         assertThat(peers).containsOnlyKeys("http://p0:30000", "http://p1:30000");
         assertThat(peers.get("http://p0:30000")).isBetween(4000 * 0.99, 4000.0);
         LeaseReply.Peer a = b.members().stream().filter(p -> p.replicaId().equals("routed-a")).findFirst().orElseThrow();
         LeaseReply later = new LeaseReply(b.generation(), a.seenMillis() + 60_000, false, b.grants(), b.targets(),
                 List.of(a));
-        assertThat(FleetLeases.peersRouted(later, "routed-b", 602, fleet).get("http://p0:30000")).isCloseTo(2000.0,
+        assertThat(PeerLoad.summed(later, "routed-b", 602, fleet).get("http://p0:30000")).isCloseTo(2000.0,
                 org.assertj.core.data.Offset.offset(1.0));
     }
 
