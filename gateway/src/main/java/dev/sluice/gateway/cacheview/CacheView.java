@@ -150,17 +150,9 @@ public final class CacheView implements KvCacheView {
         return new ArrayList<>(workers.keySet());
     }
 
-    /** Whether every candidate's view is fresh: only then may a decision rest on it. */
     @Override
-    public boolean usable(List<Worker> candidates) {
-        long now = nanoClock.getAsLong();
-        for (Worker w : candidates) {
-            WorkerBlocks b = workers.get(w);
-            if (b == null || b.freshness(now, staleAfterNanos) != WorkerBlocks.Freshness.FRESH) {
-                return false;
-            }
-        }
-        return true;
+    public boolean fresh(Worker w) {
+        return freshness(w) == WorkerBlocks.Freshness.FRESH;
     }
 
     public WorkerBlocks.Freshness freshness(Worker w) {

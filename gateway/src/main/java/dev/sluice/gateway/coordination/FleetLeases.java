@@ -166,14 +166,29 @@ public final class FleetLeases implements AutoCloseable {
         try {
             renewNow();
         } catch (Throwable e) { // an Error too: the task must survive it, Netty would cancel it silently
-            inFlight = false;
-            renewalErrors++;
+            renewalError(e);
+        }
+    }
+
+    /**
+     * An exception inside this replica (the store threw, an answer could not be applied; not Redis's answer):
+     * counted, said (at most once a second), and taken as a renewal that failed: the lease is held until it
+     * runs out, then budget / N, as with Redis down. Only counting it left a replica whose renewals kept
+     * throwing fenced at nothing for good once its lease ran out. An answer still on its way is dropped.
+     */
+    private void renewalError(Throwable e) {
+        inFlight = false;
+        seq++;
+        renewalErrors++;
+        try {
             reason = FailureText.of(e);
             if (errorsSaid.tryAcquire(clock.getAsLong()) >= 0) {
                 log.warn("coordination renewal error replica_id={} errors={} reason=\"{}\"", replicaId, renewalErrors,
                         reason, e);
             }
-            publish();
+            failed(null, e, clock.getAsLong());
+        } catch (Throwable again) { // the next tick tries again
+            log.warn("coordination renewal error replica_id={} reason=\"{}\"", replicaId, again.toString());
         }
     }
 
@@ -205,14 +220,10 @@ public final class FleetLeases implements AutoCloseable {
         lastSentNanos = sent;
         // what admission decides with until the answer is applied: the grants in force, none once they lapsed
         Map<Resource, Long> enforced = now - validUntilNanos < 0 || mode == Mode.FALLBACK ? grants : Map.of();
-        try {
-            store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(),
-                            FleetDemand.json(lines, enforced, draining), FleetDemand.routedJson(routed.ownNow()),
-                            draining)
-                    .whenComplete((json, e) -> hop(() -> renewed(mine, lines, sent, json, e)));
-        } catch (RuntimeException e) {
-            renewed(mine, lines, sent, null, e);
-        }
+        // a store that throws rather than failing its answer: renew's catch (renewalError)
+        store.renew(replicaId, address.get(), generation, config.leaseTtl().toMillis(),
+                        FleetDemand.json(lines, enforced, draining), FleetDemand.routedJson(routed.ownNow()), draining)
+                .whenComplete((json, e) -> hop(() -> renewed(mine, lines, sent, json, e)));
     }
 
     private void hop(Runnable r) {
@@ -221,9 +232,7 @@ public final class FleetLeases implements AutoCloseable {
                 try {
                     r.run();
                 } catch (Throwable e) {
-                    inFlight = false;
-                    renewalErrors++;
-                    log.warn("coordination renewal error replica_id={} reason=\"{}\"", replicaId, FailureText.of(e), e);
+                    renewalError(e);
                 }
             });
         } catch (java.util.concurrent.RejectedExecutionException e) {
@@ -296,6 +305,7 @@ public final class FleetLeases implements AutoCloseable {
         firstLease.countDown();
     }
 
+    /** @param lines what this renewal reported; null when it failed before (then a fallback is refreshed next time) */
     private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure, long now) {
         reason = FailureText.of(failure);
         if (mode != Mode.LEASED && !failureSaid) {
@@ -309,7 +319,7 @@ public final class FleetLeases implements AutoCloseable {
             log.warn("coordination down replica_id={} reason=\"{}\" holding_leases_ms={}", replicaId, reason,
                     Math.max(0, TimeUnit.NANOSECONDS.toMillis(validUntilNanos - now)));
         }
-        if (!fallBackIfDue(now) && mode == Mode.FALLBACK) {
+        if (!fallBackIfDue(now) && mode == Mode.FALLBACK && lines != null) {
             // still down: the fallback follows the capacities of the moment (a reload may change them)
             admission.applyShares(FleetDemand.shares(FleetDemand.fallback(lines, divisor()), admission.config(),
                     divisor()));

@@ -40,9 +40,12 @@ import java.util.function.LongSupplier;
  * calls the overloads that take the key as a {@link PrefixTree.Key} prepared off its lock.
  *
  * <p>With the workers' KV events ({@link KvCacheView}, {@code routing.kv_events}): when the request
- * has token ids and every candidate's view is fresh, the match is what each worker's cache holds
- * by its own events, in tokens (the same on every gateway replica); otherwise the local tree
- * decides as above. The tree is fed either way, so the fallback stays warm
+ * has token ids, each candidate whose view is fresh is matched by what its cache holds by its own
+ * events, in tokens (the same on every gateway replica); a candidate whose view is not fresh
+ * (never heard from, or silent after work) by the local tree, what this gateway sent it, in tokens
+ * too. So one worker without events leaves the others matched on theirs (before, any candidate not
+ * fresh put the whole decision on the local tree). With no candidate fresh, or no token ids, the
+ * local tree decides as above. The tree is fed either way, so the fallback stays warm
  * (docs/cache-affinity.md).
  */
 public final class CacheAwarePolicy implements RoutingPolicy {
@@ -116,12 +119,13 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
         int n = candidates.size();
-        KvCacheView events = kvEventsFor(candidates, request);
+        boolean[] fresh = freshViews(candidates, request);
+        KvCacheView events = fresh == null ? null : cacheView.get();
         int[] matched;
         long keyLength; // what the match ratio is of
         long promptLength; // the whole prompt, in the match's unit (the share guard's tokens per unit)
         if (events != null) {
-            matched = events.match(candidates, request.promptChain()); // hashed on the event loop
+            matched = eventMatch(events, fresh, candidates, request);
             keyLength = request.promptIds().length;
             promptLength = keyLength;
             events.decided(KvCacheView.Source.KV_EVENTS);
@@ -168,7 +172,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
             }
             return new Choice(candidates.get(best), PREFIX_HIT, Math.round(matched[best] * unit));
         }
-        int pick = leastLoadedLeastLately(candidates, scores, lately != null ? lately : lately(candidates, view), events);
+        // the smallest cache on a tie: by the events' blocks only when every candidate's view holds
+        int pick = leastLoadedLeastLately(candidates, scores, lately != null ? lately : lately(candidates, view),
+                events != null && allOf(fresh) ? events : null);
         cursor = pick + 1;
         return new Choice(candidates.get(pick), PREFIX_MISS, Math.round(matched[pick] * unit));
     }
@@ -177,9 +183,9 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     @Override
     public long[] cachedTokens(List<Worker> workers, RoutingRequest request) {
         long[] out = new long[workers.size()];
-        KvCacheView events = kvEventsFor(workers, request);
-        if (events != null) {
-            int[] m = events.match(workers, request.promptChain());
+        boolean[] fresh = freshViews(workers, request);
+        if (fresh != null) {
+            int[] m = eventMatch(cacheView.get(), fresh, workers, request);
             for (int i = 0; i < out.length; i++) {
                 out[i] = m[i];
             }
@@ -202,13 +208,51 @@ public final class CacheAwarePolicy implements RoutingPolicy {
         cacheView.ifPresent(v -> v.dispatched(worker, request.promptChain()));
     }
 
-    /** The KV event view when it may decide for this request (ids, every candidate fresh), else null. */
-    private KvCacheView kvEventsFor(List<Worker> candidates, RoutingRequest request) {
+    /**
+     * Which candidates' KV event views are fresh, when the events may take part in this request's match
+     * (it has token ids, and at least one candidate's view is fresh); else null: the local tree decides.
+     */
+    private boolean[] freshViews(List<Worker> candidates, RoutingRequest request) {
         if (cacheView.isEmpty() || request.promptIds().length == 0) {
             return null;
         }
         KvCacheView v = cacheView.get();
-        return v.usable(candidates) ? v : null;
+        boolean[] fresh = new boolean[candidates.size()];
+        boolean any = false;
+        for (int i = 0; i < fresh.length; i++) {
+            fresh[i] = v.fresh(candidates.get(i));
+            any |= fresh[i];
+        }
+        return any ? fresh : null;
+    }
+
+    /**
+     * Prompt tokens each candidate holds: by its events where its view is fresh, else by the local tree
+     * (characters, at the prompt's tokens per character, at most the prompt).
+     */
+    private int[] eventMatch(KvCacheView events, boolean[] fresh, List<Worker> candidates, RoutingRequest request) {
+        int[] matched = events.match(candidates, request.promptChain()); // hashed on the event loop
+        if (!allOf(fresh)) {
+            PrefixTree.Key key = request.prefix();
+            int[] local = tree.match(key, candidates);
+            int ids = request.promptIds().length;
+            double tokensPerChar = (double) ids / Math.max(1, key.length());
+            for (int i = 0; i < matched.length; i++) {
+                if (!fresh[i]) {
+                    matched[i] = (int) Math.min(ids, Math.round(local[i] * tokensPerChar));
+                }
+            }
+        }
+        return matched;
+    }
+
+    private static boolean allOf(boolean[] b) {
+        for (boolean x : b) {
+            if (!x) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** Characters of prompt prefix remembered for {@code worker}; safe to read from the metrics thread. */

@@ -18,8 +18,21 @@ public interface KvCacheView {
         }
     }
 
-    /** Whether the view may decide among these candidates: every one subscribed and fresh. */
-    boolean usable(List<Worker> candidates);
+    /**
+     * Whether {@code worker}'s view may stand for its cache now: subscribed, heard from, and not silent
+     * past {@code stale_after} after work that should have stored blocks.
+     */
+    boolean fresh(Worker worker);
+
+    /** Whether every one of these candidates' views is {@link #fresh}. */
+    default boolean usable(List<Worker> candidates) {
+        for (Worker w : candidates) {
+            if (!fresh(w)) {
+                return false;
+            }
+        }
+        return true;
+    }
 
     /**
      * Prompt tokens each candidate holds as a cached prefix, in the candidates' order.

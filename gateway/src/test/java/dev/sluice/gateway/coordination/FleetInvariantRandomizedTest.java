@@ -173,17 +173,17 @@ class FleetInvariantRandomizedTest {
     @Test
     void theSharesAdmittedOnNeverAddUpToMoreThanTheBudget() throws Exception {
         for (long seed = 1; seed <= 4; seed++) {
-            Outcome o = run(seed, 1500, true);
+            Outcome o = run(seed, 400, true);
             assertThat(o.violations()).as("seed %d: %s", seed, o.first()).isZero();
-            assertThat(o.renewals()).as("the schedule renewed").isGreaterThan(150);
+            assertThat(o.renewals()).as("the schedule renewed").isGreaterThan(40);
         }
     }
 
     @Test
     void withoutTheHoldersFenceAndItsReportTheSameSchedulesOverCommit() throws Exception {
         int violations = 0;
-        for (long seed = 1; seed <= 4; seed++) {
-            violations += run(seed, 1500, false).violations();
+        for (long seed = 1; seed <= 2; seed++) { // 150 and 204 over-committed steps when measured
+            violations += run(seed, 400, false).violations();
         }
         assertThat(violations).as("the invariant's check can fail").isPositive();
     }

@@ -138,6 +138,34 @@ final class RedisServer implements AutoCloseable {
         }
     }
 
+    /**
+     * SIGSTOP: the server stays connected but answers nothing (a hung Redis, a long pause of its host), until
+     * {@link #resume}. No {@link #cli} meanwhile: it would wait as the clients do.
+     */
+    void pause() throws IOException, InterruptedException {
+        signal("-STOP");
+    }
+
+    /** SIGCONT after {@link #pause}: the server answers again, what arrived meanwhile first. */
+    void resume() throws IOException, InterruptedException {
+        signal("-CONT");
+    }
+
+    private void signal(String sig) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", sig, String.valueOf(process.pid())).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            fail("kill " + sig + " " + process.pid() + " failed");
+        }
+    }
+
+    /**
+     * The client connections the server holds now, its own observer (the {@code redis-cli} asking) left out:
+     * one line of {@code CLIENT LIST} each.
+     */
+    List<String> clients() throws IOException, InterruptedException {
+        return cli("client", "list").lines().filter(l -> !l.isBlank() && !l.contains(" cmd=client|list ")).toList();
+    }
+
     /** Kills the server (SIGKILL: as a crash or a partition looks to the clients) and waits for its exit. */
     void stop() throws InterruptedException {
         if (process != null && process.isAlive()) {

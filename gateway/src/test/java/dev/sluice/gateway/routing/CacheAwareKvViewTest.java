@@ -14,9 +14,13 @@ import java.util.Optional;
 import java.util.OptionalLong;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.IntStream;
+import java.util.stream.LongStream;
 import org.junit.jupiter.api.Test;
 
-/** cache_aware with the workers' KV event view: it decides when every candidate is fresh, else the local tree. */
+/**
+ * cache_aware with the workers' KV event view: each candidate whose view is fresh is matched by its events,
+ * one whose view is not by the local tree; no fresh candidate (or no token ids): the local tree decides.
+ */
 class CacheAwareKvViewTest {
     private static final long SECOND = 1_000_000_000L;
     private final List<Worker> ws = RoutingFixtures.workers(WorkerRole.PREFILL, 3);
@@ -38,32 +42,49 @@ class CacheAwareKvViewTest {
         heard(ws.get(2), new KvEvent.Stored(new long[] {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
                 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30}, OptionalLong.empty(),
                 java.util.Arrays.copyOf(ids, 480), 16)); // 30 of the prompt's 40 blocks
-        RoutingRequest r = new RoutingRequest("", 640, ids);
+        RoutingRequest r = new RoutingRequest("k".repeat(4000), 640, ids);
         Choice c = policy.choose(ws, r, load);
         assertThat(c.worker()).isSameAs(ws.get(2));
         assertThat(c.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
-        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.KV_EVENTS)).isEqualTo(1);
+        assertThat(view.decisions(KvCacheView.Source.KV_EVENTS)).isEqualTo(1);
 
         policy.dispatched(c.worker(), r); // 10 blocks not cached yet: events are expected from it
         clock.addAndGet(31 * SECOND);
-        Choice after = policy.choose(ws, r, load);
+        heard(ws.get(0), new KvEvent.Cleared());
+        heard(ws.get(1), new KvEvent.Cleared());
         assertThat(view.freshness(ws.get(2)).label()).isEqualTo("stale");
-        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).as("a stale view hands over to the tree").isEqualTo(1);
-        assertThat(after.reason()).isEqualTo(CacheAwarePolicy.PREFIX_MISS); // the tree got an empty key
+        Choice after = policy.choose(ws, r, load);
+        // ws[2]'s stale view hands over to the tree for ws[2] alone: what this gateway sent it, the whole prompt
+        assertThat(after.worker()).isSameAs(ws.get(2));
+        assertThat(after.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
+        assertThat(view.decisions(KvCacheView.Source.KV_EVENTS)).isEqualTo(2);
+        assertThat(view.decisions(KvCacheView.Source.LOCAL_TREE)).isZero();
+        assertThat(policy.cachedTokens(ws, r)).containsExactly(0, 0, 640);
+
+        heard(ws.get(2), new KvEvent.Cleared()); // its cache emptied: fresh again, and its events say so
+        assertThat(policy.choose(ws, r, load).reason()).isEqualTo(CacheAwarePolicy.PREFIX_MISS);
     }
 
     @Test
-    void aWorkerThatNeverPublishedKeepsTheDecisionOnTheLocalTree() {
+    void aWorkerThatNeverPublishedIsMatchedByTheTreeWhileTheOthersAreMatchedByTheirEvents() {
         heard(ws.get(0), new KvEvent.Cleared());
-        heard(ws.get(1), new KvEvent.Cleared());
-        String key = "k".repeat(4000);
-        RoutingRequest r = new RoutingRequest(key, 1000, ids);
-        policy.dispatched(ws.get(1), r); // the tree remembers ws[1]
-        Choice c = policy.choose(ws, r, load);
-        assertThat(c.worker()).isSameAs(ws.get(1));
+        heard(ws.get(1), new KvEvent.Stored(LongStream.rangeClosed(1, 30).toArray(), OptionalLong.empty(),
+                java.util.Arrays.copyOf(ids, 480), 16)); // 30 of the prompt's 40 blocks; ws[2] never publishes
+        RoutingRequest cachedAtOne = new RoutingRequest("", 640, ids); // placed there by another replica
+        Choice c = policy.choose(ws, cachedAtOne, load);
+        assertThat(c.worker()).as("ws[1]'s events decide for ws[1] though ws[2] has no view").isSameAs(ws.get(1));
         assertThat(c.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
-        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
-        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.KV_EVENTS)).isZero();
+
+        RoutingRequest sentToTwo = new RoutingRequest("k".repeat(4000), 1000, IntStream.range(5_000, 6_000).toArray());
+        policy.dispatched(ws.get(2), sentToTwo); // the tree remembers ws[2]
+        Choice back = policy.choose(ws, sentToTwo, load);
+        assertThat(back.worker()).as("ws[2] matched by what this gateway sent it").isSameAs(ws.get(2));
+        assertThat(back.reason()).isEqualTo(CacheAwarePolicy.PREFIX_HIT);
+        assertThat(view.decisions(KvCacheView.Source.KV_EVENTS)).isEqualTo(2);
+        assertThat(view.decisions(KvCacheView.Source.LOCAL_TREE)).isZero();
+
+        policy.choose(List.of(ws.get(2)), sentToTwo, load); // no candidate with a fresh view
+        assertThat(view.decisions(KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
     }
 
     @Test
@@ -72,6 +93,6 @@ class CacheAwareKvViewTest {
             heard(w, new KvEvent.Cleared());
         }
         policy.choose(ws, new RoutingRequest("text", 1), load);
-        assertThat(view.decisions(dev.sluice.gateway.routing.KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
+        assertThat(view.decisions(KvCacheView.Source.LOCAL_TREE)).isEqualTo(1);
     }
 }
