@@ -208,7 +208,7 @@ public final class AdmissionController {
         boolean prefill = anyAvailable(workers.prefill());
         if (!prefill || !anyAvailable(workers.decode())) {
             return Rejections.noWorker(config, prefill ? "decode" : "prefill",
-                    prefill ? workers.decode() : workers.prefill());
+                    prefill ? workers.decode() : workers.prefill(), clock.getAsLong());
         }
         if (t.tokens > config.maxRequestTokens()) {
             return Rejections.tooLarge(config, t);
@@ -555,7 +555,7 @@ public final class AdmissionController {
 
     private static boolean anyAvailable(List<Worker> list) {
         for (Worker w : list) {
-            if (w.acceptsNewRequests()) { // a suspect worker with its probe permit free takes the probe
+            if (w.acceptsNewRequests()) {
                 return true;
             }
         }
