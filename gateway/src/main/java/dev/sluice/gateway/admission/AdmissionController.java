@@ -206,9 +206,13 @@ public final class AdmissionController {
             return Rejections.draining();
         }
         boolean prefill = anyAvailable(workers.prefill());
-        if (!prefill || !anyAvailable(workers.decode())) {
-            return Rejections.noWorker(config, prefill ? "decode" : "prefill",
-                    prefill ? workers.decode() : workers.prefill(), clock.getAsLong());
+        boolean decode = anyAvailable(workers.decode());
+        if (!prefill || !decode) {
+            // both short: name the role that no probe can bring back (ejected, starting) before a suspect one
+            boolean namePrefill = !prefill && (decode || !Rejections.anySuspect(workers.prefill())
+                    || Rejections.anySuspect(workers.decode()));
+            return Rejections.noWorker(config, namePrefill ? "prefill" : "decode",
+                    namePrefill ? workers.prefill() : workers.decode(), clock.getAsLong());
         }
         if (t.tokens > config.maxRequestTokens()) {
             return Rejections.tooLarge(config, t);

@@ -51,6 +51,16 @@ final class Rejections {
                 + " failed so far" : ""), retryAfter);
     }
 
+    /** Whether one of {@code workers} is suspect of a silent stall (its probes may bring it back). */
+    static boolean anySuspect(List<Worker> workers) {
+        for (Worker w : workers) {
+            if (w.state() == WorkerState.SUSPECT) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** No Retry-After: retrying will not help. */
     static Rejection tooLarge(AdmissionConfig config, Ticket t) {
         return new Rejection(RejectReason.REQUEST_TOO_LARGE, "the prompt has about " + t.tokens

@@ -196,4 +196,21 @@ class StallProbesTest {
         assertThat(results).hasSize(2).allMatch(r -> r.endsWith(":failed"));
         assertThat(set.decode().get(0).suspectProbe().orElseThrow().running()).isFalse();
     }
+
+    @Test
+    void aSuspectUnifiedWorkerIsProbedAlone() {
+        WorkerSet set = new WorkerSet(new WorkersConfig(List.of(), List.of(), List.of(
+                new WorkerEndpoint("http://10.0.2.1:30000", "10.0.2.1", 30000, null))));
+        HealthTable t = table(set);
+        StallProbes probes = probes(t);
+        Worker u = set.all().get(0);
+        stallTwice(t, u);
+        assertThat(u.state()).isEqualTo(WorkerState.SUSPECT);
+        run(probes, Duration.ofMillis(1100));
+        assertThat(sent).hasSize(1);
+        assertThat(sent.get(0).pair()).isEqualTo(new HealthTable.ProbePair(u, u));
+        sent.get(0).done().ended(ProbeOutcome.SUCCESS, "answered 200");
+        assertThat(results).as("counted once").containsExactly(u.name() + ":success");
+        assertThat(u.state()).isEqualTo(WorkerState.HEALTHY);
+    }
 }
