@@ -112,7 +112,8 @@ _PHRASE = {
     "degraded": "degraded since {t}, takes no new requests",
     "on_trial": "on trial since {t} after an ejection (half-open)",
     "suspect": "suspect since {t}: it stalled requests while its health checks pass and no other worker of its "
-               "role can take them (health.stall_panic: one probe request at a time, the rest refused with 503; "
+               "role can take them (health.stall_panic: no client request goes to it, each is refused with 503 while the "
+               "gateway probes the pair with its own requests; "
                "docs/operations.md#worker-suspect)",
     "draining": "draining since {t} (removed from the configuration)",
 }

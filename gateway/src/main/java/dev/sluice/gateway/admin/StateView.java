@@ -9,6 +9,7 @@ import dev.sluice.gateway.admission.WorkerWindow;
 import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.routing.SuspectProbe;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.routing.WorkerStatus;
@@ -105,6 +106,7 @@ public final class StateView {
             WorkerStatus st = w.status();
             o.put("state", st.state().label()).put("state_reason", st.reason())
                     .put("state_since", st.since().equals(Instant.EPOCH) ? null : st.since().toString());
+            w.suspectProbe().ifPresent(p -> stallProbe(o.putObject("stall_probe"), p));
             WorkerWindow window = s.perWorker().getOrDefault(w, new WorkerWindow(w.role(), 0, 0, 0));
             o.putObject("window").put("requests", window.requests()).put("tokens", window.tokens());
             AdmissionSnapshot.PrefillRate rate = s.prefillRates().get(w);
@@ -173,4 +175,18 @@ public final class StateView {
         return root;
     }
 
+
+    /**
+     * Where the panic mode's probing of a suspect worker stands: by when the next probe starts
+     * (while one runs: should it fail), the running one's verdict, how many failed since the verdict.
+     */
+    private static void stallProbe(ObjectNode o, SuspectProbe p) {
+        long now = System.nanoTime();
+        long nextIn = Math.max(0, p.nextNanos() - now);
+        o.put("running", p.running()).put("failed", p.failed()).put("next_in_ms", nextIn / 1_000_000)
+                .put("next_at", Instant.now().plusNanos(nextIn).toString());
+        if (p.running()) {
+            o.put("verdict_in_ms", Math.max(0, p.verdictNanos() - now) / 1_000_000);
+        }
+    }
 }

@@ -206,9 +206,13 @@ public final class AdmissionController {
             return Rejections.draining();
         }
         boolean prefill = anyAvailable(workers.prefill());
-        if (!prefill || !anyAvailable(workers.decode())) {
-            return Rejections.noWorker(config, prefill ? "decode" : "prefill",
-                    prefill ? workers.decode() : workers.prefill());
+        boolean decode = anyAvailable(workers.decode());
+        if (!prefill || !decode) {
+            // both short: name the role that no probe can bring back (ejected, starting) before a suspect one
+            boolean namePrefill = !prefill && (decode || !Rejections.anySuspect(workers.prefill())
+                    || Rejections.anySuspect(workers.decode()));
+            return Rejections.noWorker(config, namePrefill ? "prefill" : "decode",
+                    namePrefill ? workers.prefill() : workers.decode(), clock.getAsLong());
         }
         if (t.tokens > config.maxRequestTokens()) {
             return Rejections.tooLarge(config, t);
@@ -555,7 +559,7 @@ public final class AdmissionController {
 
     private static boolean anyAvailable(List<Worker> list) {
         for (Worker w : list) {
-            if (w.acceptsNewRequests()) { // a suspect worker with its probe permit free takes the probe
+            if (w.acceptsNewRequests()) {
                 return true;
             }
         }

@@ -31,6 +31,11 @@ public enum RejectReason {
     REQUEST_TOO_LARGE(HttpResponseStatus.REQUEST_ENTITY_TOO_LARGE, "request_too_large"),
     /** No usable prefill or decode worker. */
     NO_CAPACITY(HttpResponseStatus.SERVICE_UNAVAILABLE, "no_capacity"),
+    /**
+     * The only worker of a role is suspect of a silent stall (health.stall_panic): refused at once,
+     * Retry-After until the gateway's next probe of the pair, instead of waiting out the stall.
+     */
+    WORKER_SUSPECT(HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_suspect"),
     /** The gateway is shutting down and admits nothing new. */
     DRAINING(HttpResponseStatus.SERVICE_UNAVAILABLE, "draining");
 

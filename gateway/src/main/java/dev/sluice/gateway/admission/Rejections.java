@@ -2,6 +2,7 @@ package dev.sluice.gateway.admission;
 
 import dev.sluice.gateway.admission.Decisions.After;
 import dev.sluice.gateway.config.AdmissionConfig;
+import dev.sluice.gateway.routing.SuspectProbe;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerState;
 import java.util.List;
@@ -20,13 +21,44 @@ final class Rejections {
         return new Rejection(RejectReason.DRAINING, "the gateway is draining for shutdown; retry on another instance", 1);
     }
 
-    /** No worker of {@code role} takes requests; one suspect of a silent stall (its one probe out) is named. */
-    static Rejection noWorker(AdmissionConfig config, String role, List<Worker> workers) {
-        Worker suspect = workers.stream().filter(w -> w.state() == WorkerState.SUSPECT).findFirst().orElse(null);
-        return new Rejection(RejectReason.NO_CAPACITY, suspect == null ? "no available " + role + " worker"
-                : role + " worker " + suspect.name() + " stalled requests while its health checks pass; one probe "
-                        + "request at a time tests it (health.stall_panic), this one was refused rather than left "
-                        + "to wait on it", seconds(config, config.retryAfterMin().toSeconds()));
+    /**
+     * No worker of {@code role} takes requests. When one is suspect of a silent stall, the answer
+     * says so, with a Retry-After until the gateway's next probe of it (never shorter: an earlier
+     * retry would meet the same refusal), not clamped to {@code admission.retry_after_max}.
+     */
+    static Rejection noWorker(AdmissionConfig config, String role, List<Worker> workers, long now) {
+        Worker suspect = null;
+        SuspectProbe probe = null;
+        for (Worker w : workers) {
+            SuspectProbe p = w.state() == WorkerState.SUSPECT ? w.suspectProbe().orElse(null) : null;
+            if (p != null && (probe == null || p.nextNanos() < probe.nextNanos())) {
+                suspect = w;
+                probe = p;
+            }
+        }
+        if (suspect == null) {
+            return new Rejection(RejectReason.NO_CAPACITY, "no available " + role + " worker",
+                    seconds(config, config.retryAfterMin().toSeconds()));
+        }
+        long retryAfter = Math.max(Math.max(1, config.retryAfterMin().toSeconds()), probe.retryAfterSeconds(now));
+        long nextMs = Math.max(0, (probe.nextNanos() - now) / 1_000_000);
+        return new Rejection(RejectReason.WORKER_SUSPECT, role + " worker " + suspect.name() + " stalled requests while "
+                + "its health checks pass and no other " + role + " worker can take them (health.stall_panic): no "
+                + "request goes to it until the gateway's own probe of it succeeds; " + (probe.running()
+                ? "a probe is running (its verdict within " + Math.max(0, (probe.verdictNanos() - now) / 1_000_000)
+                        + " ms; should it fail, the next probe within " + nextMs + " ms)"
+                : "the next probe in " + nextMs + " ms") + (probe.failed() > 0 ? ", " + probe.failed()
+                + " failed so far" : ""), retryAfter);
+    }
+
+    /** Whether one of {@code workers} is suspect of a silent stall (its probes may bring it back). */
+    static boolean anySuspect(List<Worker> workers) {
+        for (Worker w : workers) {
+            if (w.state() == WorkerState.SUSPECT) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** No Retry-After: retrying will not help. */

@@ -63,6 +63,17 @@ final class StatusView {
             }
         }
         for (JsonNode w : s.path("workers")) {
+            JsonNode probe = w.path("stall_probe");
+            if (!probe.isMissingNode()) {
+                b.append(String.format("  %s %s: SUSPECT, no client request goes to it; %s (%d failed since the "
+                                + "verdict)%n", w.path("role").asText(), w.path("worker").asText(),
+                        (probe.path("running").asBoolean() ? "a probe is running (verdict within "
+                                + probe.path("verdict_in_ms").asLong() + " ms), the next one" : "next probe")
+                                + " in " + probe.path("next_in_ms").asLong() + " ms",
+                        probe.path("failed").asInt()));
+            }
+        }
+        for (JsonNode w : s.path("workers")) {
             if (!w.path("state_reason").asText("").isEmpty()) {
                 b.append(String.format("  %s %s: %s since %s%n", w.path("role").asText(), w.path("worker").asText(),
                         truncate(w.path("state_reason").asText(), 90), w.path("state_since").asText("start")));

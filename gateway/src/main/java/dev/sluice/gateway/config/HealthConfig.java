@@ -123,18 +123,34 @@ public record HealthConfig(Duration interval, Duration timeout, int unhealthyThr
     }
 
     /**
-     * The panic mode: a stall the watchdog catches on a role's last worker (no other to route to)
-     * makes it suspect: one probe request at a time, every other new request refused at once.
+     * The panic mode: a confirmed stall on a role's last worker (no other to route to) makes it
+     * suspect: no client request goes to it; each is refused at once (503, Retry-After until the
+     * next probe) while the gateway probes the pair with its own small generation, spaced by an
+     * exponential back-off with jitter, until one succeeds.
      *
-     * @param enabled      off: the last worker stays in rotation and every request waits out the watchdog
-     * @param probeTimeout a probe's stall deadlines are at most this (judged fast, so service resumes soon)
+     * @param enabled          off: the last worker stays in rotation and every request waits out the watchdog
+     * @param probeTimeout     a probe with no answer by then has failed (judged fast, so service resumes soon)
+     * @param probeInterval    the first probe comes this long after the verdict; each failure doubles the wait
+     * @param probeMaxInterval the longest wait between two probes' starts (so a healed pair serves again within it)
      */
-    public record StallPanic(boolean enabled, Duration probeTimeout) {
-        public static final StallPanic DEFAULT = new StallPanic(true, Duration.ofSeconds(3));
+    public record StallPanic(boolean enabled, Duration probeTimeout, Duration probeInterval,
+                             Duration probeMaxInterval) {
+        public static final StallPanic DEFAULT = new StallPanic(true, Duration.ofSeconds(3), Duration.ofSeconds(1),
+                Duration.ofSeconds(10));
 
         public StallPanic {
             KeyCheck.atLeast("health.stall_panic.probe_timeout", KeyCheck.present("health.stall_panic.probe_timeout",
                     probeTimeout), Duration.ofMillis(10));
+            KeyCheck.atLeast("health.stall_panic.probe_interval", KeyCheck.present(
+                    "health.stall_panic.probe_interval", probeInterval), Duration.ofMillis(10));
+            KeyCheck.atLeast("health.stall_panic.probe_max_interval", KeyCheck.present(
+                    "health.stall_panic.probe_max_interval", probeMaxInterval), "health.stall_panic.probe_interval",
+                    probeInterval);
+        }
+
+        /** Panic mode on or off with the default probing. */
+        public StallPanic withEnabled(boolean on) {
+            return new StallPanic(on, probeTimeout, probeInterval, probeMaxInterval);
         }
     }
 

@@ -49,20 +49,28 @@ final class HealthConfigReader {
                 .stallPanic(stallPanic(n.child("stall_panic",
                         "A confirmed stall (two in a row with no progress between) on a role's last worker while its "
                         + "health checks pass (a silent stall: SGLang's checks never touch the KV transfer) makes it "
-                        + "suspect: /readiness "
-                        + "503, one probe request at a time, every other new request refused at once with 503 and "
-                        + "Retry-After, until a probe succeeds. docs/reliability.md.")))
+                        + "suspect: /readiness 503, no client request goes to it (each gets a 503 at once, Retry-After "
+                        + "until the next probe), and the gateway probes the pair with its own one-token generation "
+                        + "through both halves, spaced by an exponential back-off with jitter, until one succeeds. "
+                        + "docs/reliability.md.")))
                 .build();
     }
 
     private static HealthConfig.StallPanic stallPanic(ConfigNode n) {
-        n.allowOnly("enabled", "probe_timeout");
-        return new HealthConfig.StallPanic(
-                n.child("enabled", "Off: the last worker stays in rotation and every request waits out the "
-                        + "watchdog.").bool(HealthConfig.StallPanic.DEFAULT.enabled()),
-                n.child("probe_timeout", "A probe request's stall deadlines are at most this, so that service "
-                        + "resumes soon after the worker heals.")
-                        .durationAtLeast(HealthConfig.StallPanic.DEFAULT.probeTimeout(), Duration.ofMillis(10)));
+        n.allowOnly("enabled", "probe_timeout", "probe_interval", "probe_max_interval");
+        HealthConfig.StallPanic d = HealthConfig.StallPanic.DEFAULT;
+        boolean enabled = n.child("enabled", "Off: the last worker stays in rotation and every request waits out the "
+                + "watchdog.").bool(d.enabled());
+        Duration timeout = n.child("probe_timeout", "A probe with no answer by then has failed (it is the gateway's own "
+                + "request: a prompt of a few tokens and one output token).")
+                .durationAtLeast(d.probeTimeout(), Duration.ofMillis(10));
+        Duration interval = n.child("probe_interval", "The first probe starts this long after the verdict; each failed "
+                + "probe doubles the wait (jittered down by up to 20%), up to probe_max_interval.")
+                .durationAtLeast(d.probeInterval(), Duration.ofMillis(10));
+        Duration max = n.child("probe_max_interval", "The longest time between two probes' starts: a pair that heals "
+                + "serves again within it.").durationAtLeast(d.probeMaxInterval(), interval,
+                "health.stall_panic.probe_interval");
+        return new HealthConfig.StallPanic(enabled, timeout, interval, max);
     }
 
     private static HealthConfig.Passive passive(ConfigNode n) {

@@ -2,6 +2,7 @@ package dev.sluice.gateway.health;
 
 import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.routing.WorkerState;
 import dev.sluice.gateway.routing.WorkerStatus;
@@ -12,7 +13,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
+import java.util.function.DoubleSupplier;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,9 +41,15 @@ public final class HealthTable {
     private record Change(WorkerHealth health, WorkerStatus from, WorkerStatus to) {
     }
 
+    /** A probe of a suspect pair: the gateway's own request through {@code prefill} and {@code decode} (the same worker when unified). */
+    public record ProbePair(Worker prefill, Worker decode) {
+    }
+
     private final WorkerSet workers;
     private volatile HealthConfig config;
     private final LongSupplier clock;
+    /** Draws the stall probes' jitter. */
+    private final DoubleSupplier random;
     private final Map<Worker, WorkerHealth> table = new HashMap<>();
     private final List<Listener> listeners = new CopyOnWriteArrayList<>();
     private volatile Consumer<Worker> suspicionHandler = w -> { };
@@ -48,9 +57,15 @@ public final class HealthTable {
     private final Set<Worker> stallWatched = ConcurrentHashMap.newKeySet();
 
     public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock) {
+        this(workers, config, clock, () -> ThreadLocalRandom.current().nextDouble());
+    }
+
+    /** ... with the stall probes' jitter drawn from {@code random} (values in [0, 1)). */
+    public HealthTable(WorkerSet workers, HealthConfig config, LongSupplier clock, DoubleSupplier random) {
         this.workers = workers;
         this.config = config;
         this.clock = clock;
+        this.random = random;
         for (Worker w : workers.all()) {
             table.put(w, new WorkerHealth(w, config));
         }
@@ -146,20 +161,16 @@ public final class HealthTable {
      * a worker its role cannot do without (no other available) becomes suspect once the stall is
      * confirmed: a second stall with no progress on it in between (one stall alone can be a
      * prefill slower than the watchdog's estimate, before the prefill rate is measured). Suspect:
-     * one probe request at a time, the rest refused at once, until a request makes progress. A
-     * role with another worker routes around it instead.
+     * no client request goes to it; the gateway probes its pair with its own requests
+     * ({@link #startDueProbes}) until one succeeds. A role with another worker routes around it instead.
      */
     public void stalled(Worker w, String detail) {
         if (!config.stallPanic().enabled()) {
             return;
         }
         update(w, h -> {
-            if (h.stallSuspect()) {
-                h.probeAgain();
-                return;
-            }
-            if (hasAlternative(h.worker)) {
-                return;
+            if (h.stallSuspect() || hasAlternative(h.worker)) {
+                return; // already suspect (its probes decide), or its role routes around it
             }
             int strikes = h.stallStrike();
             stallWatched.add(h.worker);
@@ -169,12 +180,106 @@ public final class HealthTable {
                         h.worker.role().label(), h.worker.name(), strikes, detail);
                 return;
             }
+            long now = clock.getAsLong();
             h.suspectStall("stalled " + strikes + " requests in a row while no other " + h.worker.role().label()
-                    + " worker could take its traffic (last: " + detail + ")");
-            log.warn("worker suspect role={} worker={} why=\"requests stall on it and its role has no other worker; "
-                            + "health.stall_panic: one probe request at a time, new requests get 503 until one makes "
-                            + "progress\" detail=\"{}\"", h.worker.role().label(), h.worker.name(), detail);
+                    + " worker could take its traffic (last: " + detail + ")", now, random);
+            log.warn("worker suspect role={} worker={} first_probe_in_ms={} why=\"requests stall on it and its role "
+                            + "has no other worker; health.stall_panic: new requests get 503 at once while the gateway "
+                            + "probes the pair with its own requests\" detail=\"{}\"", h.worker.role().label(),
+                    h.worker.name(), (h.worker.suspectProbe().map(p -> p.nextNanos()).orElse(now) - now) / 1_000_000,
+                    detail);
         });
+    }
+
+    /**
+     * The probes whose time has come: each suspect worker (published suspect, no probe of it
+     * running, its back-off over) with a partner of the other role, a suspect one first (one probe
+     * tests both), else an available one. Marks them running; the caller sends each and reports
+     * with {@link #probeEnded}. A suspect worker with no partner at all waits for the next round.
+     */
+    public List<ProbePair> startDueProbes() {
+        List<ProbePair> out = new ArrayList<>(0);
+        List<Change> changes = new ArrayList<>(0);
+        synchronized (this) {
+            long now = clock.getAsLong();
+            for (WorkerHealth h : table.values()) {
+                if (!h.probeDue(now) || h.status().state() != WorkerState.SUSPECT) {
+                    continue;
+                }
+                WorkerHealth partner = partnerOf(h);
+                if (partner == null) {
+                    continue;
+                }
+                h.probeStarted(now);
+                if (partner != h && partner.probeIdle() && partner.status().state() == WorkerState.SUSPECT) {
+                    partner.probeStarted(now);
+                }
+                out.add(h.worker.role() == WorkerRole.DECODE ? new ProbePair(partner.worker, h.worker)
+                        : new ProbePair(h.worker, partner.worker));
+                record(h, now, changes);
+            }
+        }
+        announce(changes);
+        return out;
+    }
+
+    /**
+     * A probe started by {@link #startDueProbes} ended. A success clears the suspicion of every
+     * suspect worker it tested (service resumes at once); a failure puts off their next probe by
+     * one back-off step. Returns the workers the verdict counted for.
+     */
+    public List<Worker> probeEnded(ProbePair pair, boolean ok, String detail) {
+        List<Worker> counted = new ArrayList<>(2);
+        List<Change> changes = new ArrayList<>(2);
+        double jitter = random.getAsDouble(); // one draw per probe: the suspects it tested stay on one schedule
+        synchronized (this) {
+            long now = clock.getAsLong();
+            for (Worker w : pair.prefill() == pair.decode() ? List.of(pair.prefill())
+                    : List.of(pair.prefill(), pair.decode())) {
+                WorkerHealth h = table.get(w);
+                if (h == null || !h.probeRunning()) {
+                    continue;
+                }
+                counted.add(w);
+                if (ok) {
+                    int failed = h.probesFailed();
+                    h.progressed();
+                    stallWatched.remove(w);
+                    log.info("stall probe succeeded role={} worker={} failed_before={} why=\"the pair answered the "
+                            + "gateway's own request: back in rotation\"", w.role().label(), w.name(), failed);
+                } else {
+                    long wait = h.probeFailed(now, () -> jitter);
+                    log.warn("stall probe failed role={} worker={} failed_in_a_row={} next_probe_in_ms={} detail=\"{}\"",
+                            w.role().label(), w.name(), h.probesFailed(), wait / 1_000_000, detail);
+                }
+                record(h, now, changes);
+            }
+        }
+        announce(changes);
+        return counted;
+    }
+
+    /** Who a probe of suspect {@code h} goes through: itself when unified, else a suspect or an available worker of the other role. */
+    private WorkerHealth partnerOf(WorkerHealth h) {
+        WorkerRole role = h.worker.role();
+        if (role == WorkerRole.UNIFIED) {
+            return h;
+        }
+        List<Worker> others = workers.role(role == WorkerRole.DECODE ? WorkerRole.PREFILL : WorkerRole.DECODE);
+        WorkerHealth available = null;
+        for (Worker o : others) {
+            WorkerHealth oh = table.get(o);
+            if (oh == null) {
+                continue;
+            }
+            if (oh.status().state() == WorkerState.SUSPECT && oh.probeIdle()) {
+                return oh;
+            }
+            if (available == null || (o.state() == WorkerState.HEALTHY && available.worker.state() != WorkerState.HEALTHY)) {
+                available = o.isAvailable() ? oh : available;
+            }
+        }
+        return available;
     }
 
     /**

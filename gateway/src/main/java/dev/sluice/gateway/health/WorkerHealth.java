@@ -1,6 +1,7 @@
 package dev.sluice.gateway.health;
 
 import dev.sluice.gateway.config.HealthConfig;
+import dev.sluice.gateway.routing.SuspectProbe;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerState;
@@ -8,6 +9,7 @@ import dev.sluice.gateway.routing.WorkerStatus;
 import java.time.Instant;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.function.DoubleSupplier;
 
 /**
  * One worker's health state machine, fed by active checks, passive outcomes of live traffic and
@@ -36,6 +38,12 @@ final class WorkerHealth {
     private String stallSuspicion;
     /** Stalls caught on this worker since it last made progress (the panic mode wants two). */
     private int stallStrikes;
+    /** While suspect: when the next probe of its pair starts, or the running one's deadline. */
+    private long probeDue;
+    private long probeStartedAt;
+    private boolean probeRunning;
+    /** Probes that failed since the verdict: the back-off's exponent. */
+    private int probesFailed;
     private long healthySince;
     private WorkerStatus published = WorkerStatus.STARTING;
 
@@ -132,16 +140,62 @@ final class WorkerHealth {
         worker.grantTrials(config.passive().halfOpenRequests());
     }
 
-    /** A confirmed stall on this worker, whose role has no other: suspect (panic mode) until it makes progress. */
-    void suspectStall(String reason) {
+    /**
+     * A confirmed stall on this worker, whose role has no other: suspect (panic mode) until a probe
+     * of its pair succeeds. The first probe starts one back-off step from now.
+     */
+    void suspectStall(String reason, long now, DoubleSupplier random) {
         stallSuspicion = reason;
+        probesFailed = 0;
+        probeRunning = false;
+        probeStartedAt = now;
+        probeDue = now + ProbeBackoff.delayNanos(config.stallPanic(), 0, random);
+        worker.suspectProbe(new SuspectProbe(probeDue, 0, 0));
     }
 
-    /** A suspect worker's probe stalled too: the next one may go. */
-    void probeAgain() {
-        if (worker.state() == WorkerState.SUSPECT) {
-            worker.grantTrials(1);
-        }
+    /** Suspect, its next probe's time has come, and none runs (the table also checks the published state). */
+    boolean probeDue(long now) {
+        return stallSuspicion != null && !probeRunning && now - probeDue >= 0;
+    }
+
+    /** Whether a probe of its pair may start now (suspect and none running). */
+    boolean probeIdle() {
+        return stallSuspicion != null && !probeRunning;
+    }
+
+    boolean probeRunning() {
+        return probeRunning;
+    }
+
+    /**
+     * A probe of its pair starts now; its verdict is due by {@code now + probe_timeout}. Should it
+     * fail, the next starts one un-jittered back-off step from now at the latest (or at its verdict):
+     * what a client is told to wait for meanwhile.
+     */
+    void probeStarted(long now) {
+        probeRunning = true;
+        probeStartedAt = now;
+        long verdict = now + config.stallPanic().probeTimeout().toNanos();
+        long next = now + ProbeBackoff.delayNanos(config.stallPanic(), probesFailed + 1, () -> 0.0);
+        probeDue = verdict;
+        worker.suspectProbe(new SuspectProbe(next - verdict > 0 ? next : verdict, verdict, probesFailed));
+    }
+
+    /**
+     * The probe failed: the next starts one (longer) back-off step after this one started, and
+     * never before now. Returns the wait from now, in nanoseconds.
+     */
+    long probeFailed(long now, DoubleSupplier random) {
+        probeRunning = false;
+        probesFailed++;
+        long next = probeStartedAt + ProbeBackoff.delayNanos(config.stallPanic(), probesFailed, random);
+        probeDue = next - now > 0 ? next : now;
+        worker.suspectProbe(new SuspectProbe(probeDue, 0, probesFailed));
+        return probeDue - now;
+    }
+
+    int probesFailed() {
+        return probesFailed;
     }
 
     boolean stallSuspect() {
@@ -152,6 +206,9 @@ final class WorkerHealth {
     void progressed() {
         stallSuspicion = null;
         stallStrikes = 0;
+        probeRunning = false;
+        probesFailed = 0;
+        worker.suspectProbe(null);
     }
 
     /** Whether a stall on it is counted or suspected (progress then has something to clear). */
@@ -181,6 +238,9 @@ final class WorkerHealth {
             window = new OutcomeWindow(next.passive().window().toNanos());
         }
         config = next;
+        if (!next.stallPanic().enabled()) {
+            progressed(); // panic mode off: the last worker is back in rotation at once
+        }
     }
 
     void draining(boolean on) {
@@ -189,10 +249,6 @@ final class WorkerHealth {
 
     /** Time passes: an ejection that ran its course becomes a half-open trial. */
     void tick(long now) {
-        if (stallSuspicion != null && worker.state() == WorkerState.SUSPECT && worker.trialPermits() == 0
-                && worker.inflight() == 0) {
-            worker.grantTrials(1); // the probe ended without a verdict (its client left, say): probe again
-        }
         if (passiveEjectedUntil != 0 && now - passiveEjectedUntil >= 0) {
             passiveEjectedUntil = 0;
             halfOpen = true;
@@ -223,7 +279,8 @@ final class WorkerHealth {
             reason = "passive: " + passiveReason;
         } else if (stallSuspicion != null) {
             state = WorkerState.SUSPECT;
-            reason = stallSuspicion + "; one probe request at a time, others are refused (503) until one succeeds";
+            reason = stallSuspicion + "; no client request goes to it (each gets a 503 at once) while the gateway "
+                    + "probes the pair with its own requests until one succeeds (health.stall_panic)";
         } else if (halfOpen) {
             state = WorkerState.HALF_OPEN;
             reason = "on trial after an ejection: " + trialSuccesses + " of " + config.passive().halfOpenRequests()
@@ -249,9 +306,6 @@ final class WorkerHealth {
         published = new WorkerStatus(state, reason, sameState ? published.since() : Instant.now());
         if (!sameState && state == WorkerState.HALF_OPEN) {
             worker.grantTrials(config.passive().halfOpenRequests()); // before the state: never half-open without permits
-        }
-        if (!sameState && state == WorkerState.SUSPECT) {
-            worker.grantTrials(1); // one probe at a time
         }
         worker.status(published);
         return sameState ? null : published;

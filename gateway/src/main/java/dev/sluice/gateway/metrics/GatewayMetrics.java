@@ -196,6 +196,19 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.retries", "reason", reason).increment();
     }
 
+    /**
+     * A probe of a pair suspect of a silent stall ended ({@code health.stall_panic}), counted for
+     * each suspect worker it tested: {@code result} success, failed or timeout.
+     */
+    public void stallProbe(String role, String worker, String result) {
+        counter("sluice.stall.probes", "role", role, "worker", worker, "result", result).increment();
+    }
+
+    /** Exports a stall probe counter at 0 before the first probe. */
+    public void preRegisterStallProbe(String role, String worker, String result) {
+        counter("sluice.stall.probes", "role", role, "worker", worker, "result", result);
+    }
+
     public void workerEjection(String role, String worker, String reason) {
         counter("sluice.worker.ejections", "role", role, "worker", worker, "reason", reason).increment();
     }
@@ -306,6 +319,8 @@ public final class GatewayMetrics implements AutoCloseable {
             java.util.Map.entry("sluice.completion.tokens", "completion tokens the workers reported"),
             java.util.Map.entry("sluice.retries", "requests sent again to another prefill/decode pair, by reason"),
             java.util.Map.entry("sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason"),
+            java.util.Map.entry("sluice.stall.probes", "the gateway's own probes of a worker suspect of a silent stall "
+                    + "(health.stall_panic), by role, worker and result (success, failed, timeout)"),
             java.util.Map.entry("sluice.http.rejections", "client requests or connections the HTTP layer refused before routing, by reason"),
             java.util.Map.entry("sluice.tls.reloads", "checks of listen.tls files that found a change, by result (reloaded, failed)"),
             java.util.Map.entry("sluice.tls.handshake.failures", "client TLS handshakes that failed (plain HTTP, old protocols, scanners, timeouts)"),

@@ -47,6 +47,11 @@ final class WorkerMetrics {
                         .description("1 for the state the worker is in (healthy, degraded, ejected, half_open, suspect, draining)")
                         .tags(tags).tag("state", state.label()).register(registry);
             }
+            Gauge.builder("sluice.worker.stall.probe.due", w, x -> x.suspectProbe()
+                            .map(p -> (p.nextNanos() - System.nanoTime()) / 1e9).orElse(Double.NaN))
+                    .baseUnit("seconds").description("while the worker is suspect of a silent stall: time by which the "
+                            + "gateway's next probe of it will have started (the Retry-After its refusals carry); NaN "
+                            + "when not suspect").tags(tags).register(registry);
             Gauge.builder("sluice.worker.misconfigured", w, x -> x.identity().misconfigured() ? 1 : 0)
                     .description("1 when the worker's own description (/server_info) contradicts its configured role or "
                             + "bootstrap port").tags(tags).register(registry);

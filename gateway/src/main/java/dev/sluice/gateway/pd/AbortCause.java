@@ -29,7 +29,12 @@ public enum AbortCause {
     /** The client read nothing of a started stream for {@code timeouts.idle_stream}. */
     SLOW_CLIENT,
     /** The gateway itself failed while handling the request (a bug): never the worker's fault. */
-    INTERNAL_ERROR;
+    INTERNAL_ERROR,
+    /**
+     * The gateway's own probe of a pair suspect of a stall had no answer within
+     * {@code health.stall_panic.probe_timeout} (no client request is involved).
+     */
+    STALL_PROBE;
 
     private final String label = name().toLowerCase(Locale.ROOT);
 

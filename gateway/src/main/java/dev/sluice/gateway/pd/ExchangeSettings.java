@@ -7,7 +7,6 @@ import dev.sluice.gateway.config.HealthConfig;
 import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.config.RetryConfig;
 import dev.sluice.gateway.config.TimeoutsConfig;
-import java.time.Duration;
 
 /**
  * The settings a request runs with, taken from the configuration when it arrives: a reload gives
@@ -15,13 +14,11 @@ import java.time.Duration;
  *
  * @param directDecodeMaxTokens prompts up to this size skip the prefill hop (0: never)
  * @param routingUsesPrefix     a routing policy reads the prompt's prefix (only then is it rendered)
- * @param stallPanicProbeTimeout a probe of a suspect worker is judged within this ({@code health.stall_panic})
  * @param promptTokens          the prompt's token ids for the KV event view ({@link PromptTokens#NONE}: off)
  */
 public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog watchdog, RetryConfig retries,
                                RequestLogging requestLogging, Drivers drivers, long directDecodeMaxTokens,
-                               boolean routingUsesPrefix, long maxResponseBodyBytes,
-                               Duration stallPanicProbeTimeout, PromptTokens promptTokens) {
+                               boolean routingUsesPrefix, long maxResponseBodyBytes, PromptTokens promptTokens) {
 
     /** The settings of {@code config}; {@code routingUsesPrefix} is the running routing policies' (restart to change). */
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix) {
@@ -35,9 +32,7 @@ public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog wa
     public static ExchangeSettings of(GatewayConfig config, boolean routingUsesPrefix, PromptTokens modelTokens) {
         return new ExchangeSettings(config.timeouts(), config.health().watchdog(), config.retries(),
                 config.requestLogging(), Drivers.of(config.disaggregation()), config.routing().directDecodeMaxTokens(),
-                routingUsesPrefix, config.http().maxResponseBodyBytes(),
-                config.health().stallPanic().probeTimeout(),
-                promptTokens(config, routingUsesPrefix, modelTokens));
+                routingUsesPrefix, config.http().maxResponseBodyBytes(), promptTokens(config, routingUsesPrefix, modelTokens));
     }
 
     private static PromptTokens promptTokens(GatewayConfig config, boolean routingUsesPrefix, PromptTokens model) {

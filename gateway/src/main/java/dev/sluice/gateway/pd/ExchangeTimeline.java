@@ -56,26 +56,13 @@ final class ExchangeTimeline {
      * answer from a unified worker, which shows nothing until it is complete).
      */
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
-        attemptStarted(now, expectedPrefillNanos, watchPrefill, Long.MAX_VALUE);
-    }
-
-    /**
-     * ... for a probe of a worker suspect of a stall ({@code stallCapNanos}, else
-     * {@code Long.MAX_VALUE}): judged fast, so that traffic resumes soon after the worker heals.
-     * Its prefill gets the cap or its expected time, whichever is longer (no floor); its decode at
-     * most the cap.
-     */
-    void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill, long stallCapNanos) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
         firstTokenNanos = 0;
         lastChunkNanos = 0;
         long expected = (long) (watchdog.prefillFactor() * expectedPrefillNanos);
-        // a probe's prefill is judged against its own expected time, without the floor: a long prompt
-        // still gets the time it needs, a short one is judged within the probe's cap
-        prefillStallNanos = !watchPrefill ? NEVER : stallCapNanos == Long.MAX_VALUE
-                ? Math.max(watchdog.prefillFloor().toNanos(), expected) : Math.max(stallCapNanos, expected);
-        decodeStallNanos = Math.min(stallCapNanos, watchdog.firstTokenAfterPrefill().toNanos());
+        prefillStallNanos = !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(), expected);
+        decodeStallNanos = watchdog.firstTokenAfterPrefill().toNanos();
     }
 
     /** The attempt was given up (a retry follows): no attempt deadlines until the next one starts. */
@@ -167,15 +154,12 @@ final class ExchangeTimeline {
             }
             if (prefillDoneNanos == 0 && now - dispatchedNanos >= prefillStallNanos) {
                 return new Expiry(Kind.PREFILL_STALL, ApiError.timeout("prefill stalled: not finished "
-                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog, or "
-                        + "health.stall_panic.probe_timeout for a probe)"), AbortCause.STALL);
+                        + prefillStallNanos / 1_000_000 + " ms after dispatch (health.watchdog)"), AbortCause.STALL);
             }
             if (prefillDoneNanos != 0 && stream && now - prefillDoneNanos >= decodeStallNanos) {
                 return new Expiry(Kind.DECODE_STALL, ApiError.timeout("decode stalled: no first token "
-                        + decodeStallNanos / 1_000_000 + " ms after the prefill finished ("
-                        + (decodeStallNanos < watchdog.firstTokenAfterPrefill().toNanos()
-                        ? "a probe of a suspect worker, health.stall_panic.probe_timeout"
-                        : "health.watchdog.first_token_after_prefill") + ")"), AbortCause.STALL);
+                        + decodeStallNanos / 1_000_000 + " ms after the prefill finished "
+                        + "(health.watchdog.first_token_after_prefill)"), AbortCause.STALL);
             }
         }
         if (firstTokenNanos != 0 && stream && !clientEnded && now - lastChunkNanos >= timeouts.idleStream().toNanos()) {

@@ -10,7 +10,6 @@ import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.routing.PrefixKey;
 import dev.sluice.gateway.routing.Worker;
-import dev.sluice.gateway.routing.WorkerState;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpResponseStatus;
@@ -62,7 +61,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.request = request;
         this.loop = ctx.channel().eventLoop();
         this.rid = RequestIds.next();
-        this.client = new ClientSink(ctx, rid, keepAlive, services.metrics());
+        this.client = new ChannelClientSink(ctx, rid, keepAlive, services.metrics());
         this.timeline = new ExchangeTimeline(receivedNanos, settings.timeouts(), settings.watchdog(), request.stream());
         this.health = new HealthReports(services.health());
         this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream());
@@ -148,11 +147,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private void start(Worker p, Worker d) {
         Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d));
         attempts.begin(a);
-        // a probe of a worker suspect of a stall is judged fast, so that service resumes soon after it heals
-        boolean probe = p.state() == WorkerState.SUSPECT || d.state() == WorkerState.SUSPECT;
+        services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
         timeline.attemptStarted(System.nanoTime(), services.admission().expectedPrefillNanos(ticket),
-                settings.drivers().disaggregated() || request.stream(),
-                probe ? settings.stallPanicProbeTimeout().toNanos() : Long.MAX_VALUE);
+                settings.drivers().disaggregated() || request.stream());
         watchdog.arm();
         if (!a.send()) {
             a.giveUp();

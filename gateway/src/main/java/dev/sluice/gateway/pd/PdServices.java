@@ -12,9 +12,10 @@ import java.util.Set;
 /**
  * The parts of the running gateway an exchange works with, built once at start-up: the workers
  * and the connections to them, admission and the token estimator, health, metrics, and the set of
- * requests in flight (drain and ejections reach them through it).
+ * requests in flight (drain and ejections reach them through it), and the model clients ask for
+ * (the gateway's own stall probes name it).
  */
 public record PdServices(WorkerSet workers, UpstreamPool pool, AbortSender aborts, GatewayMetrics metrics,
                          AdmissionController admission, PromptTokenCounter counter, HealthTable health,
-                         RecentErrors recentErrors, Set<InFlight> live) {
+                         RecentErrors recentErrors, Set<InFlight> live, ServedModel servedModel) {
 }

@@ -12,6 +12,11 @@ public final class RequestIds {
     private static final byte[] HEX = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     private static final byte[] PREFIX = "sluice-".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final int LENGTH = PREFIX.length + 24;
+    /**
+     * The gateway's own stall probes: {@code sluice-probe-} and 24 hex digits. No client rid is a
+     * prefix of one ('p' is no hex digit), and all have one length, so none is a prefix of another.
+     */
+    public static final String PROBE_PREFIX = "sluice-probe-";
 
     private RequestIds() {
     }
@@ -23,6 +28,11 @@ public final class RequestIds {
         hex(r.nextLong(), 16, out, PREFIX.length);
         hex(r.nextInt() & 0xffffffffL, 8, out, PREFIX.length + 16);
         return new String(out, java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    /** A fresh id for one stall probe ({@link #PROBE_PREFIX}). */
+    public static String probe() {
+        return PROBE_PREFIX + next().substring(PREFIX.length);
     }
 
     private static void hex(long v, int digits, byte[] out, int at) {

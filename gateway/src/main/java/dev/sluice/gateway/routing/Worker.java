@@ -19,6 +19,8 @@ public final class Worker {
     private final AtomicInteger trialPermits = new AtomicInteger();
     private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
     private volatile WorkerIdentity identity = WorkerIdentity.UNKNOWN;
+    /** Set by the health table while the worker is suspect of a silent stall, else null. */
+    private volatile SuspectProbe suspectProbe;
 
     public Worker(WorkerRole role, WorkerEndpoint endpoint) {
         this.role = Objects.requireNonNull(role, "role");
@@ -98,25 +100,35 @@ public final class Worker {
     }
 
     /**
-     * Admission may take a new request for it: it counts as capacity, or it is suspect of a stall
-     * and its one probe permit is free (the request becomes the probe).
+     * Admission may take a new request for it: it counts as capacity. A worker suspect of a stall
+     * never takes a client's request: the gateway probes it with its own ({@code health.StallProbes}).
      */
     public boolean acceptsNewRequests() {
-        return isAvailable() || (status.state() == WorkerState.SUSPECT && trialPermits.get() > 0);
+        return isAvailable();
     }
 
-    /** May be given a new request now: healthy, or half-open or suspect with a trial permit left (not consumed). */
+    /** May be given a new request now: healthy, or half-open with a trial permit left (not consumed). */
     public boolean routable() {
         WorkerState s = status.state();
         return s == WorkerState.HEALTHY || (onTrial(s) && trialPermits.get() > 0);
     }
 
-    /** Half-open and suspect workers take requests only on trial, one permit each. */
+    /** Half-open workers take requests only on trial, one permit each. */
     private static boolean onTrial(WorkerState s) {
-        return s == WorkerState.HALF_OPEN || s == WorkerState.SUSPECT;
+        return s == WorkerState.HALF_OPEN;
     }
 
-    /** Trial permits left (a half-open or suspect worker's). */
+    /** Where the probing of this suspect worker's pair stands; empty unless it is suspect of a stall. */
+    public java.util.Optional<SuspectProbe> suspectProbe() {
+        return java.util.Optional.ofNullable(suspectProbe);
+    }
+
+    /** Published by the health table only (null: not suspect). */
+    public void suspectProbe(SuspectProbe p) {
+        this.suspectProbe = p;
+    }
+
+    /** Trial permits left (a half-open worker's). */
     public int trialPermits() {
         return trialPermits.get();
     }

@@ -17,10 +17,11 @@ public enum WorkerState {
     /** Back from an ejection on trial: takes a limited number of requests; their outcome decides. */
     HALF_OPEN,
     /**
-     * Stalled a request while its health checks pass, and its role has no other worker to go to:
-     * the gateway's panic mode. It takes one probe request at a time; every other new request is
-     * refused at once (503 with Retry-After) instead of waiting out the stall watchdog on it. A probe
-     * that succeeds makes it healthy again.
+     * Stalled requests while its health checks pass, and its role has no other worker to go to:
+     * the gateway's panic mode. No client request goes to it: each is refused at once (503 with a
+     * Retry-After until the next probe) instead of waiting out the stall watchdog on it, while the
+     * gateway probes the pair with its own small generation, spaced by an exponential back-off. The
+     * first probe that succeeds makes it healthy again.
      */
     SUSPECT,
     /** Leaving (removed from the config): no new work, in-flight requests finish. */

@@ -29,6 +29,7 @@ import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.health.HealthChecker;
 import dev.sluice.gateway.health.HealthTable;
+import dev.sluice.gateway.health.StallProbes;
 import dev.sluice.gateway.health.TelemetryPoller;
 import dev.sluice.gateway.health.WorkerIdentityProbe;
 import dev.sluice.gateway.metrics.AdmissionMetrics;
@@ -36,7 +37,9 @@ import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.InFlight;
+import dev.sluice.gateway.pd.PairProbes;
 import dev.sluice.gateway.pd.PdServices;
+import dev.sluice.gateway.pd.ServedModel;
 import dev.sluice.gateway.routing.FleetRoutedLoad;
 import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
@@ -112,6 +115,7 @@ public final class GatewayServer implements AutoCloseable {
     private final FleetLeases leases; // coordination: this replica's share of the fleet's budgets, or null
     private final CoordinationMetrics coordinationMetrics; // or null
     private HealthChecker checker; // replaced when a reload changes the health settings
+    private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
     private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
     private ServerTls serverTls; // listen.tls, or null
@@ -182,12 +186,19 @@ public final class GatewayServer implements AutoCloseable {
         this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix,
                 modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
         this.drain = new GatewayDrain(admission, live);
-        PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live);
+        ServedModel servedModel = new ServedModel();
+        PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live,
+                servedModel);
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
                 decodePolicy, pool, allLoops(), config.telemetry());
         this.checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
+        // the probes run on the control loop, like the health checks: a busy request loop does not delay them
+        io.netty.channel.EventLoop probeLoop = controlGroup.next();
+        this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), pool, aborts, metrics,
+                probeLoop, servedModel), probeLoop, background,
+                (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, reconciler, aborts);
         health.addListener((w, from, to, cause) -> {
@@ -257,6 +268,7 @@ public final class GatewayServer implements AutoCloseable {
                     () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
         }
         checker.start();
+        stallProbes.start();
         if (leases != null) {
             leases.start();
             background.every("coordination_share_gauges", control, Duration.ZERO,
@@ -499,6 +511,7 @@ public final class GatewayServer implements AutoCloseable {
         synchronized (this) {
             checker.close();
         }
+        stallProbes.close();
         if (identities != null) {
             identities.close();
         }

@@ -2,6 +2,7 @@ package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.admission.RejectReason;
 import dev.sluice.gateway.health.FailureKind;
+import dev.sluice.gateway.health.ProbeOutcome;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.pd.AbortCause;
 import dev.sluice.gateway.pd.RetryReason;
@@ -26,6 +27,9 @@ final class StartupMetrics {
         for (Worker w : workers.all()) {
             for (FailureKind k : FailureKind.values()) {
                 metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
+            }
+            for (String result : ProbeOutcome.labels()) {
+                metrics.preRegisterStallProbe(w.role().label(), w.name(), result);
             }
         }
         metrics.preRegister(Routes.metricLabels(), Arrays.stream(RejectReason.values()).map(RejectReason::code).toList(),

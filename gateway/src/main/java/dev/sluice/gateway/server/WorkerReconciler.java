@@ -101,6 +101,9 @@ final class WorkerReconciler {
                 for (FailureKind k : FailureKind.values()) {
                     metrics.preRegisterEjection(w.role().label(), w.name(), k.label());
                 }
+                for (String result : dev.sluice.gateway.health.ProbeOutcome.labels()) {
+                    metrics.preRegisterStallProbe(w.role().label(), w.name(), result);
+                }
                 routingMetrics.bind(role, role == WorkerRole.DECODE ? decodePolicy : prefillPolicy, List.of(w));
                 workers.add(w);
                 log.info("worker added by reload role={} worker={} (in rotation once its health check passes)",

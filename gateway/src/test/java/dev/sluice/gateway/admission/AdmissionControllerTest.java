@@ -291,6 +291,35 @@ class AdmissionControllerTest {
     }
 
     @Test
+    void aSuspectPairIsRefusedWithARetryAfterReachingItsNextProbeUnlessTheOtherRoleIsPlainlyDown() {
+        AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
+        Worker p = workers.prefill().get(0);
+        Worker d = workers.decode().get(0);
+        for (Worker w : List.of(p, d)) {
+            w.status(new WorkerStatus(WorkerState.SUSPECT, "stalled", java.time.Instant.now()));
+            w.suspectProbe(new dev.sluice.gateway.routing.SuspectProbe(now.get() + 4_200_000_000L, 0, 2));
+        }
+        Rejection r = c.submit(ticket("x", 10, 1, "t", new Recorder()));
+        assertThat(r.reason()).isEqualTo(RejectReason.WORKER_SUSPECT);
+        assertThat(r.retryAfterSeconds()).as("never before the next probe (4.2 s away)").isGreaterThanOrEqualTo(5);
+        assertThat(r.message()).contains("health.stall_panic").contains("the next probe in 4200 ms")
+                .contains("2 failed so far");
+        d.status(new WorkerStatus(WorkerState.EJECTED, "active check", java.time.Instant.now()));
+        d.suspectProbe(null);
+        assertThat(c.submit(ticket("y", 10, 1, "t", new Recorder())).reason())
+                .as("an ejected decode is what keeps the pair out: no probe brings it back")
+                .isEqualTo(RejectReason.NO_CAPACITY);
+        for (Worker w : List.of(p, d)) {
+            w.status(new WorkerStatus(WorkerState.HEALTHY, "", java.time.Instant.now()));
+            w.suspectProbe(null);
+        }
+        Ticket z = ticket("z", 10, 1, "t", new Recorder());
+        assertThat(c.submit(z)).as("healed: admitted").isNull();
+        c.release(z);
+        assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    @Test
     void aQueuedClientThatLeavesIsRemovedAtOnce() {
         AdmissionController c = controller(config(8, 100_000, Duration.ofSeconds(30), 50_000, 1, 100_000, 10));
         Ticket running = ticket("running", 100, 1, "t", new Recorder());

@@ -182,7 +182,7 @@ final class ChaosClients implements AutoCloseable {
                     return new Result(Verdict.BROKEN, status, ms, "error without a JSON body: " + tail(payload));
                 }
                 Verdict v = status == 429 || (status == 503 && err.path("code").asText().matches(
-                        "no_capacity|draining|queue_full|worker_ejected")) ? Verdict.REJECTED : Verdict.ERROR;
+                        "no_capacity|worker_suspect|draining|queue_full|worker_ejected")) ? Verdict.REJECTED : Verdict.ERROR;
                 return new Result(v, status, ms, err.path("code").asText() + ": " + err.path("message").asText());
             }
             if (!stream) {

@@ -251,7 +251,7 @@ class HealthTableTest {
     // ---- the panic mode (health.stall_panic) ----
 
     @Test
-    void aConfirmedStallOnTheLastDecodeMakesItSuspectWithOneProbeAtATime() {
+    void aConfirmedStallOnTheLastDecodeMakesItSuspectAndTakesNoClientRequest() {
         WorkerSet set = workers(1, 1);
         HealthTable t = table(set, 100);
         Worker d = set.decode().get(0);
@@ -263,33 +263,32 @@ class HealthTableTest {
         t.stalled(d, "decode stalled again");
         assertThat(d.state()).isEqualTo(WorkerState.SUSPECT);
         assertThat(d.isAvailable()).as("no capacity: readiness 503").isFalse();
-        assertThat(d.acceptsNewRequests()).as("its probe permit is free").isTrue();
-        assertThat(d.takeForNewRequest()).isTrue();
-        assertThat(d.acceptsNewRequests()).as("one probe at a time").isFalse();
+        assertThat(d.acceptsNewRequests()).as("no client request is the probe").isFalse();
+        assertThat(d.routable()).isFalse();
         assertThat(d.takeForNewRequest()).isFalse();
-        t.stalled(d, "the probe stalled");
+        assertThat(d.suspectProbe()).as("the gateway's own probe is scheduled").isPresent();
+        assertThat(d.suspectProbe().get().nextNanos() - now).as("first probe: one probe_interval (1 s) less jitter")
+                .isBetween(800_000_000L, 1_000_000_000L);
+        assertThat(d.status().reason()).contains("no client request goes to it");
+        t.stalled(d, "another stall");
         assertThat(d.state()).isEqualTo(WorkerState.SUSPECT);
-        assertThat(d.acceptsNewRequests()).as("the next probe may go").isTrue();
-        assertThat(d.takeForNewRequest()).isTrue();
         t.progressed(d);
         assertThat(d.state()).isEqualTo(WorkerState.HEALTHY);
+        assertThat(d.suspectProbe()).isEmpty();
         assertThat(ejections).isEmpty();
     }
 
     @Test
-    void aProbeThatEndsWithoutAVerdictFreesTheSlotAtTheNextTick() {
+    void turningStallPanicOffByAReloadPutsASuspectBackInRotation() {
         WorkerSet set = workers(1, 1);
         HealthTable t = table(set, 100);
         Worker d = set.decode().get(0);
         t.stalled(d, "x");
         t.stalled(d, "x");
-        assertThat(d.takeForNewRequest()).isTrue();
-        d.acquired();
-        advance(Duration.ofMillis(50), t);
-        assertThat(d.acceptsNewRequests()).as("the probe still runs").isFalse();
-        d.released(); // its client left: no success, no stall
-        advance(Duration.ofMillis(50), t);
-        assertThat(d.acceptsNewRequests()).isTrue();
+        assertThat(d.state()).isEqualTo(WorkerState.SUSPECT);
+        t.reconfigure(config(100).toBuilder().stallPanic(HealthConfig.StallPanic.DEFAULT.withEnabled(false)).build());
+        assertThat(d.state()).isEqualTo(WorkerState.HEALTHY);
+        assertThat(d.suspectProbe()).isEmpty();
     }
 
     @Test
@@ -307,7 +306,7 @@ class HealthTableTest {
     void withStallPanicOffTheLastWorkerStaysInRotation() {
         WorkerSet set = workers(1, 1);
         HealthConfig off = config(100).toBuilder()
-                .stallPanic(new HealthConfig.StallPanic(false, Duration.ofSeconds(3))).build();
+                .stallPanic(HealthConfig.StallPanic.DEFAULT.withEnabled(false)).build();
         HealthTable t = new HealthTable(set, off, () -> now);
         for (Worker w : set.all()) {
             t.activeResult(w, FailureKind.ACTIVE_HEALTH, true, "");

@@ -105,7 +105,7 @@ class DiagnoseScriptTest {
                 .orElseThrow(() -> new AssertionError("no verdict on " + w.name() + ": " + json.out()));
         assertThat(v.path("kind").asText()).isEqualTo("worker_suspect");
         assertThat(v.path("cause").asText()).isEqualTo("suspect");
-        assertThat(v.path("message").asText()).contains("suspect since").contains("one probe request at a time")
+        assertThat(v.path("message").asText()).contains("suspect since").contains("no client request goes to it")
                 .doesNotContain("ejected");
     }
 

@@ -72,7 +72,7 @@ final class AttemptHarness implements AutoCloseable {
                 1 << 20, Duration.ofSeconds(5));
         client.pipeline().addLast("encoder", new HttpResponseEncoder())
                 .addLast("sink", new ChannelInboundHandlerAdapter());
-        this.sink = new ClientSink(client.pipeline().context("sink"), "client-rid", true, metrics);
+        this.sink = new ChannelClientSink(client.pipeline().context("sink"), "client-rid", true, metrics);
     }
 
     static AttemptHarness embedded() {
