@@ -5,6 +5,10 @@ import dev.sluice.testbed.cli.CompareCommand;
 import dev.sluice.testbed.cli.LoadCommand;
 import dev.sluice.testbed.cli.StaticBackendCommand;
 import dev.sluice.testbed.relay.RelayBenchCommand;
+import java.io.BufferedWriter;
+import java.io.OutputStreamWriter;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -18,7 +22,19 @@ public final class TestbedMain implements Runnable {
     CommandLine.Model.CommandSpec spec;
 
     public static void main(String[] args) {
-        System.exit(new CommandLine(new TestbedMain()).execute(args));
+        // one writer pair for every subcommand, flushed before exit: System.exit does not flush a
+        // PrintWriter, and output ending in print() (no line end, no auto-flush) would be cut short
+        PrintWriter out = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8)), true);
+        PrintWriter err = new PrintWriter(new BufferedWriter(new OutputStreamWriter(System.err, StandardCharsets.UTF_8)), true);
+        CommandLine cli = new CommandLine(new TestbedMain()).setOut(out).setErr(err);
+        int code;
+        try {
+            code = cli.execute(args);
+        } finally {
+            out.flush();
+            err.flush();
+        }
+        System.exit(code);
     }
 
     @Override

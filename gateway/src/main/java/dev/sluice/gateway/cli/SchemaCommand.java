@@ -30,7 +30,9 @@ public final class SchemaCommand implements Callable<Integer> {
     @Override
     public Integer call() {
         ConfigModel model = ConfigLoader.model();
-        spec.commandLine().getOut().print(format == Format.json ? ConfigSchema.json(model) : ConfigReference.reference(model));
+        java.io.PrintWriter out = spec.commandLine().getOut();
+        out.print(format == Format.json ? ConfigSchema.json(model) : ConfigReference.reference(model));
+        out.flush(); // print() does not auto-flush, and main's System.exit would not either
         return 0;
     }
 }

@@ -8,7 +8,6 @@ import dev.sluice.gateway.admission.TicketListener;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.api.Outcome;
-import dev.sluice.gateway.routing.PrefixKey;
 import dev.sluice.gateway.routing.Worker;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
@@ -49,9 +48,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private boolean clientBackpressured;
     private boolean clientDoneSignalled;
     private boolean ended;
-    private Ticket ticket;
-    /** The priority class the request was admitted under (a reload may drop the class while it runs). */
-    private String priorityName = "-";
+    private final ExchangeTicket ticket;
     private final ExchangeOutcome outcome = new ExchangeOutcome();
 
     public PdExchange(PdServices services, ExchangeSettings settings, ChannelHandlerContext ctx,
@@ -68,6 +65,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.attempts = new AttemptSequence(new RetryScheduler(settings.retries(), loop), rid);
         this.tokens = new RequestTokens(services.counter(), services.metrics(), request.batchSize() > 0);
         this.onClientDone = onClientDone;
+        this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this);
         this.scope = new RequestScope(request, loop, ctx.alloc(), client, new AttemptServices(services.pool(),
                 services.aborts(), services.metrics(), settings.maxResponseBodyBytes(), settings.timeouts().abort()),
                 this);
@@ -100,16 +98,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
         }
-        List<String> classes = services.admission().config().priorities();
-        priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
-        ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, this)
-                .wholeAnswer(request.stream() ? 0 : request.maxTokens() * Math.max(1, request.parallelSamples()))
-                // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
-                .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
-                        promptIds)
-                .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
-                        && request.batchSize() == 0);
-        Rejection r = services.admission().submit(ticket);
+        Rejection r = ticket.submit(promptTokens, promptIds, priority, tenant, deadlineNanos);
         if (r != null) {
             rejected(r);
         }
@@ -131,7 +120,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     @Override
     public void granted(Worker p, Worker d) {
         if (ended || client.ended()) {
-            services.admission().release(ticket); // the client left between the grant and now
+            ticket.release(); // the client left between the grant and now
             maybeEnd();
             return;
         }
@@ -148,7 +137,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d));
         attempts.begin(a);
         services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
-        timeline.attemptStarted(System.nanoTime(), services.admission().expectedPrefillNanos(ticket),
+        timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(),
                 settings.drivers().disaggregated() || request.stream());
         watchdog.arm();
         if (!a.send()) {
@@ -174,9 +163,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     /** The prefill's work is done: its prompt tokens stop counting against the pending budget. */
     private void prefillFinished() {
         timeline.prefillDone(System.nanoTime());
-        if (ticket != null) {
-            services.admission().prefillDone(ticket);
-        }
+        ticket.prefillDone();
         if (!ended && !timeline.pastFirstToken()) {
             watchdog.arm(); // the next deadline is now the decode's first token, sooner than the prefill watchdog's
         }
@@ -229,7 +216,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         }
         RetryReason reason = f.retryReason();
         AbortCause cause = reason == null ? AbortCause.PEER_FAILED : reason.abortCause();
-        long backoff = ticket == null ? -1 : attempts.retry().backoffNanos(attempts.count() - 1,
+        long backoff = ticket.deadlineNanos() < 0 ? -1 : attempts.retry().backoffNanos(attempts.count() - 1,
                 Math.min(ticket.deadlineNanos(), timeline.receivedNanos() + settings.timeouts().request().toNanos()));
         if (reason == null || backoff < 0 || client.committed() || client.ended() || !services.workers().ready()) {
             // not safe, no attempt or time left, or no pair to go to: answer now rather than wait
@@ -244,7 +231,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                 f.error().message());
         List<Worker> avoid = RetryPlan.avoid(f, a.prefill, a.decode);
         attempts.retry().schedule(backoff, () -> {
-            if (!ended && !client.ended() && !services.admission().requeue(ticket, avoid)) {
+            if (!ended && !client.ended() && !ticket.requeue(avoid)) {
                 fail(f.error(), null);
             }
         });
@@ -316,7 +303,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         client.abandon();
         attempts.retry().cancel();
         Attempt a = attempts.live();
-        if (ticket != null && services.admission().release(ticket)) {
+        if (ticket.release()) {
             outcome.first(Outcome.CLIENT_DISCONNECT, "client disconnected while queued");
         } else if (a != null && !a.done()) {
             attempts.stopCurrent(AbortCause.CLIENT_DISCONNECT);
@@ -399,14 +386,10 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         }
         ended = true;
         watchdog.cancel();
-        if (ticket != null) {
-            boolean learn = outcome.outcome() == Outcome.OK && timeline.prefillDoneNanos() != 0;
-            services.admission().release(ticket, learn ? (System.nanoTime() - timeline.prefillDoneNanos()) / 1e9 : 0,
-                    learn ? tokens.completion() : 0); // a good answer teaches the decode pace
-        }
+        ticket.releaseAtEnd(outcome.outcome() == Outcome.OK, timeline.prefillDoneNanos(), tokens.completion());
         services.live().remove(this);
-        RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket, priorityName,
-                client.status(), outcome.outcome(), timeline, outcome.detail()), services, settings.requestLogging(), tokens.completion(),
-                ticket == null ? null : ticket.tenant());
+        RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket.ticket().orElse(null),
+                ticket.priorityName(), client.status(), outcome.outcome(), timeline, outcome.detail()), services,
+                settings.requestLogging(), tokens.completion(), ticket.ticket().map(Ticket::tenant).orElse(null));
     }
 }

@@ -47,14 +47,16 @@ class ServeScriptsTest {
     @Test
     void sglangPrefillHasThePdFlagsMetricsQueueLimitAndHiCacheByRatio() throws Exception {
         List<String> w = dryRun("serve-prefill", Map.of());
-        assertThat(w.subList(0, 4)).containsExactly("CUDA_VISIBLE_DEVICES=0,1,2,3", "python3", "-m", "sglang.launch_server");
+        // one node, two GPUs (docs/quickstart-2gpu.md): prefill on GPU 0, decode on GPU 1, TP 1, a small model
+        assertThat(w.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=0", "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1",
+                "python3", "-m", "sglang.launch_server");
         assertThat(value(w, "--disaggregation-mode")).isEqualTo("prefill");
         assertThat(value(w, "--disaggregation-bootstrap-port")).isEqualTo("8998");
         assertThat(value(w, "--disaggregation-transfer-backend")).isEqualTo("mooncake");
         assertThat(value(w, "--max-queued-requests")).isEqualTo("32");
         assertThat(value(w, "--hicache-ratio")).isEqualTo("2.0");
-        assertThat(value(w, "--model-path")).isEqualTo("/models/current");
-        assertThat(value(w, "--tp-size")).isEqualTo("4");
+        assertThat(value(w, "--model-path")).isEqualTo("Qwen/Qwen3-0.6B");
+        assertThat(value(w, "--tp-size")).isEqualTo("1");
         assertThat(value(w, "--host")).isEqualTo("127.0.0.1");
         assertThat(value(w, "--port")).isEqualTo("30000");
         assertThat(w).containsOnlyOnce("--enable-metrics", "--enable-hierarchical-cache");
@@ -65,7 +67,8 @@ class ServeScriptsTest {
     @Test
     void sglangDecodeHasNoBootstrapPortAndNoHiCache() throws Exception {
         List<String> w = dryRun("serve-decode", Map.of());
-        assertThat(w.subList(0, 4)).containsExactly("CUDA_VISIBLE_DEVICES=4,5,6,7", "python3", "-m", "sglang.launch_server");
+        assertThat(w.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=1", "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1",
+                "python3", "-m", "sglang.launch_server");
         assertThat(value(w, "--disaggregation-mode")).isEqualTo("decode");
         assertThat(value(w, "--disaggregation-transfer-backend")).isEqualTo("mooncake");
         assertThat(value(w, "--max-queued-requests")).isEqualTo("32");
@@ -132,6 +135,7 @@ class ServeScriptsTest {
                 #!/bin/sh
                 echo "CUDA_VISIBLE_DEVICES=$CUDA_VISIBLE_DEVICES"
                 echo "VLLM_NIXL_SIDE_CHANNEL_PORT=$VLLM_NIXL_SIDE_CHANNEL_PORT"
+                echo "SGLANG_ENABLE_METRICS_DEVICE_TIMER=$SGLANG_ENABLE_METRICS_DEVICE_TIMER"
                 printf '%s\\n' "$@"
                 """);
         Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rwxr-xr-x"));
@@ -145,31 +149,34 @@ class ServeScriptsTest {
         Result ran = Shell.script(Map.of("SERVE_PYTHON", python.toString()), "serve-prefill");
         assertThat(ran.exitCode()).as(ran.toString()).isZero();
         List<String> lines = List.of(ran.out().split("\n"));
-        assertThat(lines.get(0)).isEqualTo("CUDA_VISIBLE_DEVICES=0,1,2,3");
-        assertThat(lines.subList(2, lines.size())).isEqualTo(printed.subList(2, printed.size()));
+        assertThat(lines.get(0)).isEqualTo("CUDA_VISIBLE_DEVICES=0");
+        assertThat(lines.get(2)).isEqualTo("SGLANG_ENABLE_METRICS_DEVICE_TIMER=1");
+        // the last call is the server itself (the ones before check that sglang and mooncake import)
+        List<String> args = lines.subList(lines.lastIndexOf("SGLANG_ENABLE_METRICS_DEVICE_TIMER=1") + 1, lines.size());
+        assertThat(args).isEqualTo(printed.subList(3, printed.size()));
 
         Path vllm = standIn("vllm");
         List<String> vPrinted = dryRun("serve-vllm-decode", Map.of("SERVE_VLLM", vllm.toString()));
         Result vRan = Shell.script(Map.of("SERVE_VLLM", vllm.toString()), "serve-vllm-decode");
         assertThat(vRan.exitCode()).as(vRan.toString()).isZero();
         List<String> vLines = List.of(vRan.out().split("\n"));
-        assertThat(vLines.subList(0, 2)).containsExactly("CUDA_VISIBLE_DEVICES=4,5,6,7", "VLLM_NIXL_SIDE_CHANNEL_PORT=5601");
-        assertThat(vLines.subList(2, vLines.size())).isEqualTo(vPrinted.subList(3, vPrinted.size()));
+        assertThat(vLines.subList(0, 2)).containsExactly("CUDA_VISIBLE_DEVICES=1", "VLLM_NIXL_SIDE_CHANNEL_PORT=5601");
+        assertThat(vLines.subList(3, vLines.size())).isEqualTo(vPrinted.subList(3, vPrinted.size()));
     }
 
     @Test
     void vllmWorkersUseNixlConnectorWithASideChannelPortEach() throws Exception {
         List<String> p = dryRun("serve-vllm-prefill", Map.of());
         List<String> d = dryRun("serve-vllm-decode", Map.of());
-        assertThat(p.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=0,1,2,3", "VLLM_NIXL_SIDE_CHANNEL_PORT=5600",
-                "vllm", "serve", "/models/current");
-        assertThat(d.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=4,5,6,7", "VLLM_NIXL_SIDE_CHANNEL_PORT=5601",
-                "vllm", "serve", "/models/current");
+        assertThat(p.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=0", "VLLM_NIXL_SIDE_CHANNEL_PORT=5600",
+                "vllm", "serve", "Qwen/Qwen3-0.6B");
+        assertThat(d.subList(0, 5)).containsExactly("CUDA_VISIBLE_DEVICES=1", "VLLM_NIXL_SIDE_CHANNEL_PORT=5601",
+                "vllm", "serve", "Qwen/Qwen3-0.6B");
         for (List<String> w : List.of(p, d)) {
             JsonNode kv = JSON.readTree(value(w, "--kv-transfer-config"));
             assertThat(kv.path("kv_connector").asText()).isEqualTo("NixlConnector");
             assertThat(kv.path("kv_role").asText()).isEqualTo("kv_both");
-            assertThat(value(w, "--tensor-parallel-size")).isEqualTo("4");
+            assertThat(value(w, "--tensor-parallel-size")).isEqualTo("1");
             assertThat(w).doesNotContain("--enforce-eager");
         }
         assertThat(value(p, "--port")).isEqualTo("8100");
@@ -198,5 +205,18 @@ class ServeScriptsTest {
                     .containsPattern("(?m)^Restart=on-failure$");
             assertThat(Shell.root().resolve("scripts").resolve(u.getValue())).isExecutable();
         }
+    }
+
+    @Test
+    void withoutTheServerSoftwareTheScriptsSayWhatToInstall() throws Exception {
+        Path python = dir.resolve("python3");
+        Files.writeString(python, "#!/bin/sh\nexit 1\n"); // an interpreter that imports nothing
+        Files.setPosixFilePermissions(python, PosixFilePermissions.fromString("rwxr-xr-x"));
+        Result noSglang = Shell.script(Map.of("SERVE_PYTHON", python.toString()), "serve-prefill");
+        assertThat(noSglang.exitCode()).as(noSglang.toString()).isEqualTo(127);
+        assertThat(noSglang.err()).contains("cannot import sglang", "pip install");
+        Result noVllm = Shell.script(Map.of("SERVE_VLLM", dir.resolve("no-such-vllm").toString()), "serve-vllm-decode");
+        assertThat(noVllm.exitCode()).as(noVllm.toString()).isEqualTo(127);
+        assertThat(noVllm.err()).contains("needs", "no-such-vllm");
     }
 }
