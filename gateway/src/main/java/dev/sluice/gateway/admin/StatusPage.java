@@ -8,7 +8,7 @@ import java.util.Optional;
 
 /**
  * The operator's live status page on the admin listener ({@code GET /}), in the spirit of HAProxy's
- * stats page: one HTML page, its stylesheet and its script, read from the jar once at start and
+ * stats page: one HTML page, its stylesheet, its script and its icon, read from the jar once at start and
  * served from memory. The script polls {@code GET /admin/state} (served on the admin loop like any
  * other admin request, never on the control loop that runs admission's timers) and fetches nothing
  * from anywhere else, which the {@link #CONTENT_SECURITY_POLICY} enforces in the browser.
@@ -35,7 +35,8 @@ final class StatusPage {
         return new StatusPage(Map.of(
                 "/", new Asset("text/html; charset=utf-8", read("index.html")),
                 "/status.css", new Asset("text/css; charset=utf-8", read("status.css")),
-                "/status.js", new Asset("text/javascript; charset=utf-8", read("status.js"))));
+                "/status.js", new Asset("text/javascript; charset=utf-8", read("status.js")),
+                "/favicon.svg", new Asset("image/svg+xml", read("favicon.svg"))));
     }
 
     /** The file served at {@code path} (the request's path without its query), if the page has one there. */
