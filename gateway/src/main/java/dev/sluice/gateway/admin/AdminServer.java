@@ -3,7 +3,9 @@ package dev.sluice.gateway.admin;
 import dev.sluice.gateway.config.GatewayConfig.AdminConfig;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -26,13 +28,16 @@ import java.net.InetSocketAddress;
 
 /**
  * The admin listener, separate from client traffic and on loopback by default:
- * {@code GET /admin/state} (JSON for humans and {@code sluice-gateway status}) and
- * {@code GET /metrics}.
+ * {@code GET /} (the live status page, {@link StatusPage}), {@code GET /admin/state} (JSON for the
+ * page, humans and {@code sluice-gateway status}), {@code GET /metrics}, and {@code POST /admin/reload}
+ * (the only mutating route, behind the admin token when one is set). Everything here runs on the
+ * admin event loop ({@code sluice-admin}).
  */
 public final class AdminServer implements AutoCloseable {
     private final AdminConfig config;
     private final StateView state;
     private final GatewayMetrics metrics;
+    private final StatusPage page = StatusPage.load();
     private Channel listener;
     private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload;
     /**
@@ -126,6 +131,9 @@ public final class AdminServer implements AutoCloseable {
             } else if (path.equals("/metrics")) {
                 type = "text/plain; version=0.0.4; charset=utf-8";
                 body = metrics.scrape();
+            } else if (page.at(path).isPresent()) {
+                servePage(ctx, req, page.at(path).get());
+                return;
             } else {
                 status = HttpResponseStatus.NOT_FOUND;
                 body = "{\"error\":{\"message\":\"no route for " + path.replace("\"", "")
@@ -134,14 +142,28 @@ public final class AdminServer implements AutoCloseable {
             respond(ctx, req, status, type, body);
         }
 
+        /** A file of the status page: the browser may run or load nothing that this listener did not serve. */
+        private void servePage(ChannelHandlerContext ctx, FullHttpRequest req, StatusPage.Asset asset) {
+            FullHttpResponse res = response(req, HttpResponseStatus.OK, asset.contentType(),
+                    Unpooled.wrappedBuffer(asset.body()));
+            res.headers().set("Content-Security-Policy", StatusPage.CONTENT_SECURITY_POLICY)
+                    .set("X-Content-Type-Options", "nosniff").set(HttpHeaderNames.CACHE_CONTROL, "no-cache")
+                    .set("Referrer-Policy", "no-referrer");
+            ctx.writeAndFlush(res).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        }
+
         private void respond(ChannelHandlerContext ctx, FullHttpRequest req, HttpResponseStatus status, String type,
                              String body) {
-            FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status,
-                    ByteBufUtil.writeUtf8(ctx.alloc(), body));
+            ctx.writeAndFlush(response(req, status, type, ByteBufUtil.writeUtf8(ctx.alloc(), body)))
+                    .addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+        }
+
+        private FullHttpResponse response(FullHttpRequest req, HttpResponseStatus status, String type, ByteBuf body) {
+            FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, status, body);
             res.headers().set(HttpHeaderNames.CONTENT_TYPE, type).setInt(HttpHeaderNames.CONTENT_LENGTH,
                     res.content().readableBytes());
             HttpUtil.setKeepAlive(res, HttpUtil.isKeepAlive(req));
-            ctx.writeAndFlush(res).addListener(ChannelFutureListener.CLOSE_ON_FAILURE);
+            return res;
         }
     }
 }

@@ -52,8 +52,8 @@ final class GatewayConfigReader {
                 + "wait in the gateway, not in a GPU server's queue (docs/admission.md)."));
         TelemetryConfig telemetry = telemetry(root.child("telemetry", "Polling of every worker's /get_load and "
                 + "/metrics, re-exported as sluice_worker_* gauges and shown in /admin/state."));
-        AdminConfig admin = admin(root.child("admin", "The admin listener: GET /admin/state (limits, queue, workers, "
-                + "recent errors) and GET /metrics. Keep it on loopback."));
+        AdminConfig admin = admin(root.child("admin", "The admin listener: GET / (a live status page), GET /admin/state "
+                + "(limits, queue, workers, recent errors) and GET /metrics. Keep it on loopback."));
         RequestLogging requestLogging = logging(root.child("logging", "What the gateway writes to its log (stdout; "
                 + "journald under systemd). The level is SLUICE_LOG_LEVEL (default INFO)."));
         java.util.Optional<CoordinationConfig> coordination = CoordinationConfigReader.read(root.child("coordination",

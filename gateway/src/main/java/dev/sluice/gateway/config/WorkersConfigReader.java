@@ -106,6 +106,13 @@ final class WorkersConfigReader {
             n.reject(url, "an http:// or https:// URL with a host");
             return null;
         }
+        if (uri.getRawUserInfo() != null) {
+            // the gateway sends no credentials from a URL, and the URL is shown in logs, metrics and /admin/state:
+            // say so without repeating the secret
+            n.reject(url.replace(uri.getRawUserInfo() + "@", "***@"), "a URL without user:password@ (the gateway "
+                    + "never sends it; a worker's API key goes in workers.api_key_env)");
+            return null;
+        }
         if ((uri.getPath() != null && !uri.getPath().isEmpty()) || uri.getQuery() != null || uri.getFragment() != null) {
             n.reject(url, "a URL without a path; routes are appended by the gateway");
             return null;

@@ -99,6 +99,7 @@ class ConfigValidationTest {
                   decode:
                     - url: http://exa mple:1
                     - url: http://10.0.0.2:30001?x=1
+                    - url: http://sglang:s3cr3t-pw@10.0.0.2:30001
                 """)).containsExactly(
                 "workers.prefill[0].url: gopher://10.0.0.1:30000 (expected: an http:// or https:// URL with a host)",
                 "workers.prefill[1].url: http://10.0.0.1:30000/v1 (expected: a URL without a path; routes are appended "
@@ -107,7 +108,9 @@ class ConfigValidationTest {
                 "workers.prefill[3].url: missing (expected: a URL such as http://10.0.0.1:30000)",
                 "workers.decode[0].url: http://exa mple:1 (expected: an http:// or https:// URL)",
                 "workers.decode[1].url: http://10.0.0.2:30001?x=1 (expected: a URL without a path; routes are appended "
-                        + "by the gateway)");
+                        + "by the gateway)",
+                "workers.decode[2].url: http://***@10.0.0.2:30001 (expected: a URL without user:password@ (the gateway "
+                        + "never sends it; a worker's API key goes in workers.api_key_env))");
     }
 
     @Test

@@ -90,7 +90,9 @@ class AdminTokenEndToEndTest {
                         .execute("--admin", "http://127.0.0.1:" + admin, "--once");
                 assertThat(code).isZero();
                 assertThat(status.toString()).contains("gw-a");
-                for (String shown : List.of(state, metrics, status.toString(), gateway.log())) {
+                String page = get(admin, "/") + get(admin, "/status.js"); // the status page: no token needed, none shown
+                assertThat(page).contains("/admin/state");
+                for (String shown : List.of(state, metrics, page, status.toString(), gateway.log())) {
                     assertThat(shown).doesNotContain(REDIS_PASSWORD).doesNotContain(ADMIN_TOKEN);
                 }
             }
