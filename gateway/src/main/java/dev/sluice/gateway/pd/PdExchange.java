@@ -43,6 +43,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private final AttemptSequence attempts;
     private final HealthReports health;
     private final RequestTokens tokens;
+    private QueueUpdates queueUpdates;
     private final Runnable onClientDone;
     /** The request's id: the first attempt's rid on the workers, and the id in every log line. */
     private final String rid;
@@ -63,6 +64,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.loop = ctx.channel().eventLoop();
         this.rid = RequestIds.next();
         this.client = new ClientSink(ctx, rid, keepAlive, services.metrics());
+        this.queueUpdates = new QueueUpdates(client, false);
         this.timeline = new ExchangeTimeline(receivedNanos, settings.timeouts(), settings.watchdog(), request.stream());
         this.health = new HealthReports(services.health());
         this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream());
@@ -93,8 +95,17 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     /**
      * Asks admission control for a pair. The answer comes at once (a rejection, or a grant when
-     * there is room) or later from the queue, through {@link #granted} / {@link #rejected}.
+     * there is room) or later from the queue, through {@link #granted} / {@link #rejected}. With
+     * {@code queueUpdates}, a streamed request's client hears where it stands while it waits
+     * ({@link QueueUpdates}).
      */
+    public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
+                      long deadlineNanos, boolean queueUpdates) {
+        this.queueUpdates = new QueueUpdates(client, queueUpdates && request.stream());
+        admit(prompt, promptTokens, promptIds, priority, tenant, deadlineNanos);
+    }
+
+    /** As {@link #admit(PromptText, long, int[], int, String, long, boolean)}, without queue updates. */
     public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
                       long deadlineNanos) {
         tokens.prompt(prompt);
@@ -110,9 +121,15 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                         promptIds)
                 .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
                         && request.batchSize() == 0);
+        if (queueUpdates.wanted()) {
+            ticket.watch(queueUpdates);
+        }
+        queueUpdates.submitted(System.nanoTime());
         Rejection r = services.admission().submit(ticket);
         if (r != null) {
             rejected(r);
+        } else {
+            queueUpdates.admitted();
         }
     }
 
@@ -131,6 +148,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     @Override
     public void granted(Worker p, Worker d) {
+        queueUpdates.granted(System.nanoTime());
         if (ended || client.ended()) {
             services.admission().release(ticket); // the client left between the grant and now
             maybeEnd();
@@ -247,7 +265,11 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                 f.error().message());
         List<Worker> avoid = RetryPlan.avoid(f, a.prefill, a.decode);
         attempts.retry().schedule(backoff, () -> {
-            if (!ended && !client.ended() && !services.admission().requeue(ticket, avoid)) {
+            if (ended || client.ended()) {
+                return;
+            }
+            queueUpdates.submitted(System.nanoTime()); // it waits for a pair again
+            if (!services.admission().requeue(ticket, avoid)) {
                 fail(f.error(), null);
             }
         });
@@ -317,6 +339,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             return;
         }
         client.abandon();
+        queueUpdates.ended(System.nanoTime());
         attempts.retry().cancel();
         Attempt a = attempts.live();
         if (ticket != null && services.admission().release(ticket)) {
@@ -378,6 +401,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             return;
         }
         attempts.retry().cancel();
+        queueUpdates.ended(System.nanoTime()); // a refusal after waiting says how long it waited
         outcome.first(error.outcome(), error.code() + ": " + error.message());
         if (cause != null) {
             attempts.stopCurrent(cause);
