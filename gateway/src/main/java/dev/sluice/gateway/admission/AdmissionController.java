@@ -210,8 +210,10 @@ public final class AdmissionController {
     private void reportQueue(Ticket only, After after) {
         if (queue.size() > 0 && (only == null || only.state == Ticket.State.QUEUED)) {
             long now = clock.getAsLong();
+            // before a dispatch has shown the lead: the window in time, which binds only once the rates are known
+            double window = prefill.known() ? config.prefillMaxInflightTime().toNanos() / 1e9 : 0;
             QueueStatus.report(queue.serviceOrder(), only, prefill.remainingTokens(now), prefill.clusterRate(),
-                    ledger.lead.seconds(config.prefillMaxInflightTime().toNanos() / 1e9), after);
+                    ledger.lead.seconds(window), after);
         }
     }
 

@@ -6,8 +6,8 @@ package dev.sluice.gateway.admission;
  * dispatched when everything ahead of it is done but when what is left of it fits in a window (the
  * window in time, {@code prefill.max_inflight_time}; or the previous request's end, with a window
  * of one request), so its wait is the work ahead minus this lead. Exponentially weighted over the
- * last few such dispatches; until one is seen, the configured window in time. Under the admission
- * lock.
+ * last few such dispatches; until one is seen, the configured window in time (0 while the rates are
+ * only guessed: the window in time does not bind then). Under the admission lock.
  */
 final class DispatchLead {
     private static final double WEIGHT = 0.2;
