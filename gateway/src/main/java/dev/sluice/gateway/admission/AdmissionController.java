@@ -195,8 +195,26 @@ public final class AdmissionController {
         }
         if (r != null) {
             observer.rejected(t, r.reason());
+        } else if (t.watch != null) {
+            decisions.act(after -> reportQueue(t, after)); // its first queue update, at once
         }
         return r;
+    }
+
+    /** Tells each queued request that asked for queue updates where it stands; call about once a second. */
+    public void reportQueue() {
+        decisions.act(after -> reportQueue(null, after));
+    }
+
+    /** Under the lock: {@link QueueStatus} for every watched ticket, or only {@code only} if it is still queued. */
+    private void reportQueue(Ticket only, After after) {
+        if (queue.size() > 0 && (only == null || only.state == Ticket.State.QUEUED)) {
+            long now = clock.getAsLong();
+            // before a dispatch has shown the lead: the window in time, which binds only once the rates are known
+            double window = prefill.known() ? config.prefillMaxInflightTime().toNanos() / 1e9 : 0;
+            QueueStatus.report(queue.serviceOrder(), only, prefill.remainingTokens(now), prefill.clusterRate(),
+                    ledger.lead.seconds(window), after);
+        }
     }
 
     /** The refusals that need none of the locked state: draining, no worker to serve it, a prompt too large. */

@@ -87,6 +87,10 @@ final class Dispatcher {
         head.prefill = p;
         head.decode = d;
         head.dispatchedNanos = now;
+        if (!head.direct && now > head.enqueuedNanos) {
+            // it waited: how much its worker still held is the window's lead (queue updates' estimate)
+            ledger.lead.observed(ledger.rates.secondsUntilDone(p, 0, now));
+        }
         ledger.dispatched(head, now);
         windows.dispatched(p, d, head.tokens);
         windows.routed(head);

@@ -10,6 +10,7 @@ final class PrefillLedger {
     final PrefillRates rates;
     final DecodePace pace = new DecodePace();
     final PredictionSlack slack = new PredictionSlack();
+    final DispatchLead lead = new DispatchLead();
     private long pendingTokens;
     private long inPrefillTokens;
     private int dispatched;

@@ -11,15 +11,21 @@ import io.netty.handler.codec.http.HttpHeaders;
  * Reads who a request is for and how urgent it is: the tenant (a configured API key's tenant, or
  * {@code X-Sluice-Tenant}), the priority class ({@code X-Sluice-Priority}, which may lower but
  * never raise the class a configured API key grants) and the client's own deadline
- * ({@code X-Sluice-Deadline-Ms}: how long it is willing to wait in the queue).
+ * ({@code X-Sluice-Deadline-Ms}: how long it is willing to wait in the queue), and whether it
+ * wants to hear where it stands while it waits ({@code X-Sluice-Queue-Updates}: 1 or 0, else its
+ * class's {@code admission.per_class.<class>.queue_updates}).
  */
 public final class RequestClassifier {
     public static final String PRIORITY = "X-Sluice-Priority";
     public static final String TENANT = "X-Sluice-Tenant";
     public static final String DEADLINE_MS = "X-Sluice-Deadline-Ms";
+    public static final String QUEUE_UPDATES = "X-Sluice-Queue-Updates";
 
-    /** Where a request stands in the queue. */
-    public record RequestClass(int priority, String tenant, long deadlineNanos) {
+    /** Where a request stands in the queue, and whether it hears of it while it waits (a stream only). */
+    public record RequestClass(int priority, String tenant, long deadlineNanos, boolean queueUpdates) {
+        public RequestClass(int priority, String tenant, long deadlineNanos) {
+            this(priority, tenant, deadlineNanos, false);
+        }
     }
 
     private static final java.util.regex.Pattern TENANT_NAME = java.util.regex.Pattern.compile("[A-Za-z0-9._-]{1,64}");
@@ -97,7 +103,21 @@ public final class RequestClassifier {
                         + "' (expected: a positive number of milliseconds)"));
             }
         }
-        return new RequestClass(priority, tenant, deadline);
+        return new RequestClass(priority, tenant, deadline, queueUpdates(headers, priority));
+    }
+
+    /** {@link #QUEUE_UPDATES}: 1 or true asks, 0 or false declines; absent: as its class is configured. */
+    private boolean queueUpdates(HttpHeaders headers, int priority) throws ApiException {
+        String v = headers.get(QUEUE_UPDATES);
+        if (v == null) {
+            return config.queueUpdateClasses().contains(config.priorities().get(priority));
+        }
+        return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
+            case "1", "true" -> true;
+            case "0", "false" -> false;
+            default -> throw new ApiException(ApiError.invalidRequest("invalid_queue_updates", QUEUE_UPDATES + ": '"
+                    + v + "' (expected: 1 or 0)"));
+        };
     }
 
     private static String bearer(String authorization) {

@@ -62,6 +62,8 @@ public final class Ticket {
     boolean affinityWaited;
     /** Its prompt tokens its prefill worker was expected to compute (not find cached), while in that worker's window. */
     long uncachedHeld;
+    /** Told where it stands while queued (a client that asked for queue updates), or null. */
+    QueueWatch watch;
 
     /**
      * @param deadlineNanos absolute {@code System.nanoTime()} deadline of the client, or {@code Long.MAX_VALUE}
@@ -107,6 +109,12 @@ public final class Ticket {
     /** A non-streamed request of up to {@code maxTokens} tokens: its client sees nothing before the last. */
     public Ticket wholeAnswer(long maxTokens) {
         this.answerTokens = Math.max(0, maxTokens);
+        return this;
+    }
+
+    /** Someone to tell where it stands while it is queued (set before submit). */
+    public Ticket watch(QueueWatch w) {
+        this.watch = w;
         return this;
     }
 

@@ -32,6 +32,9 @@ import java.util.Optional;
  *                                     what it holds would be done within this at its known rate (while its rate
  *                                     is a guess: a second behind the first, more within this at the guess);
  *                                     zero: off
+ * @param queueUpdateClasses           the classes whose streamed requests hear where they stand while they wait
+ *                                     (admission.per_class.&lt;class&gt;.queue_updates), as if they sent
+ *                                     X-Sluice-Queue-Updates: 1
  */
 public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
                               int prefillMaxInflightRequests, long prefillMaxInflightTokens,
@@ -40,7 +43,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                               List<String> priorities, String defaultPriority, Map<String, ApiKey> apiKeys,
                               boolean requireApiKey, TenantLimits tenantLimits, TokenizerConfig tokenizer,
                               SchedulingConfig scheduling, PrefillRateConfig prefillRate,
-                              Duration prefillMaxInflightTime) {
+                              Duration prefillMaxInflightTime, java.util.Set<String> queueUpdateClasses) {
 
     /** The default of {@code admission.prefill.max_inflight_time}. */
     public static final Duration DEFAULT_PREFILL_MAX_INFLIGHT_TIME = Duration.ofSeconds(2);
@@ -51,6 +54,21 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         java.util.Objects.requireNonNull(scheduling, "scheduling");
         java.util.Objects.requireNonNull(prefillRate, "prefillRate");
         java.util.Objects.requireNonNull(prefillMaxInflightTime, "prefillMaxInflightTime");
+        queueUpdateClasses = java.util.Set.copyOf(queueUpdateClasses);
+    }
+
+    /** No class with queue updates (a client may still ask for them). */
+    public AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
+                           int prefillMaxInflightRequests, long prefillMaxInflightTokens, int decodeMaxInflightStreams,
+                           double initialPrefillTokensPerSecond, Duration retryAfterMin, Duration retryAfterMax,
+                           Duration drainGrace, List<String> priorities, String defaultPriority,
+                           Map<String, ApiKey> apiKeys, boolean requireApiKey, TenantLimits tenantLimits,
+                           TokenizerConfig tokenizer, SchedulingConfig scheduling, PrefillRateConfig prefillRate,
+                           Duration prefillMaxInflightTime) {
+        this(maxQueuedRequests, maxPendingTokens, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
+                prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
+                retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, requireApiKey, tenantLimits, tokenizer,
+                scheduling, prefillRate, prefillMaxInflightTime, java.util.Set.of());
     }
 
     /** No API keys required, no per-tenant limits beyond the defaults. */
@@ -77,7 +95,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 .retryAfterMax(retryAfterMax).drainGrace(drainGrace).priorities(priorities)
                 .defaultPriority(defaultPriority).apiKeys(apiKeys).requireApiKey(requireApiKey)
                 .tenantLimits(tenantLimits).tokenizer(tokenizer).scheduling(scheduling).prefillRate(prefillRate)
-                .prefillMaxInflightTime(prefillMaxInflightTime);
+                .prefillMaxInflightTime(prefillMaxInflightTime).queueUpdateClasses(queueUpdateClasses);
     }
 
     /**
@@ -109,6 +127,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         private SchedulingConfig scheduling = SchedulingConfig.DEFAULTS;
         private PrefillRateConfig prefillRate = PrefillRateConfig.NONE;
         private Duration prefillMaxInflightTime = DEFAULT_PREFILL_MAX_INFLIGHT_TIME;
+        private java.util.Set<String> queueUpdateClasses = java.util.Set.of();
 
         private Builder() {
         }
@@ -221,6 +240,11 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
             return this;
         }
 
+        public Builder queueUpdateClasses(java.util.Set<String> v) {
+            queueUpdateClasses = KeyCheck.present(A + "per_class", v);
+            return this;
+        }
+
         public AdmissionConfig build() {
             long pending = KeyCheck.set(A + "max_pending_tokens", maxPendingTokens);
             long request = KeyCheck.set(A + "max_request_tokens", maxRequestTokens);
@@ -241,6 +265,11 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                     throw KeyCheck.rejected(A + "api_keys." + k.name() + ".priority", k.priority(), "one of " + classes);
                 }
             }
+            for (String c : queueUpdateClasses) {
+                if (!classes.contains(c)) {
+                    throw KeyCheck.rejected(A + "per_class", c, "one of " + classes);
+                }
+            }
             if (requireApiKey && apiKeys.isEmpty()) {
                 throw KeyCheck.rejected(A + "require_api_key", "true",
                         "admission.api_keys with at least one key (else no request could pass)");
@@ -252,7 +281,8 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                     KeyCheck.set(A + "decode.max_inflight_streams", decodeMaxInflightStreams),
                     KeyCheck.set(A + "initial_prefill_tokens_per_second", initialPrefillTokensPerSecond), min, max,
                     KeyCheck.set(A + "drain_grace", drainGrace), classes, def, apiKeys, requireApiKey, tenantLimits,
-                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate, prefillMaxInflightTime);
+                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate, prefillMaxInflightTime,
+                    queueUpdateClasses);
         }
     }
 

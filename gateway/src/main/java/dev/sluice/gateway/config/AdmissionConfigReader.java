@@ -26,7 +26,7 @@ final class AdmissionConfigReader {
         n.allowOnly("max_queued_requests", "max_pending_tokens", "queue_timeout", "max_request_tokens", "prefill",
                 "decode", "initial_prefill_tokens_per_second", "retry_after", "drain_grace", "priorities",
                 "default_priority", "api_keys", "require_api_key", "tenant_limits", "tokenizer", "scheduling",
-                "prefill_rate");
+                "prefill_rate", "per_class");
         int maxQueued = n.child("max_queued_requests", "Requests waiting in the gateway's queue (not yet "
                 + "dispatched); past it, 429 queue_full.").intIn(32, 0, 1_000_000);
         long maxPending = n.child("max_pending_tokens", "Prompt tokens admitted and not yet prefilled (queued and in "
@@ -110,7 +110,29 @@ final class AdmissionConfigReader {
                         + "requests are re-judged against their deadlines.")))
                 .prefillRate(prefillRate(n.child("prefill_rate", "Each prefill worker's rate before the gateway has "
                         + "measured it: a trusted prior turns the deadline checks on from the first request.")))
+                .queueUpdateClasses(queueUpdateClasses(n.child("per_class", "Settings by priority class (a name of "
+                        + "admission.priorities)."), priorities))
                 .build();
+    }
+
+    /** The classes of {@code admission.per_class} whose {@code queue_updates} is true. */
+    private static Set<String> queueUpdateClasses(ConfigNode perClass, List<String> priorities) {
+        Set<String> out = new HashSet<>();
+        for (Map.Entry<String, ConfigNode> e : perClass.entries("One class's settings.")) {
+            ConfigNode c = e.getValue().allowOnly("queue_updates");
+            boolean updates = c.child("queue_updates", "A streamed request of this class gets its 200 at once and "
+                    + "SSE comments while it waits (': queue position=N eta_ms=M', then ': queue wait_ms=N'), as with "
+                    + "the header X-Sluice-Queue-Updates: 1 (which, as 0, declines them).").bool(false);
+            if (c.reading().explore()) {
+                continue; // the schema's run: "*" stands for any class
+            }
+            if (!priorities.contains(e.getKey())) {
+                c.reject(e.getKey(), "one of admission.priorities " + priorities);
+            } else if (updates) {
+                out.add(e.getKey());
+            }
+        }
+        return out;
     }
 
     private static AdmissionConfig.SchedulingConfig scheduling(ConfigNode n) {

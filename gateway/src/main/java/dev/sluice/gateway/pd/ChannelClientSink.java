@@ -24,6 +24,12 @@ import java.nio.charset.StandardCharsets;
  * A client's connection as a {@link ClientSink}: either one full response, or a committed stream
  * of chunks. An error after the stream started becomes a last {@code data: {"error": ...}} event
  * that is valid JSON, then {@code data: [DONE]}, as SGLang's own servers end a failed stream.
+ *
+ * <p>A stream whose client asked for queue updates is opened early ({@link #openStream}): its
+ * 200 and headers go out at admission and SSE comments while it waits, but it is not
+ * <em>committed</em> until its first token, so a failure before then is still retried. An error
+ * it cannot be told with a status any more is an {@code event: error} with what the status
+ * response would have said (and its {@code retry_after}), then {@code data: [DONE]}.
  */
 final class ChannelClientSink implements ClientSink {
     private final ChannelHandlerContext ctx;
@@ -31,8 +37,10 @@ final class ChannelClientSink implements ClientSink {
     private final boolean keepAlive;
     private final GatewayMetrics metrics;
     private boolean committed;
+    private boolean headersOut;
     private boolean ended;
     private int status;
+    private long queueWaitMillis;
 
     ChannelClientSink(ChannelHandlerContext ctx, String requestId, boolean keepAlive, GatewayMetrics metrics) {
         this.ctx = ctx;
@@ -62,6 +70,16 @@ final class ChannelClientSink implements ClientSink {
     }
 
     @Override
+    public boolean opened() {
+        return headersOut;
+    }
+
+    @Override
+    public void queueWait(long millis) {
+        queueWaitMillis = millis;
+    }
+
+    @Override
     public void sendFull(HttpResponseStatus s, CharSequence contentType, ByteBuf body) {
         sendFull(s, contentType, body, null);
     }
@@ -71,13 +89,21 @@ final class ChannelClientSink implements ClientSink {
             body.release();
             return;
         }
+        if (headersOut) {
+            // a stream opened early whose worker answered with a whole body: it goes out as the stream's content
+            committed = true;
+            write(body);
+            end();
+            return;
+        }
         committed = true;
         ended = true;
         status = s.code();
         FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, s, body);
         res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
-                .set("X-Request-Id", requestId);
+                .set("X-Request-Id", requestId)
+                .set(QUEUE_WAIT_MS, queueWaitMillis);
         if (error != null) {
             ErrorHeaders.apply(res.headers(), error);
         }
@@ -88,6 +114,12 @@ final class ChannelClientSink implements ClientSink {
     @Override
     public void sendError(ApiError error) {
         if (ended) {
+            return;
+        }
+        if (!committed && headersOut) {
+            committed = true;
+            write(Unpooled.copiedBuffer(ClientSink.errorEvent(error), StandardCharsets.UTF_8));
+            end();
             return;
         }
         if (!committed) {
@@ -103,7 +135,36 @@ final class ChannelClientSink implements ClientSink {
     @Override
     public void commitStream(HttpResponseStatus s, String contentType) {
         committed = true;
+        if (headersOut) {
+            return; // opened at admission (queue updates): the first token is the first content
+        }
         status = s.code();
+        ctx.write(streamHead(s, contentType, true), ctx.voidPromise());
+    }
+
+    /**
+     * Sends a stream's 200 and headers before its first token (queue updates); flushed at once.
+     * Not committed: a failure before the first token is still retried, and told as an error event.
+     */
+    @Override
+    public void openStream() {
+        if (ended || committed || headersOut) {
+            return;
+        }
+        headersOut = true;
+        status = HttpResponseStatus.OK.code();
+        ctx.writeAndFlush(streamHead(HttpResponseStatus.OK, "text/event-stream", false), ctx.voidPromise());
+    }
+
+    /** One SSE comment line ({@code : text}), flushed: between an early open and the first token only. */
+    @Override
+    public void comment(String text) {
+        if (headersOut && !committed && !ended && ctx.channel().isActive()) {
+            write(Unpooled.copiedBuffer(": " + text + "\n\n", StandardCharsets.UTF_8));
+        }
+    }
+
+    private HttpResponse streamHead(HttpResponseStatus s, String contentType, boolean queueWaitKnown) {
         HttpResponse res = new DefaultHttpResponse(HttpVersion.HTTP_1_1, s);
         res.headers().set(HttpHeaderNames.CONTENT_TYPE, contentType)
                 .set(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED)
@@ -111,8 +172,11 @@ final class ChannelClientSink implements ClientSink {
                 .set("X-Request-Id", requestId)
                 // tells nginx-style proxies in front of us not to buffer the stream either
                 .set("X-Accel-Buffering", "no");
+        if (queueWaitKnown) {
+            res.headers().set(QUEUE_WAIT_MS, queueWaitMillis); // an early stream says it in a comment instead
+        }
         HttpUtil.setKeepAlive(res, keepAlive);
-        ctx.write(res, ctx.voidPromise());
+        return res;
     }
 
     /**

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.admission.QueueWatch;
 import dev.sluice.gateway.admission.Rejection;
 import dev.sluice.gateway.admission.Ticket;
 import dev.sluice.gateway.admission.TicketListener;
@@ -40,9 +41,10 @@ final class ExchangeTicket {
 
     /**
      * Submits the request's ticket under class {@code priority}: the rejection, or null when it was
-     * granted (the listener already told) or queued.
+     * granted (the listener already told) or queued. {@code watch}: told its place while it waits, or null.
      */
-    Rejection submit(long promptTokens, int[] promptIds, int priority, String tenant, long deadlineNanos) {
+    Rejection submit(long promptTokens, int[] promptIds, int priority, String tenant, long deadlineNanos,
+                     QueueWatch watch) {
         List<String> classes = admission.config().priorities();
         priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
         ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, listener)
@@ -52,6 +54,9 @@ final class ExchangeTicket {
                         promptIds)
                 .direct(settings.directDecodeMaxTokens() > 0 && promptTokens <= settings.directDecodeMaxTokens()
                         && request.batchSize() == 0);
+        if (watch != null) {
+            ticket.watch(watch); // queue updates: told its position while it waits
+        }
         return admission.submit(ticket);
     }
 

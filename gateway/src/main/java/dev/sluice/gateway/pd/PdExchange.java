@@ -41,6 +41,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private final AttemptSequence attempts;
     private final HealthReports health;
     private final RequestTokens tokens;
+    private QueueUpdates queueUpdates;
     private final Runnable onClientDone;
     /** The request's id: the first attempt's rid on the workers, and the id in every log line. */
     private final String rid;
@@ -59,6 +60,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.loop = ctx.channel().eventLoop();
         this.rid = RequestIds.next();
         this.client = new ChannelClientSink(ctx, rid, keepAlive, services.metrics());
+        this.queueUpdates = new QueueUpdates(client, false);
         this.timeline = new ExchangeTimeline(receivedNanos, settings.timeouts(), settings.watchdog(), request.stream());
         this.health = new HealthReports(services.health());
         this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream());
@@ -90,17 +92,30 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     /**
      * Asks admission control for a pair. The answer comes at once (a rejection, or a grant when
-     * there is room) or later from the queue, through {@link #granted} / {@link #rejected}.
+     * there is room) or later from the queue, through {@link #granted} / {@link #rejected}. With
+     * {@code queueUpdates}, a streamed request's client hears where it stands while it waits
+     * ({@link QueueUpdates}).
      */
+    public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
+                      long deadlineNanos, boolean queueUpdates) {
+        this.queueUpdates = new QueueUpdates(client, queueUpdates && request.stream());
+        admit(prompt, promptTokens, promptIds, priority, tenant, deadlineNanos);
+    }
+
+    /** As {@link #admit(PromptText, long, int[], int, String, long, boolean)}, without queue updates. */
     public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
                       long deadlineNanos) {
         tokens.prompt(prompt);
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
         }
-        Rejection r = ticket.submit(promptTokens, promptIds, priority, tenant, deadlineNanos);
+        queueUpdates.submitted(System.nanoTime());
+        Rejection r = ticket.submit(promptTokens, promptIds, priority, tenant, deadlineNanos,
+                queueUpdates.wanted() ? queueUpdates : null);
         if (r != null) {
             rejected(r);
+        } else {
+            queueUpdates.admitted();
         }
     }
 
@@ -119,6 +134,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     @Override
     public void granted(Worker p, Worker d) {
+        queueUpdates.granted(System.nanoTime());
         if (ended || client.ended()) {
             ticket.release(); // the client left between the grant and now
             maybeEnd();
@@ -231,7 +247,11 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
                 f.error().message());
         List<Worker> avoid = RetryPlan.avoid(f, a.prefill, a.decode);
         attempts.retry().schedule(backoff, () -> {
-            if (!ended && !client.ended() && !ticket.requeue(avoid)) {
+            if (ended || client.ended()) {
+                return;
+            }
+            queueUpdates.submitted(System.nanoTime()); // it waits for a pair again
+            if (!ticket.requeue(avoid)) {
                 fail(f.error(), null);
             }
         });
@@ -301,6 +321,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             return;
         }
         client.abandon();
+        queueUpdates.ended(System.nanoTime());
         attempts.retry().cancel();
         Attempt a = attempts.live();
         if (ticket.release()) {
@@ -362,6 +383,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             return;
         }
         attempts.retry().cancel();
+        queueUpdates.ended(System.nanoTime()); // a refusal after waiting says how long it waited
         outcome.first(error.outcome(), error.code() + ": " + error.message());
         if (cause != null) {
             attempts.stopCurrent(cause);

@@ -153,13 +153,14 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             // the token ids for the KV event view: with the model's tokenizer, on its pool too
             CompletableFuture<int[]> ids = ex.promptIds();
             if (counted.isDone() && ids.isDone()) {
-                ex.admit(prompt, counted.join(), ids.join(), cls.priority(), cls.tenant(), cls.deadlineNanos());
+                ex.admit(prompt, counted.join(), ids.join(), cls.priority(), cls.tenant(), cls.deadlineNanos(),
+                        cls.queueUpdates());
             } else {
                 // exact counting or tokenizing ran on a pool: come back to this connection's event loop
                 CompletableFuture.allOf(counted, ids).whenComplete((v, e) -> ctx.executor().execute(() -> ex.admit(
                         prompt, counted.isCompletedExceptionally() ? front.estimator().estimate(prompt) : counted.join(),
                         ids.isCompletedExceptionally() ? new int[0] : ids.join(), cls.priority(), cls.tenant(),
-                        cls.deadlineNanos())));
+                        cls.deadlineNanos(), cls.queueUpdates())));
             }
         } else if (Routes.INFO.containsKey(path)) {
             try {

@@ -291,6 +291,8 @@ public final class GatewayServer implements AutoCloseable {
         started = true;
         // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
         background.every("admission_expiry", control, Duration.ofMillis(20), admission::expire);
+        // where each queued request that asked for queue updates stands: one walk of the queue a second
+        background.every("queue_updates", control, Duration.ofSeconds(1), admission::reportQueue);
         config.admission().prefillRate().stateFile().ifPresent(file -> {
             admission.savedRates(PrefillRateFile.read(file, Instant.now()));
             background.every("prefill_rate_save", fileIo, Duration.ofSeconds(30), this::saveRates);
