@@ -34,9 +34,15 @@ final class FleetDemand {
             this(capacity, usage, demand, 0);
         }
 
-        /** Draining: it asks for what it still uses, nothing more (the rest goes back to the fleet now). */
-        Line draining() {
-            return new Line(capacity, usage, usage, 0);
+        /**
+         * Draining: no headroom, and the rest goes back to the fleet now. Of a resource a request takes at
+         * admission (the queue, the pending tokens, a tenant's rate) it asks for its usage: it admits
+         * nothing new. Of a window its queued requests still need (a prefill's, a decode's) it asks for
+         * its work, usage and what waits: asking for usage alone left those requests without a window
+         * until their queue_timeout ({@code bench-replicas rolling} found it).
+         */
+        Line draining(boolean keepsWaitingWork) {
+            return new Line(capacity, usage, keepsWaitingWork ? Math.max(usage, demand - headroom) : usage, 0);
         }
     }
 
@@ -91,12 +97,13 @@ final class FleetDemand {
     /**
      * The report: per resource {@code [capacity, usage, demand, enforced, headroom]}, {@code enforced}
      * the grant this replica admits on until it applies the answer (0 for a resource it holds none of);
-     * draining, each demand is its usage.
+     * draining, each demand is its usage, and of a window its work (no headroom: {@link Line#draining}).
      */
     static String json(Map<Resource, Line> lines, Map<Resource, Long> enforced, boolean draining) {
         ObjectNode o = JSON.createObjectNode();
         lines.forEach((r, line) -> {
-            Line l = draining ? line.draining() : line;
+            Line l = draining ? line.draining(r.kind() == Resource.Kind.PREFILL_REQUESTS
+                    || r.kind() == Resource.Kind.PREFILL_TOKENS || r.kind() == Resource.Kind.DECODE_STREAMS) : line;
             o.putArray(r.name()).add(l.capacity()).add(l.usage()).add(l.demand()).add(enforced.getOrDefault(r, 0L))
                     .add(l.headroom());
         });

@@ -8,7 +8,7 @@
 --         (both optional: a replica of an older version sends three numbers)
 -- ARGV[6] (optional) cjson {prefill worker url: prompt tokens routed there lately}: the share guard's figures,
 -- kept with the member and returned with it, so that each replica judges the fleet's recent load
--- ARGV[7] (optional) '1': this replica is draining (it asks for what it still uses, and takes no spare)
+-- ARGV[7] (optional) '1': this replica is draining (it reports no headroom, and takes no spare)
 -- Returns cjson {gen, now, joined, grants: {resource: n}, targets: {resource: n}, members: [...]}.
 -- Time is the server's (TIME), never a replica's clock.
 local t = redis.call('TIME')

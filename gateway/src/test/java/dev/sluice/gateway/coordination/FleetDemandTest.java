@@ -67,12 +67,18 @@ class FleetDemandTest {
     }
 
     @Test
-    void theReportCarriesTheGrantInForceAndADrainingReplicaAsksForItsUsageAlone() throws Exception {
+    void theReportCarriesTheGrantInForceAndADrainingReplicaAsksForItsUsageAndTheWindowsItsQueueNeeds() throws Exception {
         Map<Resource, FleetDemand.Line> lines = FleetDemand.of(fleet, snapshot(5, 3000, 1000), workers, 3, 0, List.of());
         JsonNode json = new ObjectMapper().readTree(FleetDemand.json(lines, Map.of(Resource.QUEUE, 12L), false));
         assertThat(json.path("queue").toString()).isEqualTo("[32,5,9,12,1]");
         JsonNode draining = new ObjectMapper().readTree(FleetDemand.json(lines, Map.of(Resource.QUEUE, 12L), true));
         assertThat(draining.path("queue").toString()).as("usage only, no headroom").isEqualTo("[32,5,5,12,0]");
+        // a window: its usage and what waits for it (5 queued), still to be served while it drains
+        String window = "prefill_requests|http://p:1";
+        assertThat(json.path(window).get(2).asLong() - json.path(window).get(4).asLong())
+                .as("the work in the line not draining").isEqualTo(draining.path(window).get(2).asLong());
+        assertThat(draining.path(window).get(2).asLong()).isGreaterThan(draining.path(window).get(1).asLong());
+        assertThat(draining.path(window).get(4).asLong()).isZero();
     }
 
     @Test
