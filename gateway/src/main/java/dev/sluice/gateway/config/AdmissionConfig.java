@@ -333,7 +333,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      * @param perWorker     worker URL -> tokens/s
      * @param fromTelemetry read it from the worker's own counters when it exports them (SGLang:
      *                      {@code sglang:realtime_tokens_total{mode="prefill_compute"}} over
-     *                      {@code sglang:gpu_execution_seconds_total{category="forward"}})
+     *                      {@code sglang:gpu_execution_seconds_total} of its prefill passes)
      * @param stateFile     where measured rates are kept across restarts; empty: nowhere
      */
     public record PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,

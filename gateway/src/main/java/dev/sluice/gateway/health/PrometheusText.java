@@ -29,6 +29,23 @@ final class PrometheusText {
             "sglang:realtime_tokens_total", "mode",
             "sglang:gpu_execution_seconds_total", "category");
 
+    /**
+     * GPU forward time of prefill passes, summed over the categories that name one. SGLang's label
+     * changed across versions: {@code forward} for every pass (sgl-project/sglang@00ae9c15
+     * metrics/collector.py), then {@code "forward_" + forward_mode.name.lower()} (sglang@49b0ed23
+     * utils/device_timer.py: {@code forward_extend}, {@code forward_decode}, ...), now the mode alone
+     * (sglang@00251aaa model_executor graph runners call {@code device_timer_ctx(timer,
+     * forward_batch.forward_mode.name.lower())}: {@code extend}, {@code decode}, {@code idle},
+     * {@code split_prefill}, ...). Prefill is {@code extend}, {@code mixed}, {@code split_prefill},
+     * with or without the prefix, and the old {@code forward} (on a prefill server every pass is one).
+     */
+    static final String PREFILL_GPU_SECONDS = "sglang:gpu_execution_seconds_total{category=~prefill}";
+
+    static boolean isPrefillCategory(String category) {
+        String mode = category.startsWith("forward_") ? category.substring("forward_".length()) : category;
+        return mode.equals("forward") || mode.equals("extend") || mode.equals("mixed") || mode.equals("split_prefill");
+    }
+
     private PrometheusText() {
     }
 
@@ -56,6 +73,7 @@ final class PrometheusText {
         String name;
         int valueStart;
         String split = null;
+        boolean prefillSeconds = false;
         if (brace >= 0 && (space < 0 || brace < space)) {
             name = line.substring(0, brace);
             int close = labelsEnd(line, brace + 1);
@@ -66,6 +84,7 @@ final class PrometheusText {
             if (label != null) {
                 String value = labelValue(line, brace + 1, close, label);
                 split = value == null ? null : name + "{" + label + "=\"" + value + "\"}";
+                prefillSeconds = value != null && label.equals("category") && isPrefillCategory(value);
             }
             valueStart = close + 1;
         } else if (space > 0) {
@@ -84,6 +103,9 @@ final class PrometheusText {
                 out.merge(name, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
                 if (split != null) {
                     out.merge(split, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
+                }
+                if (prefillSeconds) {
+                    out.merge(PREFILL_GPU_SECONDS, new Aggregate(v, v, 1), (a, b) -> a.add(b.sum()));
                 }
             }
         } catch (NumberFormatException ignored) {

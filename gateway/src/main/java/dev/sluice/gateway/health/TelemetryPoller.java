@@ -139,14 +139,16 @@ public final class TelemetryPoller implements AutoCloseable {
 
     static final String PREFILL_TOKENS = "sglang:realtime_tokens_total{mode=\"prefill_compute\"}";
     static final String CACHED_PROMPT_TOKENS = "sglang:realtime_tokens_total{mode=\"prefill_cache\"}";
-    static final String FORWARD_SECONDS = "sglang:gpu_execution_seconds_total{category=\"forward\"}";
+    /** Prefill passes' GPU time, whatever the SGLang version calls their category (see PrometheusText). */
+    static final String FORWARD_SECONDS = PrometheusText.PREFILL_GPU_SECONDS;
     /** A rate is read only from enough work between two polls to be compute, not noise. */
     private static final double MIN_TOKENS = 2048;
     private static final double MIN_SECONDS = 0.2;
 
     /**
      * Prefill tokens per second of GPU forward time since the last poll, times the ranks reporting
-     * (each DP rank computes in parallel); NaN without both counters or without enough work between
+     * (each DP rank computes in parallel; counted on the token counter, one series per rank, since a
+     * rank has one GPU-time series per category); NaN without both counters or without enough work between
      * the polls. A counter that went back (a restart) starts over.
      */
     private double prefillRate(Worker w, Map<String, PrometheusText.Aggregate> m) {
@@ -167,7 +169,7 @@ public final class TelemetryPoller implements AutoCloseable {
             return Double.NaN; // keep the older reading: the work accumulates until there is enough
         }
         prefillCounters.put(w, new PrefillCounters(tokens.sum(), seconds.sum()));
-        return dTokens / dSeconds * Math.max(1, seconds.series());
+        return dTokens / dSeconds * Math.max(1, tokens.series());
     }
 
     static Map<Field, Double> fromMetrics(Map<String, PrometheusText.Aggregate> m) {

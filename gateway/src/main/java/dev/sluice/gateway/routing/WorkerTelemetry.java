@@ -54,7 +54,7 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
         /**
          * Prompt tokens per second of GPU forward time, derived from two polls of SGLang's counters
          * {@code sglang:realtime_tokens_total{mode="prefill_compute"}} and
-         * {@code sglang:gpu_execution_seconds_total{category="forward"}} (exported with
+         * {@code sglang:gpu_execution_seconds_total} of its prefill passes (exported with
          * {@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), times the number of ranks reporting: admission's
          * prior for a prefill worker's rate.
          */

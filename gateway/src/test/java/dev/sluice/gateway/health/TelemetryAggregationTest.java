@@ -59,6 +59,31 @@ class TelemetryAggregationTest {
     }
 
     /**
+     * The prefill passes' GPU time whatever the SGLang version calls their category: "forward"
+     * (sglang@00ae9c15), "forward_extend" (sglang@49b0ed23 utils/device_timer.py), "extend" and
+     * "split_prefill" (sglang@00251aaa, forward_mode.name.lower()); decode and idle passes are not
+     * prefill time.
+     */
+    @Test
+    void prefillGpuTimeIsReadUnderEachVersionsCategoryNames() {
+        Map<String, PrometheusText.Aggregate> newer = PrometheusText.read("""
+                sglang:gpu_execution_seconds_total{category="extend",dp_rank="0"} 1.25
+                sglang:gpu_execution_seconds_total{category="split_prefill",dp_rank="0"} 0.25
+                sglang:gpu_execution_seconds_total{category="decode",dp_rank="0"} 7
+                sglang:gpu_execution_seconds_total{category="idle",dp_rank="0"} 3
+                """);
+        assertThat(newer.get(TelemetryPoller.FORWARD_SECONDS).sum()).isEqualTo(1.5);
+        Map<String, PrometheusText.Aggregate> prefixed = PrometheusText.read("""
+                sglang:gpu_execution_seconds_total{category="forward_extend"} 2
+                sglang:gpu_execution_seconds_total{category="forward_decode"} 5
+                sglang:gpu_execution_seconds_total{category="forward_idle"} 1
+                """);
+        assertThat(prefixed.get(TelemetryPoller.FORWARD_SECONDS).sum()).isEqualTo(2.0);
+        assertThat(PrometheusText.read("sglang:gpu_execution_seconds_total{category=\"decode\"} 5\n"))
+                .doesNotContainKey(TelemetryPoller.FORWARD_SECONDS);
+    }
+
+    /**
      * The prompt tokens a worker took in, whoever sent them: SGLang's computed and cached prefill
      * modes added (the cached series appears only with the first hit), over ranks; vLLM's
      * prompt_tokens_total as it is (it counts the whole prompt).

@@ -148,7 +148,10 @@ final class SimMetrics {
      * scheduler_metrics_mixin.py {@code log_prefill_stats} passes each prefill batch's
      * {@code log_input_tokens} and {@code log_hit_tokens}) and, with the device timer
      * ({@code SGLANG_ENABLE_METRICS_DEVICE_TIMER}), {@code sglang:gpu_execution_seconds_total} by
-     * {@code category} (the scheduler's forward passes are timed under "forward"):
+     * {@code category}, the forward mode's name: current SGLang times each pass under
+     * {@code forward_batch.forward_mode.name.lower()} ({@code extend} for a prefill; sgl-project/sglang@00251aaa
+     * python/sglang/srt/utils/device_timer.py {@code device_timer_ctx} and its callers in the model
+     * runners; older releases used {@code forward_extend}, and before that one {@code forward} for all):
      * sgl-project/sglang@00ae9c1590d2d0bb6c0bfff39e312c34ae3dd538 python/sglang/srt/metrics/collector.py
      * SchedulerMetricsCollector.__init__, increment_realtime_tokens, increment_gpu_execution_seconds; the
      * timer's gate: scheduler_metrics_mixin.py ({@code if ENABLE_METRICS_DEVICE_TIMER: DeviceTimer(
@@ -173,7 +176,7 @@ final class SimMetrics {
             b.append("# HELP sglang:gpu_execution_seconds_total Total time that GPU is busy executing a workload. "
                     + "Refer to ForwardMode for category labels.\n");
             b.append("# TYPE sglang:gpu_execution_seconds_total counter\n");
-            b.append("sglang:gpu_execution_seconds_total").append(base).append(",category=\"forward\"} ")
+            b.append("sglang:gpu_execution_seconds_total").append(base).append(",category=\"extend\"} ")
                     .append(num(w.prefillBusyNanos / 1e9)).append('\n');
         }
     }
