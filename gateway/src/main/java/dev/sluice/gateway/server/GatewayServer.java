@@ -10,9 +10,7 @@ import dev.sluice.gateway.admin.AdminServer;
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
-import dev.sluice.gateway.admission.HfTokenizerCounter;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
-import dev.sluice.gateway.admission.PrefillRateFile;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
@@ -23,7 +21,6 @@ import dev.sluice.gateway.coordination.RedisLeaseStore;
 import dev.sluice.gateway.coordination.ReplicaIdentity;
 import dev.sluice.gateway.metrics.CoordinationMetrics;
 import dev.sluice.gateway.config.AdmissionConfig;
-import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
@@ -45,25 +42,17 @@ import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
-import dev.sluice.gateway.routing.WorkerState;
-import dev.sluice.gateway.tls.ClientTls;
 import dev.sluice.gateway.tls.ServerTls;
 import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
-import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
@@ -87,12 +76,8 @@ public final class GatewayServer implements AutoCloseable {
     private final GatewayMetrics metrics = new GatewayMetrics();
     /** Every periodic task, each counting its own failures; stopped with the server. */
     private final BackgroundTasks background = new BackgroundTasks(metrics.registry());
-    private final int eventLoops;
-    private final EventLoopGroup bossGroup;
-    private final EventLoopGroup workerGroup;
+    private final ServerLoops loops;
     private final EventLoopGroup controlGroup;
-    private final EventLoopGroup adminGroup;
-    private final ScheduledExecutorService fileIo;
     private final WorkerSet workers;
     private final HealthTable health;
     private final UpstreamPool pool;
@@ -116,45 +101,33 @@ public final class GatewayServer implements AutoCloseable {
     private final CoordinationMetrics coordinationMetrics; // or null
     private HealthChecker checker; // replaced when a reload changes the health settings
     private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
+    private final PrefillRateState prefillRates;
+    private final ReloadEntry reloads;
     private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
     private ServerTls serverTls; // listen.tls, or null
     private TelemetryPoller telemetry;
     private WorkerIdentityProbe identities;
     private AdminServer adminServer;
-    private StateView stateView;
-    private java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> configInfo;
-    private ConfigReload reload;
 
     public GatewayServer(GatewayConfig config) {
-        this.eventLoops = config.http().eventLoopThreads() == 0 ? Runtime.getRuntime().availableProcessors()
-                : config.http().eventLoopThreads();
-        // the groups' threads start with their first task: building them here costs nothing until start()
-        this.bossGroup = transport.newGroup(1, "sluice-accept");
-        this.workerGroup = transport.newGroup(eventLoops, "sluice-io");
-        // health checks, telemetry and the admin listener on a loop of their own: a request loop busy
-        // with thousands of streams must not make a healthy worker's /health look timed out
-        this.controlGroup = transport.newGroup(1, "sluice-control");
-        // a slow /admin/state or /metrics scrape (or an admin reload, which reads files) must not
-        // delay admission's 20 ms expiry sweep on the control loop
-        this.adminGroup = transport.newGroup(1, "sluice-admin");
-        // blocking file IO (the prefill rate file, the TLS files' check) off every event loop
-        this.fileIo = Executors.newSingleThreadScheduledExecutor(new DefaultThreadFactory("sluice-file-io", true));
+        this.loops = new ServerLoops(transport, config.http().eventLoopThreads());
+        this.controlGroup = loops.control;
         this.workers = new WorkerSet(config.workers());
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
-                config.upstream().idleTimeout(), clientTls(config));
+                config.upstream().idleTimeout(), FileBackedParts.clientTls(config));
         this.aborts = new AbortSender(pool, metrics, config.timeouts().abort());
         aborts.adminKey(config.workers().adminAuthorization());
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(),
                 ac.tokenizer().chatTokensPerMessage());
-        this.counter = ac.tokenizer().tokenizerJson().map(path -> exactCounter(path, ac)).orElse(estimator);
+        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator)).orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
         this.modelTokens = config.routing().kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF)
-                .flatMap(kv -> ac.tokenizer().tokenizerJson()).map(path -> modelTokenizer(path, ac));
+                .flatMap(kv -> ac.tokenizer().tokenizerJson()).map(path -> FileBackedParts.modelTokenizer(path, ac));
         modelTokens.ifPresent(t -> ModelTokenizerMetrics.bind(metrics.registry(), t));
         // coordinated replicas: the share guard of cache_aware judges the fleet's recent load (docs/scale-out.md)
         Optional<FleetRoutedLoad> fleetRouted = config.coordination().map(cc -> new FleetRoutedLoad(
@@ -192,7 +165,7 @@ public final class GatewayServer implements AutoCloseable {
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
-                decodePolicy, pool, allLoops(), config.telemetry());
+                decodePolicy, pool, loops.upstreamLoops(), config.telemetry());
         this.checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
         // the probes run on the control loop, like the health checks: a busy request loop does not delay them
         io.netty.channel.EventLoop probeLoop = controlGroup.next();
@@ -201,18 +174,9 @@ public final class GatewayServer implements AutoCloseable {
                 (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, reconciler, aborts);
-        health.addListener((w, from, to, cause) -> {
-            if (cause != null) {
-                metrics.workerEjection(w.role().label(), w.name(), cause.label());
-            }
-            if (to.state() == WorkerState.EJECTED) {
-                // whoever waits on it for a first byte moves on now, not at its deadline (a draining
-                // worker, removed by a reload, finishes what it has)
-                live.forEach(ex -> ex.workerEjected(w));
-            } else if (w.routable()) {
-                admission.kick(); // queued requests may go now
-            }
-        });
+        this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
+        this.prefillRates = new PrefillRateState(this::config, admission, loops.fileIo);
+        HealthFollowers.attach(health, metrics, live, admission);
         StartupMetrics.preRegister(metrics, workers);
         metrics.bindWorkers(workers, config.telemetry());
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
@@ -220,100 +184,42 @@ public final class GatewayServer implements AutoCloseable {
                 () -> clients == null ? 0 : clients.open());
     }
 
-    /** TLS towards https:// workers (built whether or not any is configured now: a reload may add one). */
-    private static ClientTls clientTls(GatewayConfig config) {
-        try {
-            return ClientTls.create(config.upstream().caFile());
-        } catch (IOException e) {
-            throw new ConfigException("upstream.ca_file: " + e.getMessage());
-        }
-    }
-
-    private static ModelTokenizer modelTokenizer(Path path, AdmissionConfig ac) {
-        try {
-            // as many threads as admission's counting pool, and a queue of 64 prompts a thread: past that a
-            // request is routed without the view rather than waiting (docs/cache-affinity.md, the cost)
-            return ModelTokenizer.load(path, ac.tokenizer().threads(), 64 * ac.tokenizer().threads());
-        } catch (IOException | RuntimeException e) {
-            throw new ConfigException("routing.kv_events.tokenizer: hf: " + path + " cannot be loaded ("
-                    + e.getMessage() + ")", e);
-        }
-    }
-
-    private PromptTokenCounter exactCounter(Path path, AdmissionConfig ac) {
-        try {
-            return new HfTokenizerCounter(path, ac.tokenizer().threads(), ac.tokenizer().chatTokensPerMessage(),
-                    estimator);
-        } catch (IOException | RuntimeException e) {
-            throw new ConfigException("admission.tokenizer.path: " + path + " cannot be loaded (" + e.getMessage()
-                    + ")", e);
-        }
-    }
-
     public synchronized GatewayServer start() throws InterruptedException {
         GatewayConfig config = config();
-        if (config.listen().tls().isPresent()) {
-            try {
-                serverTls = ServerTls.load(config.listen().tls().get());
-            } catch (IOException e) {
-                throw new ConfigException("listen.tls: the certificate and key do not load: " + e.getMessage());
-            }
+        serverTls = FileBackedParts.serverTls(config);
+        if (serverTls != null) {
             metrics.bindTls(serverTls::notAfter);
         }
         clients = new ClientConnections(config.http().client(), metrics);
-        listener.bind(config, transport, bossGroup, workerGroup, clients, serverTls, metrics, front);
+        listener.bind(config, transport, loops.boss, loops.requests, clients, serverTls, metrics, front);
         EventExecutor control = controlGroup.next();
         if (serverTls != null) {
-            background.every("tls_reload_check", fileIo, config.listen().tls().get().reloadCheck(),
+            background.every("tls_reload_check", loops.fileIo, config.listen().tls().get().reloadCheck(),
                     () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
         }
         checker.start();
         stallProbes.start();
-        if (leases != null) {
-            leases.start();
-            background.every("coordination_share_gauges", control, Duration.ZERO,
-                    config.coordination().get().renewInterval(), coordinationMetrics::bindShares);
-            // serve with a share: the first grant is one round trip away; with Redis unreachable, the
-            // replica starts on budget / 1 after a lease time (it knows no peers), and says so
-            if (!leases.awaitFirstLease(config.coordination().get().leaseTtl().toMillis())) {
-                log.warn("coordination no lease yet replica_id={} status={}", leases.status().replicaId(),
-                        leases.status().mode().label());
-            }
-        }
-        kvEvents.ifPresent(k -> {
-            k.start();
-            // workers a reload added or retired get or lose their view and streams (idempotent, cheap)
-            background.every("kv_events_follow", control, Duration.ofMillis(200), () -> {
-                k.follow(workers.prefill());
-                kvMetrics.ifPresent(CacheViewMetrics::follow);
-            });
-        });
+        ControlTasks.start(config, background, control, admission, reconciler, workers, kvEvents, kvMetrics, leases,
+                coordinationMetrics);
         started = true;
-        // queued requests' deadlines: swept (and the queue re-judged) on the control loop, off the request loops
-        background.every("admission_expiry", control, Duration.ofMillis(20), admission::expire);
-        // where each queued request that asked for queue updates stands: one walk of the queue a second
-        background.every("queue_updates", control, Duration.ofSeconds(1), admission::reportQueue);
-        config.admission().prefillRate().stateFile().ifPresent(file -> {
-            admission.savedRates(PrefillRateFile.read(file, Instant.now()));
-            background.every("prefill_rate_save", fileIo, Duration.ofSeconds(30), this::saveRates);
-        });
-        background.every("drained_worker_retire", control, Duration.ofMillis(100), reconciler::retireDrained);
+        prefillRates.start(background);
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health, background);
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, pool, controlGroup.next(), config.disaggregation(),
                 config.telemetry().timeout().multipliedBy(5), background);
         identities.start();
-        metrics.bindNetty(workerGroup);
+        metrics.bindNetty(loops.requests);
         if (config.admin().enabled()) {
-            stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
-                    .configInfo(configInfo).coordination(this::coordination);
+            StateView stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
+                    .coordination(this::coordination);
             kvEvents.ifPresent(k -> stateView.kvView(k.view()));
             adminServer = new AdminServer(config.admin(), stateView, metrics);
-            adminServer.start(bossGroup, adminGroup, transport.serverChannel());
+            reloads.admin(adminServer, stateView);
+            adminServer.start(loops.boss, loops.admin, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
         }
         log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
-                listener.address(), transport.name(), eventLoops, workers.prefill().size(),
+                listener.address(), transport.name(), loops.eventLoops, workers.prefill().size(),
                 workers.decode().size(), config.disaggregation().name().toLowerCase());
         for (String w : ConfigWarnings.of(config)) {
             log.warn("config warning {}", w);
@@ -350,22 +256,6 @@ public final class GatewayServer implements AutoCloseable {
         return leases == null ? java.util.Optional.empty() : java.util.Optional.of(leases.status());
     }
 
-    /** Every loop that may hold upstream connections: the request loops and the control loop. */
-    private List<EventExecutor> allLoops() {
-        List<EventExecutor> loops = new ArrayList<>();
-        workerGroup.forEach(loops::add);
-        controlGroup.forEach(loops::add);
-        return loops;
-    }
-
-    /** Where {@code /admin/state} gets its {@code "config"} object (set by {@link ConfigReload}). */
-    private synchronized void stateView(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> info) {
-        this.configInfo = info;
-        if (stateView != null) {
-            stateView.configInfo(info);
-        }
-    }
-
     /** Enables live reload from {@code file}: SIGHUP, a watch on the file, {@code POST /admin/reload}. */
     public ConfigReload reloadFrom(Path file, boolean sighup) throws IOException {
         return reloadFrom(file, ConfigOverrides.none(), sighup);
@@ -373,21 +263,12 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Reload from {@code file} only when asked ({@link ConfigReload#reload}): no watch, no signal (tests). */
     public ConfigReload reloader(Path file) {
-        return new ConfigReload(reconfiguration, metrics.registry(), this::stateView, file, ConfigOverrides.none());
+        return reloads.reloader(file);
     }
 
     /** ... with the start-up's overrides (environment, {@code --set}) applied to every reload too. */
     public ConfigReload reloadFrom(Path file, ConfigOverrides overrides, boolean sighup) throws IOException {
-        ConfigReload r = new ConfigReload(reconfiguration, metrics.registry(), this::stateView, file, overrides)
-                .watch();
-        if (sighup) {
-            r.onSighup();
-        }
-        reload = r;
-        if (adminServer != null) {
-            adminServer.onReload(() -> r.reload("admin_api").toJson());
-        }
-        return r;
+        return reloads.reloadFrom(file, overrides, sighup);
     }
 
     /** Graceful drain ({@link GatewayDrain}); blocks the calling (shutdown) thread, never a loop. */
@@ -481,35 +362,9 @@ public final class GatewayServer implements AutoCloseable {
         return background;
     }
 
-    /** The measured prefill rates into admission.prefill_rate.state_file (as configured now), for the next start. */
-    private void saveRates() {
-        config().admission().prefillRate().stateFile().ifPresent(file ->
-                PrefillRateFile.write(file, admission.measuredRates(), Instant.now()));
-    }
-
-    /**
-     * The last save of the prefill rates runs on the file IO thread after its periodic save stopped
-     * (one writer of the file at a time), then the thread ends.
-     */
-    private void closeFileIo() {
-        if (started) {
-            fileIo.execute(this::saveRates);
-        }
-        fileIo.shutdown();
-        try {
-            if (!fileIo.awaitTermination(5, TimeUnit.SECONDS)) {
-                log.warn("file io thread still busy at shutdown wait_seconds=5");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     @Override
     public void close() {
-        if (reload != null) {
-            reload.close();
-        }
+        reloads.close();
         synchronized (this) {
             checker.close();
         }
@@ -524,7 +379,7 @@ public final class GatewayServer implements AutoCloseable {
             adminServer.close();
         }
         background.close();
-        closeFileIo();
+        prefillRates.close();
         if (leases != null) {
             leases.close();
         }
@@ -535,13 +390,7 @@ public final class GatewayServer implements AutoCloseable {
         kvEvents.ifPresent(KvEventSubscription::close);
         modelTokens.ifPresent(ModelTokenizer::close);
         listener.close();
-        // a quiet period: closing the listener ends the exchanges in flight, which send their aborts to
-        // the workers from these loops; with none, the aborts' connects complete on a loop that no longer
-        // runs tasks (their requests never sent nor released: a leak report, and GPU work left running)
-        workerGroup.shutdownGracefully(100, 2_000, TimeUnit.MILLISECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        adminGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
-        bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        loops.close();
         metrics.close();
         log.info("gateway stopped");
     }
