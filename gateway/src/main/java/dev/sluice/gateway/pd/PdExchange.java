@@ -13,10 +13,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.time.Duration;
-import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * One client request, from admission until its response and every attempt at it have ended: the
@@ -25,11 +22,10 @@ import org.slf4j.LoggerFactory;
  * called from here only). Each try on a pair is an {@link Attempt}, reporting through {@link
  * AttemptEvents}. A half that fails, stalls or times out, or a client that leaves, stops both halves
  * at once; a failure safe to retry ({@link AttemptFailure}) sends the request, with its one ticket,
- * back to admission for another pair. Lives on the client's event loop; no locks.
+ * back to admission for another pair ({@link Failover} decides). Lives on the client's event loop; no locks.
  */
-public final class PdExchange implements TicketListener, AttemptEvents, ExchangeWatchdog.Guarded, InFlight {
-    private static final Logger log = LoggerFactory.getLogger(PdExchange.class);
-
+public final class PdExchange implements TicketListener, AttemptEvents, ExchangeWatchdog.Guarded, InFlight,
+        Failover.Host {
     private final PdServices services;
     private final ExchangeSettings settings;
     private final GenerationRequest request;
@@ -39,14 +35,14 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private final ExchangeTimeline timeline;
     private final ExchangeWatchdog watchdog;
     private final AttemptSequence attempts;
+    private final Failover failover;
     private final HealthReports health;
     private final RequestTokens tokens;
     private QueueUpdates queueUpdates;
     private final Runnable onClientDone;
     /** The request's id: the first attempt's rid on the workers, and the id in every log line. */
     private final String rid;
-    /** The decode is paused because the client stopped taking bytes (set and cleared with the pause). */
-    private boolean clientBackpressured;
+    private final ClientBackpressure backpressure;
     private boolean clientDoneSignalled;
     private boolean ended;
     private final ExchangeTicket ticket;
@@ -68,6 +64,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.tokens = new RequestTokens(services.counter(), services.metrics(), request.batchSize() > 0);
         this.onClientDone = onClientDone;
         this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this);
+        this.backpressure = new ClientBackpressure(client, attempts, timeline);
+        this.failover = new Failover(attempts, ticket, timeline, client, services.workers(), services.metrics(),
+                settings.timeouts().request().toNanos(), rid, this);
         this.scope = new RequestScope(request, loop, ctx.alloc(), client, new AttemptServices(services.pool(),
                 services.aborts(), services.metrics(), settings.maxResponseBodyBytes(), settings.timeouts().abort()),
                 this);
@@ -207,11 +206,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         if (gap > 0) {
             services.metrics().interTokenGap(request.route().label(), gap);
         }
-        if (!client.writable() && attempts.isCurrent(a)) {
-            // the client cannot take more: stop reading the decode until it drains
-            clientBackpressured = true;
-            attempts.current().pauseDecode();
-        }
+        backpressure.relayed(a); // the client cannot take more: stop reading the decode until it drains
     }
 
     @Override
@@ -230,31 +225,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         if (ended || !attempts.isCurrent(k) || a == null) {
             return; // a stale attempt's late news says something about its worker, nothing more
         }
-        RetryReason reason = f.retryReason();
-        AbortCause cause = reason == null ? AbortCause.PEER_FAILED : reason.abortCause();
-        long backoff = ticket.deadlineNanos() < 0 ? -1 : attempts.retry().backoffNanos(attempts.count() - 1,
-                Math.min(ticket.deadlineNanos(), timeline.receivedNanos() + settings.timeouts().request().toNanos()));
-        if (reason == null || backoff < 0 || client.committed() || client.ended() || !services.workers().ready()) {
-            // not safe, no attempt or time left, or no pair to go to: answer now rather than wait
-            fail(f.error(), cause);
-            return;
-        }
-        attempts.stopCurrent(cause);
-        timeline.attemptEnded();
-        services.metrics().retry(reason.label());
-        log.info("retry rid={} attempt={} reason={} failed_prefill={} failed_decode={} backoff_ms={} detail=\"{}\"",
-                rid, attempts.count(), reason.label(), a.prefill.name(), a.decode.name(), backoff / 1_000_000,
-                f.error().message());
-        List<Worker> avoid = RetryPlan.avoid(f, a.prefill, a.decode);
-        attempts.retry().schedule(backoff, () -> {
-            if (ended || client.ended()) {
-                return;
-            }
-            queueUpdates.submitted(System.nanoTime()); // it waits for a pair again
-            if (!ticket.requeue(avoid)) {
-                fail(f.error(), null);
-            }
-        });
+        failover.failed(a, f);
     }
 
     @Override
@@ -304,15 +275,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     // ---- events from the client and the gateway ----
 
     public void clientWritabilityChanged(boolean writable) {
-        Attempt a = attempts.current();
-        if (writable && a != null) {
-            if (clientBackpressured) {
-                // the client made progress: the idle clock restarts (the worker was not idle, it was held)
-                clientBackpressured = false;
-                timeline.clientResumed(System.nanoTime());
-            }
-            a.resumeDecode();
-        }
+        backpressure.writabilityChanged(writable);
     }
 
     /** The client's connection closed: stop everything it started. */
@@ -370,7 +333,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     @Override
     public boolean clientBackpressured() {
-        return clientBackpressured;
+        return backpressure.paused();
     }
 
     /**
@@ -393,6 +356,18 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         }
         signalClientDone();
         maybeEnd();
+    }
+
+    // ---- for the failover (Failover.Host) ----
+
+    @Override
+    public boolean over() {
+        return ended || client.ended();
+    }
+
+    @Override
+    public void waitsAgain() {
+        queueUpdates.submitted(System.nanoTime());
     }
 
     private void signalClientDone() {
