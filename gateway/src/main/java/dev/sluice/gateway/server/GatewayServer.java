@@ -12,7 +12,8 @@ import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.HfTokenizerCounter;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
-import dev.sluice.gateway.admission.PrefillRateFile;
+import dev.sluice.gateway.state.KeptPrefillRates;
+import dev.sluice.gateway.state.PrefillRateStore;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
@@ -56,7 +57,6 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
@@ -114,6 +114,7 @@ public final class GatewayServer implements AutoCloseable {
     private final ClientListener listener = new ClientListener();
     private final FleetLeases leases; // coordination: this replica's share of the fleet's budgets, or null
     private final CoordinationMetrics coordinationMetrics; // or null
+    private final KeptPrefillRates keptRates; // the state file and, with coordination, Redis
     private HealthChecker checker; // replaced when a reload changes the health settings
     private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
     private boolean started;
@@ -174,8 +175,13 @@ public final class GatewayServer implements AutoCloseable {
                 prefillPolicy,
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
+        Optional<RedisLeaseStore> redis = config.coordination().map(cc -> new RedisLeaseStore(cc,
+                RedisLeaseStore.commandTimeout(cc)));
+        this.keptRates = new KeptPrefillRates(admission::savedRates, admission::measuredRates,
+                () -> config().admission().prefillRate().stateFile(), redis.map(r -> (PrefillRateStore) r),
+                config.coordination().map(cc -> cc.leaseTtl()).orElse(Duration.ZERO), fileIo, background);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
-                this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
+                this::listenAddress, redis.orElseThrow(), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
         if (leases != null) {
             tally.onUnmet(leases::renewSoon); // a share refusing work asks for more now, not a renewal later
@@ -293,10 +299,7 @@ public final class GatewayServer implements AutoCloseable {
         background.every("admission_expiry", control, Duration.ofMillis(20), admission::expire);
         // where each queued request that asked for queue updates stands: one walk of the queue a second
         background.every("queue_updates", control, Duration.ofSeconds(1), admission::reportQueue);
-        config.admission().prefillRate().stateFile().ifPresent(file -> {
-            admission.savedRates(PrefillRateFile.read(file, Instant.now()));
-            background.every("prefill_rate_save", fileIo, Duration.ofSeconds(30), this::saveRates);
-        });
+        keptRates.start(); // the measured rates a previous run (or another replica) kept: priors from the first request
         background.every("drained_worker_retire", control, Duration.ofMillis(100), reconciler::retireDrained);
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health, background);
         telemetry.start();
@@ -481,19 +484,13 @@ public final class GatewayServer implements AutoCloseable {
         return background;
     }
 
-    /** The measured prefill rates into admission.prefill_rate.state_file (as configured now), for the next start. */
-    private void saveRates() {
-        config().admission().prefillRate().stateFile().ifPresent(file ->
-                PrefillRateFile.write(file, admission.measuredRates(), Instant.now()));
-    }
-
     /**
      * The last save of the prefill rates runs on the file IO thread after its periodic save stopped
      * (one writer of the file at a time), then the thread ends.
      */
     private void closeFileIo() {
         if (started) {
-            fileIo.execute(this::saveRates);
+            fileIo.execute(keptRates::saveAtStop);
         }
         fileIo.shutdown();
         try {

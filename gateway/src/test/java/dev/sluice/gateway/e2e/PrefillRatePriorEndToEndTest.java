@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
-import dev.sluice.gateway.admission.PrefillRateFile;
+import dev.sluice.gateway.state.PrefillRateFile;
 import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.routing.Worker;
