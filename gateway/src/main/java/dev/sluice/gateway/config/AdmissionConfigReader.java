@@ -191,8 +191,7 @@ final class AdmissionConfigReader {
                 + "$XDG_STATE_HOME/sluice, else ~/.local/state/sluice; none (or SLUICE_STATE_DIRECTORY=none with auto): "
                 + "nowhere. An unwritable place is a warning at start, never a failed start.")
                 .text(StateDirectory.AUTO);
-        Optional<Path> state = StateDirectory.stateFile(stateSetting, System.getenv(),
-                System.getProperty("user.home"));
+        Optional<Path> state = StateDirectory.stateFile(stateSetting, n.reading()::env, System.getProperty("user.home"));
         return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state);
     }
 

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.function.Function;
 
 /**
  * Where a gateway keeps what it learned for its next start, as {@code admission.prefill_rate.state_file}
@@ -28,6 +29,11 @@ public final class StateDirectory {
      * (may be null or empty: then no {@code ~} fallback); empty: none.
      */
     public static Optional<Path> stateFile(String setting, Map<String, String> env, String home) {
+        return stateFile(setting, Objects.requireNonNull(env, "env")::get, home);
+    }
+
+    /** As above, with the environment as a lookup (the configuration's, which tests can give). */
+    public static Optional<Path> stateFile(String setting, Function<String, String> env, String home) {
         Objects.requireNonNull(env, "env");
         String s = setting == null ? AUTO : setting.trim();
         if (s.equals(NONE)) {
@@ -40,16 +46,16 @@ public final class StateDirectory {
     }
 
     /** The directory {@code auto} stands for; empty when {@code SLUICE_STATE_DIRECTORY=none} or none can be named. */
-    public static Optional<Path> directory(Map<String, String> env, String home) {
-        String own = set(env.get("SLUICE_STATE_DIRECTORY"));
+    public static Optional<Path> directory(Function<String, String> env, String home) {
+        String own = set(env.apply("SLUICE_STATE_DIRECTORY"));
         if (own != null) {
             return own.equals(NONE) ? Optional.empty() : Optional.of(Path.of(own));
         }
-        String systemd = set(env.get("STATE_DIRECTORY"));
+        String systemd = set(env.apply("STATE_DIRECTORY"));
         if (systemd != null) {
             return Optional.of(Path.of(systemd.split(":")[0]));
         }
-        String xdg = set(env.get("XDG_STATE_HOME"));
+        String xdg = set(env.apply("XDG_STATE_HOME"));
         if (xdg != null && Path.of(xdg).isAbsolute()) { // the XDG spec: a relative value is to be ignored
             return Optional.of(Path.of(xdg, "sluice"));
         }

@@ -2,7 +2,10 @@ package dev.sluice.gateway.state;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.ConfigOverrides;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -35,6 +38,24 @@ class StateDirectoryTest {
         assertThat(auto(Map.of("SLUICE_STATE_DIRECTORY", "none", "STATE_DIRECTORY", "/var/lib/sluice"))).isEmpty();
         assertThat(StateDirectory.stateFile("none", Map.of("STATE_DIRECTORY", "/var/lib/sluice"), HOME)).isEmpty();
         assertThat(StateDirectory.stateFile(" none ", Map.of(), HOME)).isEmpty();
+    }
+
+    @Test
+    void theConfigurationResolvesAutoFromTheEnvironmentItIsReadWith() {
+        String yaml = "workers: {unified: [{url: http://127.0.0.1:1}]}\ndisaggregation: none\n";
+        assertThat(stateFile(yaml, Map.of("STATE_DIRECTORY", "/var/lib/sluice")))
+                .contains(Path.of("/var/lib/sluice/prefill-rates.json"));
+        assertThat(stateFile(yaml, Map.of("SLUICE_STATE_DIRECTORY", "none", "STATE_DIRECTORY", "/var/lib/sluice")))
+                .isEmpty();
+        assertThat(stateFile(yaml + "admission: {prefill_rate: {state_file: none}}\n",
+                Map.of("STATE_DIRECTORY", "/var/lib/sluice"))).isEmpty();
+        assertThat(stateFile(yaml + "admission: {prefill_rate: {state_file: /srv/r.json}}\n", Map.of()))
+                .contains(Path.of("/srv/r.json"));
+    }
+
+    private static java.util.Optional<Path> stateFile(String yaml, Map<String, String> env) {
+        return ConfigLoader.parse(yaml, "test", ConfigOverrides.of(env, List.of())).admission().prefillRate()
+                .stateFile();
     }
 
     @Test
