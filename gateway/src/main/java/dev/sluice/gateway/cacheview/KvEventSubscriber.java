@@ -3,7 +3,6 @@ package dev.sluice.gateway.cacheview;
 import dev.sluice.gateway.routing.Worker;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -25,9 +24,9 @@ import org.zeromq.ZMsg;
 /**
  * Subscribes to the prefill workers' KV event publishers (ZMQ SUB, SGLang's and vLLM's
  * {@code [topic, seq, payload]} frames), one stream per worker and DP rank, on one thread of its
- * own, {@code sluice-kv-events}, which owns the ZMQ context and every socket, decodes each batch
- * and applies it to the worker's {@link WorkerBlocks}. Never an event loop, never the admission
- * lock.
+ * own, {@code sluice-kv-events}, which owns the ZMQ context and every socket; each frame is decoded
+ * and applied to the worker's {@link WorkerBlocks} by {@link KvEventFrames}. Never an event loop,
+ * never the admission lock.
  *
  * <p>Sequence numbers, per stream: a jump forward is a gap (batches lost: the rank's blocks are
  * forgotten and the worker's view is stale while it fills again); a jump back is a publisher that
@@ -41,7 +40,7 @@ import org.zeromq.ZMsg;
  * <p>Membership follows the worker list ({@link #follow}): the wanted streams are handed over
  * through an atomic reference and the thread opens and closes sockets to match.
  *
- * <p>Each stream stands alone (issue 29): its host is looked up off this thread, a stream that
+ * <p>Each stream stands alone: its host is looked up off this thread, a stream that
  * cannot be opened is retried with its own exponential backoff (ZMQ backs off the same way while a
  * publisher refuses or is gone), a frame that cannot be read is counted as malformed and skipped,
  * and a failure in one stream closes that stream only. Each change of a stream's state is logged
@@ -55,13 +54,12 @@ public final class KvEventSubscriber implements AutoCloseable {
     public static final long DEFAULT_MAX_MESSAGE_SIZE = 4L << 20;
     /** Frames read from one stream per turn, so that a flooding publisher cannot starve the others. */
     private static final int FRAMES_PER_TURN = 1_000;
-    private static final long LOG_EVERY_NANOS = 10_000_000_000L;
 
     private final CacheView view;
     private final byte[] topic;
     private final long resubscribeAfterNanos;
-    private final long rebuildNanos;
     private final long maxMessageSize;
+    private final KvEventFrames frames;
     /** The streams wanted, per worker its ranks' endpoints; taken by the thread when set. */
     private final AtomicReference<Map<Worker, List<String>>> wanted = new AtomicReference<>();
     /** Name lookups, off the subscriber's thread: a DNS server that hangs holds one stream back, not all. */
@@ -90,8 +88,8 @@ public final class KvEventSubscriber implements AutoCloseable {
         this.view = Objects.requireNonNull(view, "view");
         this.topic = topic.getBytes(StandardCharsets.UTF_8);
         this.resubscribeAfterNanos = resubscribeAfterNanos;
-        this.rebuildNanos = rebuildNanos;
         this.maxMessageSize = maxMessageSize;
+        this.frames = new KvEventFrames(maxMessageSize, rebuildNanos);
         follow(endpoints);
         this.thread = new Thread(this::run, "sluice-kv-events");
         thread.setDaemon(true);
@@ -179,7 +177,7 @@ public final class KvEventSubscriber implements AutoCloseable {
                 } else {
                     ZMsg m;
                     for (int n = 0; n < FRAMES_PER_TURN && (m = ZMsg.recvMsg(s.socket(), ZMQ.DONTWAIT)) != null; n++) {
-                        receiveSafely(s, m);
+                        frames.receiveSafely(s, m);
                     }
                 }
             } catch (RuntimeException e) {
@@ -358,73 +356,6 @@ public final class KvEventSubscriber implements AutoCloseable {
             }
         }
         return any;
-    }
-
-    /**
-     * One frame, whatever it holds: a frame that cannot be read or applied is counted as
-     * malformed and skipped, and the stream goes on. (The decoder checks every length before it
-     * allocates, so a hostile header is an exception here, never an OutOfMemoryError.)
-     */
-    private void receiveSafely(EventStream s, ZMsg msg) {
-        try {
-            receive(s, msg);
-        } catch (Throwable t) {
-            malformed(s, "error=" + t);
-        }
-    }
-
-    private void malformed(EventStream s, String why) {
-        s.blocks.malformed.incrementAndGet();
-        long now = System.nanoTime();
-        if (s.malformedLoggedNanos == 0 || now - s.malformedLoggedNanos > LOG_EVERY_NANOS) {
-            log.warn("kv events malformed worker={} rank={} {} skipped_since_last_log={}", s.worker.url(), s.rank, why,
-                    s.unloggedMalformed);
-            s.malformedLoggedNanos = now;
-            s.unloggedMalformed = 0;
-        } else {
-            s.unloggedMalformed++;
-        }
-    }
-
-    private void receive(EventStream s, ZMsg msg) {
-        long now = System.nanoTime();
-        s.lastHeardNanos = now;
-        if (msg.size() != 3) {
-            malformed(s, "frames=" + msg.size());
-            return;
-        }
-        msg.pop(); // topic (the subscription filtered on it)
-        byte[] seqBytes = msg.pop().getData();
-        byte[] payload = msg.pop().getData();
-        if (seqBytes.length != 8) {
-            malformed(s, "seq_bytes=" + seqBytes.length);
-            return;
-        }
-        if (payload.length > maxMessageSize) {
-            malformed(s, "payload_bytes=" + payload.length + " max_message_size=" + maxMessageSize);
-            return;
-        }
-        long seq = ByteBuffer.wrap(seqBytes).getLong();
-        KvEventBatch batch;
-        try {
-            batch = KvEventDecoder.decode(payload);
-        } catch (IllegalArgumentException e) {
-            malformed(s, "seq=" + seq + " error=" + e.getMessage());
-            return;
-        }
-        if (s.lastSeq >= 0 && seq <= s.lastSeq) {
-            log.info("kv events publisher restarted worker={} rank={} seq={} last_seq={}", s.worker.url(), s.rank, seq,
-                    s.lastSeq);
-            s.blocks.clear(s.rank);
-        } else if (s.lastSeq >= 0 && seq > s.lastSeq + 1) {
-            // SGLang and vLLM number each rank's batches from 0, one by one (kv_events.py, see
-            // docs/cache-affinity.md): a jump forward means batches were lost
-            s.blocks.lost(s.rank, now, rebuildNanos);
-            log.warn("kv events gap worker={} rank={} lost_batches={} seq={} (rank's blocks forgotten, view stale "
-                    + "while it fills again)", s.worker.url(), s.rank, seq - s.lastSeq - 1, seq);
-        }
-        s.lastSeq = seq;
-        s.blocks.apply(s.rank, batch, now);
     }
 
     /** The cache view this subscriber feeds. */

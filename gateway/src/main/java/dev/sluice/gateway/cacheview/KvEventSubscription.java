@@ -1,6 +1,6 @@
 package dev.sluice.gateway.cacheview;
 
-import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import dev.sluice.gateway.config.KvEventsConfig;
 import dev.sluice.gateway.routing.Worker;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -18,18 +18,18 @@ import org.slf4j.LoggerFactory;
 public final class KvEventSubscription implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(KvEventSubscription.class);
 
-    private final KvEvents cfg;
+    private final KvEventsConfig cfg;
     private final KvEventSubscriber subscriber;
     /** Workers already warned about (no endpoint), so that a periodic follow logs each once. */
     private final Set<Worker> warned = new HashSet<>();
 
-    private KvEventSubscription(KvEvents cfg, KvEventSubscriber subscriber) {
+    private KvEventSubscription(KvEventsConfig cfg, KvEventSubscriber subscriber) {
         this.cfg = cfg;
         this.subscriber = subscriber;
     }
 
     /** The view and its subscriber (not started) for every worker that has an endpoint; the others stay without a view. */
-    public static KvEventSubscription of(KvEvents cfg, List<Worker> prefills) {
+    public static KvEventSubscription of(KvEventsConfig cfg, List<Worker> prefills) {
         Objects.requireNonNull(cfg, "cfg");
         CacheView view = new CacheView(List.of(), cfg.maxBlocksPerWorker(),
                 cfg.maxMemoryBytes(Runtime.getRuntime().maxMemory()), cfg.staleAfter().toNanos(), System::nanoTime);

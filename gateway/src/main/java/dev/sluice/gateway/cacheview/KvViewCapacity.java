@@ -3,7 +3,7 @@ package dev.sluice.gateway.cacheview;
 import dev.sluice.gateway.config.ByteSizes;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.GatewayConfig.WorkerEndpoint;
-import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import dev.sluice.gateway.config.KvEventsConfig;
 import java.util.List;
 import java.util.Optional;
 
@@ -23,11 +23,11 @@ public final class KvViewCapacity {
 
     /** The most bytes the view of {@code config} can take in a heap of {@code maxHeap}; 0 without kv_events. */
     public static long need(GatewayConfig config, long maxHeap) {
-        Optional<KvEvents> kv = config.routing().kvEvents();
+        Optional<KvEventsConfig> kv = config.routing().kvEvents();
         if (kv.isEmpty()) {
             return 0;
         }
-        KvEvents k = kv.get();
+        KvEventsConfig k = kv.get();
         if (k.maxMemory().isPresent()) {
             return k.maxMemoryBytes(maxHeap);
         }
@@ -35,7 +35,7 @@ public final class KvViewCapacity {
     }
 
     /** The configured prefill (or unified) workers that have an event endpoint. */
-    static long subscribed(GatewayConfig config, KvEvents k) {
+    static long subscribed(GatewayConfig config, KvEventsConfig k) {
         List<WorkerEndpoint> ws = config.workers().prefill().isEmpty() ? config.workers().unified()
                 : config.workers().prefill();
         return ws.stream().filter(w -> k.endpointOf(w.url(), w.host()).isPresent()).count();
@@ -48,7 +48,7 @@ public final class KvViewCapacity {
         if (need <= allowed) {
             return Optional.empty();
         }
-        KvEvents k = config.routing().kvEvents().orElseThrow();
+        KvEventsConfig k = config.routing().kvEvents().orElseThrow();
         String what = k.maxMemory().isPresent()
                 ? "routing.kv_events.max_memory: " + k.maxMemory().get().format() + " (" + mib(need) + ")"
                 : "routing.kv_events.max_blocks_per_worker: " + k.maxBlocksPerWorker() + " x "

@@ -4,6 +4,7 @@ import dev.sluice.gateway.config.AdmissionConfig.ApiKey;
 import dev.sluice.gateway.config.AdmissionConfig.TenantLimit;
 import dev.sluice.gateway.config.AdmissionConfig.TenantLimits;
 import dev.sluice.gateway.config.AdmissionConfig.TokenizerConfig;
+import dev.sluice.gateway.state.StateDirectory;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -184,9 +185,13 @@ final class AdmissionConfigReader {
         boolean telemetry = n.child("from_telemetry", "Read the rate from a worker that exports it (SGLang with "
                 + "SGLANG_ENABLE_METRICS_DEVICE_TIMER: sglang:realtime_tokens_total{mode=\"prefill_compute\"} over "
                 + "sglang:gpu_execution_seconds_total); used when no prior is configured for it.").bool(true);
-        Optional<Path> state = n.child("state_file", "A small JSON file where the measured rates are kept across "
-                + "restarts (written every 30 s and at shutdown); read at start as priors. Absent: none.")
-                .optionalText().map(Path::of);
+        String stateSetting = n.child("state_file", "A small JSON file where the measured rates are kept across "
+                + "restarts (written every 30 s and at shutdown); read at start as priors. auto: prefill-rates.json in "
+                + "$SLUICE_STATE_DIRECTORY, else $STATE_DIRECTORY (systemd's StateDirectory=), else "
+                + "$XDG_STATE_HOME/sluice, else ~/.local/state/sluice; none (or SLUICE_STATE_DIRECTORY=none with auto): "
+                + "nowhere. An unwritable place is a warning at start, never a failed start.")
+                .text(StateDirectory.AUTO);
+        Optional<Path> state = StateDirectory.stateFile(stateSetting, n.reading()::env, System.getProperty("user.home"));
         return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state);
     }
 

@@ -80,6 +80,14 @@ public record CoordinationConfig(String url, Optional<Secret> password, boolean 
         return fleet.isEmpty() ? "{sluice}:fleet" : "{sluice:" + fleet + "}:fleet";
     }
 
+    /**
+     * The fleet's measured prefill rates (a hash: worker URL to its rate), under the fleet's own hash tag, so
+     * fleets never share them and a Redis Cluster keeps them on the fleet key's node.
+     */
+    public String prefillRatesKey() {
+        return fleet.isEmpty() ? "{sluice}:prefill_rates" : "{sluice:" + fleet + "}:prefill_rates";
+    }
+
     /** True for {@code rediss://}. */
     public boolean tls() {
         return url.startsWith("rediss://");

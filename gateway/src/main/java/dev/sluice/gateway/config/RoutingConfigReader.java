@@ -2,7 +2,6 @@ package dev.sluice.gateway.config;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sluice.gateway.config.RoutingConfig.CacheAware;
-import dev.sluice.gateway.config.RoutingConfig.KvEvents;
 import dev.sluice.gateway.config.RoutingConfig.Tokenizer;
 import dev.sluice.gateway.config.RoutingConfig.Policy;
 import dev.sluice.gateway.config.RoutingConfig.RolePolicy;
@@ -75,7 +74,7 @@ public final class RoutingConfigReader {
                 .build();
     }
 
-    private static Optional<KvEvents> kvEvents(ConfigNode n) {
+    private static Optional<KvEventsConfig> kvEvents(ConfigNode n) {
         n.allowOnly("endpoints", "endpoint_pattern", "topic", "tokenizer", "stale_after", "resubscribe_after", "dp_ranks",
                 "max_blocks_per_worker", "max_memory", "max_message_size");
         Map<String, String> endpoints = new LinkedHashMap<>();
@@ -98,30 +97,30 @@ public final class RoutingConfigReader {
                 .oneOf(Tokenizer.SIM, List.of(Tokenizer.values()), Tokenizer::label);
         Duration staleAfter = n.child("stale_after", "A worker sent a prompt that should store new blocks, and silent "
                 + "this long since: its view is stale, and cache_aware falls back to the local prefix tree.")
-                .durationAtLeast(KvEvents.DEFAULT_STALE_AFTER, Duration.ofSeconds(1));
+                .durationAtLeast(KvEventsConfig.DEFAULT_STALE_AFTER, Duration.ofSeconds(1));
         Duration resubscribeAfter = n.child("resubscribe_after", "A worker sent a prompt that should store new "
                 + "blocks, and a stream of its silent this long since: the subscription is closed and opened again "
                 + "(a ZMQ subscription can come up dead; docs/cache-affinity.md). Keep it below stale_after.")
-                .durationAtLeast(KvEvents.DEFAULT_RESUBSCRIBE_AFTER, Duration.ofSeconds(1));
+                .durationAtLeast(KvEventsConfig.DEFAULT_RESUBSCRIBE_AFTER, Duration.ofSeconds(1));
         int dpRanks = n.child("dp_ranks", "Event streams per worker: its attention data-parallel size. SGLang and vLLM "
                 + "publish one stream per DP rank, rank r on the endpoint's port + r; all of them feed the worker's "
                 + "one view.").intIn(1, 1, 1024);
         long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per DP rank of each worker (a worker "
                 + "with dp_ranks: 4 holds up to four times this); past it the least recently stored are forgotten. "
-                + "With max_memory, the lower bound wins.").longIn(KvEvents.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE - 8);
+                + "With max_memory, the lower bound wins.").longIn(KvEventsConfig.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE - 8);
         Optional<MemoryBudget> maxMemory = n.child("max_memory", "The whole KV view's memory (every worker's every "
                 + "rank): a byte size such as 512MiB, or a share of the heap (-Xmx) such as 25%. Shared evenly by "
                 + "the worker-ranks, at about 45 bytes a block (docs/cache-affinity.md); past its share a rank "
                 + "forgets its least recently stored blocks. Absent: max_blocks_per_worker alone bounds the view. "
                 + "serve refuses to start when the view could need more than half the heap.")
-                .optionalMemoryBudget(KvEvents.MIN_MAX_MEMORY);
+                .optionalMemoryBudget(KvEventsConfig.MIN_MAX_MEMORY);
         long maxMessageSize = n.child("max_message_size", "The largest event message read from a publisher (ZMQ's "
                 + "MAXMSGSIZE); a larger one is dropped with its connection, which ZMQ opens again.")
-                .bytesAtLeast(KvEvents.DEFAULT_MAX_MESSAGE_SIZE, KvEvents.MIN_MAX_MESSAGE_SIZE);
+                .bytesAtLeast(KvEventsConfig.DEFAULT_MAX_MESSAGE_SIZE, KvEventsConfig.MIN_MAX_MESSAGE_SIZE);
         if (n.isMissing() || endpoints.isEmpty() && pattern.isEmpty()) {
             return Optional.empty(); // no endpoint named: off (the other keys alone mean nothing, as listen.tls)
         }
-        return Optional.of(KvEvents.builder().endpoints(endpoints).endpointPattern(pattern)
+        return Optional.of(KvEventsConfig.builder().endpoints(endpoints).endpointPattern(pattern)
                 .topic(topic).tokenizer(tokenizer).staleAfter(staleAfter).resubscribeAfter(resubscribeAfter)
                 .dpRanks(dpRanks).maxBlocksPerWorker(maxBlocks).maxMemory(maxMemory).maxMessageSize(maxMessageSize)
                 .build());

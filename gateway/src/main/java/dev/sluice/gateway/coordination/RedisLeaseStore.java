@@ -1,6 +1,8 @@
 package dev.sluice.gateway.coordination;
 
 import dev.sluice.gateway.config.CoordinationConfig;
+import dev.sluice.gateway.state.PrefillRateStore;
+import dev.sluice.gateway.state.SavedRate;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisNoScriptException;
@@ -20,7 +22,10 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.resource.ClientResources;
 import io.lettuce.core.resource.DefaultClientResources;
+import io.lettuce.core.api.async.RedisHashAsyncCommands;
+import io.lettuce.core.api.async.RedisKeyAsyncCommands;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.TimeUnit;
@@ -35,11 +40,12 @@ import java.util.concurrent.TimeUnit;
  * its node connections, which follows slot moves). Standalone or Redis Cluster: the fleet's one key carries one hash
  * tag ({@code {sluice}}, or {@code {sluice:<fleet>}}), so the one script runs on one node either way.
  */
-public final class RedisLeaseStore implements LeaseStore {
+public final class RedisLeaseStore implements LeaseStore, PrefillRateStore {
     /** The key of the fleet without a name (every fleet's, before fleets had names). */
     static final String FLEET_KEY = "{sluice}:fleet";
     private final String fleetKey;
     private final String[] keys;
+    private final String ratesKey;
 
     private final RedisURI uri;
     private final Duration timeout;
@@ -55,6 +61,7 @@ public final class RedisLeaseStore implements LeaseStore {
         this.timeout = timeout;
         this.fleetKey = config.fleetKey();
         this.keys = new String[] {fleetKey};
+        this.ratesKey = config.prefillRatesKey();
         this.resources = DefaultClientResources.builder().ioThreadPoolSize(2).computationThreadPoolSize(2).build();
         this.uri = RedisURI.create(config.url());
         uri.setTimeout(timeout);
@@ -128,6 +135,35 @@ public final class RedisLeaseStore implements LeaseStore {
                     .toCompletableFuture()
                     : ((StatefulRedisConnection<String, String>) c).async().hdel(fleetKey, member).toCompletableFuture();
         }).<Void>thenApply(n -> null).orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    }
+
+    @Override
+    public CompletionStage<Map<String, String>> readPrefillRates() {
+        // the command is bounded; the connection, when this makes it, has its own connect timeout (the lease time)
+        return connection().thenCompose(c -> hashes(c).hgetall(ratesKey).toCompletableFuture()
+                .orTimeout(timeout.toMillis(), TimeUnit.MILLISECONDS));
+    }
+
+    /** Sets the entries and keeps the hash for {@link SavedRate#MAX_AGE} past this write (a fleet gone for good leaves nothing). */
+    @Override
+    @SuppressWarnings("unchecked")
+    public CompletionStage<Void> writePrefillRates(Map<String, String> byUrl) {
+        if (byUrl.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        return connection().thenCompose(c -> hashes(c).hset(ratesKey, byUrl).toCompletableFuture()
+                .thenCompose(n -> ((RedisKeyAsyncCommands<String, String>) hashes(c))
+                        .pexpire(ratesKey, SavedRate.MAX_AGE.toMillis()).toCompletableFuture())
+                .orTimeout(timeout.toMillis() * 2, TimeUnit.MILLISECONDS))
+                .<Void>thenApply(x -> null);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static RedisHashAsyncCommands<String, String> hashes(StatefulConnection<String, String> c) {
+        if (c instanceof StatefulRedisClusterConnection<?, ?> cluster) {
+            return ((StatefulRedisClusterConnection<String, String>) cluster).async();
+        }
+        return ((StatefulRedisConnection<String, String>) c).async();
     }
 
     private static Throwable unwrap(Throwable e) {

@@ -29,7 +29,8 @@ import org.slf4j.LoggerFactory;
  * arguments: {@code disaggregation_mode}, {@code disaggregation_bootstrap_port}, {@code dp_size},
  * {@code enable_metrics}, {@code version}; sgl-project/sglang
  * {@code python/sglang/srt/entrypoints/http_server.py}, {@code get_server_info}), the deprecated
- * {@code /get_server_info} on older servers, and vLLM's {@code /v1/models}. Where the answer
+ * {@code /get_server_info} on older servers, and vLLM's {@code /v1/models} and {@code /version}. A version
+ * outside {@link CoveredReleases} is a warning (logged once per worker, as every change of identity). Where the answer
  * contradicts the configuration the worker's {@link WorkerIdentity} names it, the log says it at
  * ERROR, and {@code /admin/state}, {@code status} and {@code sluice_worker_misconfigured} show it.
  * The worker is not taken out of rotation for it: the description may be wrong where traffic is
@@ -91,7 +92,16 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             if (r.failure() == null && r.status() == 404) {
                 get(w, "/get_server_info", old -> {
                     if (old.failure() == null && old.status() == 404) {
-                        get(w, "/v1/models", models -> record(w, fromModels(models)));
+                        get(w, "/v1/models", models -> {
+                            WorkerIdentity id = fromModels(models);
+                            if (id == null || !id.server().equals("vllm")) {
+                                record(w, id);
+                                return;
+                            }
+                            // vLLM's GET /version: {"version": VLLM_VERSION} (vllm-project/vllm@048027fbbdb8
+                            // vllm/entrypoints/openai/api_server.py, show_version)
+                            get(w, "/version", version -> record(w, withVersion(id, version)));
+                        });
                     } else {
                         record(w, fromServerInfo(w, old));
                     }
@@ -179,8 +189,9 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             warnings.add("started without --enable-metrics: no /metrics, so no KV usage or queue telemetry (the "
                     + "load route still gives the queue)");
         }
-        return new WorkerIdentity(server, info.path("version").asText(""), reported, info.path("dp_size").asInt(0),
-                problems, warnings);
+        String version = info.path("version").asText("");
+        CoveredReleases.outside(server, version).ifPresent(warnings::add);
+        return new WorkerIdentity(server, version, reported, info.path("dp_size").asInt(0), problems, warnings);
     }
 
     private static WorkerIdentity fromModels(UpstreamFetch.Result r) {
@@ -193,6 +204,21 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             return new WorkerIdentity(owner.isEmpty() ? "unknown" : owner, "", "", 0, List.of(), List.of());
         } catch (IOException e) {
             return null;
+        }
+    }
+
+    /** {@code id} with the version vLLM's {@code /version} gave, if it answered one (judged by {@link CoveredReleases}). */
+    static WorkerIdentity withVersion(WorkerIdentity id, UpstreamFetch.Result r) {
+        if (!r.ok()) {
+            return id;
+        }
+        try {
+            String version = JSON.readTree(r.body()).path("version").asText("");
+            List<String> warnings = new ArrayList<>(id.warnings());
+            CoveredReleases.outside(id.server(), version).ifPresent(warnings::add);
+            return new WorkerIdentity(id.server(), version, id.mode(), id.dpSize(), id.problems(), warnings);
+        } catch (IOException | RuntimeException e) {
+            return id;
         }
     }
 

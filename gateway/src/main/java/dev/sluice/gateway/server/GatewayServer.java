@@ -11,6 +11,8 @@ import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
+import dev.sluice.gateway.state.KeptPrefillRates;
+import dev.sluice.gateway.state.PrefillRateStore;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
@@ -147,8 +149,13 @@ public final class GatewayServer implements AutoCloseable {
                 prefillPolicy,
                 decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
         admissionMetrics.bind(admission, counter);
+        Optional<RedisLeaseStore> redis = config.coordination().map(cc -> new RedisLeaseStore(cc,
+                RedisLeaseStore.commandTimeout(cc)));
+        KeptPrefillRates keptRates = new KeptPrefillRates(admission::savedRates, admission::measuredRates,
+                () -> config().admission().prefillRate().stateFile(), redis.map(r -> (PrefillRateStore) r),
+                config.coordination().map(cc -> cc.leaseTtl()).orElse(Duration.ZERO), loops.fileIo, background);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
-                this::listenAddress, new RedisLeaseStore(cc, RedisLeaseStore.commandTimeout(cc)), admission,
+                this::listenAddress, redis.orElseThrow(), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
         if (leases != null) {
             tally.onUnmet(leases::renewSoon); // a share refusing work asks for more now, not a renewal later
@@ -175,7 +182,7 @@ public final class GatewayServer implements AutoCloseable {
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, reconciler, aborts);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
-        this.prefillRates = new PrefillRateState(this::config, admission, loops.fileIo);
+        this.prefillRates = new PrefillRateState(keptRates, loops.fileIo);
         HealthFollowers.attach(health, metrics, live, admission);
         StartupMetrics.preRegister(metrics, workers);
         metrics.bindWorkers(workers, config.telemetry());
@@ -202,7 +209,7 @@ public final class GatewayServer implements AutoCloseable {
         ControlTasks.start(config, background, control, admission, reconciler, workers, kvEvents, kvMetrics, leases,
                 coordinationMetrics);
         started = true;
-        prefillRates.start(background);
+        prefillRates.start();
         telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health, background);
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, pool, controlGroup.next(), config.disaggregation(),

@@ -1,49 +1,32 @@
 package dev.sluice.gateway.server;
 
-import dev.sluice.gateway.admission.AdmissionController;
-import dev.sluice.gateway.admission.PrefillRateFile;
-import dev.sluice.gateway.background.BackgroundTasks;
-import dev.sluice.gateway.config.GatewayConfig;
-import java.time.Duration;
-import java.time.Instant;
+import dev.sluice.gateway.state.KeptPrefillRates;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The measured prefill rates kept across restarts ({@code admission.prefill_rate.state_file}): read at
- * start, saved every 30 s and once more at shutdown, always on the file IO thread (one writer of the
- * file at a time, never an event loop).
+ * The measured prefill rates kept across restarts (the state file and, with coordination, Redis):
+ * read at start, saved periodically and once more at shutdown, always on the file IO thread (one
+ * writer of the file at a time, never an event loop).
  */
 final class PrefillRateState {
     private static final Logger log = LoggerFactory.getLogger(PrefillRateState.class);
 
-    private final Supplier<GatewayConfig> config;
-    private final AdmissionController admission;
+    private final KeptPrefillRates kept;
     private final ScheduledExecutorService fileIo;
     private volatile boolean started;
 
-    PrefillRateState(Supplier<GatewayConfig> config, AdmissionController admission, ScheduledExecutorService fileIo) {
-        this.config = config;
-        this.admission = admission;
+    PrefillRateState(KeptPrefillRates kept, ScheduledExecutorService fileIo) {
+        this.kept = kept;
         this.fileIo = fileIo;
     }
 
-    /** Loads the saved rates (when a state file is configured) and starts the periodic save. */
-    void start(BackgroundTasks background) {
+    /** Gives admission the kept rates as priors and starts the periodic saves. */
+    void start() {
         started = true;
-        config.get().admission().prefillRate().stateFile().ifPresent(file -> {
-            admission.savedRates(PrefillRateFile.read(file, Instant.now()));
-            background.every("prefill_rate_save", fileIo, Duration.ofSeconds(30), this::save);
-        });
-    }
-
-    /** The measured prefill rates into the state file (as configured now), for the next start. */
-    private void save() {
-        config.get().admission().prefillRate().stateFile().ifPresent(file ->
-                PrefillRateFile.write(file, admission.measuredRates(), Instant.now()));
+        kept.start(); // the measured rates a previous run (or another replica) kept: priors from the first request
     }
 
     /**
@@ -52,7 +35,7 @@ final class PrefillRateState {
      */
     void close() {
         if (started) {
-            fileIo.execute(this::save);
+            fileIo.execute(kept::saveAtStop);
         }
         fileIo.shutdown();
         try {

@@ -7,7 +7,7 @@ import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.stored;
 import static dev.sluice.gateway.cacheview.KvEventSubscriberTest.worker;
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import dev.sluice.gateway.config.KvEventsConfig;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.testbed.testing.Poll;
 import java.time.Duration;
@@ -33,7 +33,7 @@ class KvEventSubscriptionTest {
             ZMQ.Socket[] pubs = consecutivePubs(ctx, 2);
             String rank0 = pubs[0].getLastEndpoint();
             Worker w = worker(11);
-            KvEvents cfg = KvEvents.builder().endpoints(Map.of(w.url(), rank0)).dpRanks(2).build();
+            KvEventsConfig cfg = KvEventsConfig.builder().endpoints(Map.of(w.url(), rank0)).dpRanks(2).build();
             assertThat(cfg.rankEndpoints(rank0)).containsExactly(rank0, pubs[1].getLastEndpoint());
             try (KvEventSubscription s = KvEventSubscription.of(cfg, List.of(w))) {
                 s.start();
@@ -68,7 +68,7 @@ class KvEventSubscriptionTest {
             pubB.bind("tcp://127.0.0.1:*");
             Worker a = worker(21);
             Worker b = worker(22);
-            KvEvents cfg = KvEvents.builder().endpoints(Map.of(a.url(), pubA.getLastEndpoint(),
+            KvEventsConfig cfg = KvEventsConfig.builder().endpoints(Map.of(a.url(), pubA.getLastEndpoint(),
                     b.url(), pubB.getLastEndpoint())).build();
             try (KvEventSubscription s = KvEventSubscription.of(cfg, List.of(a))) {
                 s.start();

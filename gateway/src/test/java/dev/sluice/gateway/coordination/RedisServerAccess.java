@@ -28,6 +28,11 @@ public final class RedisServerAccess implements AutoCloseable {
         return server.url();
     }
 
+    /** Runs {@code redis-cli ARGS} against this server and returns what it printed. */
+    public String cli(String... args) throws Exception {
+        return server.cli(args);
+    }
+
     public void stop() throws InterruptedException {
         server.stop();
     }

@@ -6,8 +6,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.AdmissionSnapshot;
-import dev.sluice.gateway.admission.PrefillRateFile;
+import dev.sluice.gateway.state.PrefillRateFile;
 import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.testing.PdTestbed;
@@ -106,7 +107,24 @@ class PrefillRatePriorEndToEndTest {
     void theRateMeasuredInOneRunIsThePriorOfTheNext() throws Exception {
         Path file = dir.resolve("prefill-rates.json");
         String extra = "admission: {prefill_rate: {state_file: " + file + ", from_telemetry: false}}\n";
-        start(false, extra);
+        carriedOver(file, extra, ConfigOverrides.none());
+    }
+
+    /**
+     * With no state_file in the configuration (auto): kept in the state directory, here the one
+     * systemd's StateDirectory= names ($STATE_DIRECTORY), and read back by the next start.
+     */
+    @Test
+    void byDefaultTheRatesAreKeptInTheStateDirectory() throws Exception {
+        Path stateDirectory = dir.resolve("var-lib-sluice");
+        Map<String, String> env = Map.of("STATE_DIRECTORY", stateDirectory.toString());
+        carriedOver(stateDirectory.resolve("prefill-rates.json"), "admission: {prefill_rate: {from_telemetry: false}}\n",
+                ConfigOverrides.of(env, java.util.List.of()));
+    }
+
+    private void carriedOver(Path file, String extra, ConfigOverrides overrides) throws Exception {
+        bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, SimConfig.defaults().withPrefillTokensPerSecond(SIM_RATE)
+                .withDecodeStep(Duration.ofMillis(2)).withDeviceTimerMetrics(false), TIMEOUTS, extra, overrides);
         String prompt = "{\"model\":\"sim-model\",\"max_tokens\":2,\"stream\":true,\"prompt\":["
                 + IntStream.range(0, 6_000).mapToObj(i -> String.valueOf(1 + i % 30_000))
                 .collect(Collectors.joining(",")) + "]}";
@@ -125,7 +143,7 @@ class PrefillRatePriorEndToEndTest {
         assertThat(Files.readString(file)).contains("\"measured_at\"");
 
         // the next run, same workers: deadline checks on from its first request
-        GatewayServer next = new GatewayServer(ConfigLoader.parse(bed.yaml, "test")).start();
+        GatewayServer next = new GatewayServer(ConfigLoader.parse(bed.yaml, "test", overrides)).start();
         bed = PdTestbed.adopt(bed.cluster, next);
         assertThat(next.awaitReady(20, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
         assertThat(rate()).isEqualTo(new AdmissionSnapshot.PrefillRate(saved.get(url), "state_file"));

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.sluice.gateway.config.ConfigException;
 import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.config.GatewayConfig;
-import dev.sluice.gateway.config.RoutingConfig.KvEvents;
+import dev.sluice.gateway.config.KvEventsConfig;
 import java.time.Duration;
 import org.junit.jupiter.api.Test;
 
@@ -18,13 +18,13 @@ class KvEventsConfigTest {
     void endpointsByWorkerThenThePattern() {
         GatewayConfig c = ConfigLoader.parse(WORKERS + "routing:\n  kv_events:\n    endpoints: {\"http://p0:30000\": "
                 + "\"tcp://p0:6000\"}\n    endpoint_pattern: \"tcp://{host}:5557\"\n    stale_after: 5s\n", "test");
-        KvEvents kv = c.routing().kvEvents().orElseThrow();
+        KvEventsConfig kv = c.routing().kvEvents().orElseThrow();
         assertThat(kv.endpointOf("http://p0:30000", "p0")).hasValue("tcp://p0:6000");
         assertThat(kv.endpointOf("http://p1:30000", "p1")).hasValue("tcp://p1:5557");
         assertThat(kv.staleAfter()).isEqualTo(Duration.ofSeconds(5));
-        assertThat(kv.maxBlocksPerWorker()).isEqualTo(KvEvents.DEFAULT_MAX_BLOCKS);
+        assertThat(kv.maxBlocksPerWorker()).isEqualTo(KvEventsConfig.DEFAULT_MAX_BLOCKS);
         assertThat(kv.topic()).isEmpty();
-        assertThat(kv.resubscribeAfter()).isEqualTo(KvEvents.DEFAULT_RESUBSCRIBE_AFTER);
+        assertThat(kv.resubscribeAfter()).isEqualTo(KvEventsConfig.DEFAULT_RESUBSCRIBE_AFTER);
         assertThat(kv.dpRanks()).isEqualTo(1);
         assertThat(kv.rankEndpoints("tcp://p0:6000")).containsExactly("tcp://p0:6000");
     }
@@ -33,7 +33,7 @@ class KvEventsConfigTest {
     void dpRanksPublishOnTheFollowingPorts() {
         GatewayConfig c = ConfigLoader.parse(WORKERS + "routing:\n  kv_events:\n    endpoint_pattern: "
                 + "\"tcp://{host}:5557\"\n    dp_ranks: 4\n    resubscribe_after: 2s\n", "test");
-        KvEvents kv = c.routing().kvEvents().orElseThrow();
+        KvEventsConfig kv = c.routing().kvEvents().orElseThrow();
         assertThat(kv.rankEndpoints(kv.endpointOf("http://p1:30000", "p1").orElseThrow()))
                 .containsExactly("tcp://p1:5557", "tcp://p1:5558", "tcp://p1:5559", "tcp://p1:5560");
         assertThat(kv.resubscribeAfter()).isEqualTo(Duration.ofSeconds(2));

@@ -3,6 +3,7 @@ package dev.sluice.gateway.testing;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.config.ConfigLoader;
+import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.testbed.sim.DecodeServer;
@@ -62,9 +63,20 @@ public final class PdTestbed implements AutoCloseable {
         return startAsIs(mode, prefills, decodes, sim.withHealthGeneration(false), timeoutsYaml, extraYaml);
     }
 
+    /** As {@link #start(SimMode, int, int, SimConfig, String, String)}, the configuration read with {@code overrides}. */
+    public static PdTestbed start(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
+                                  String extraYaml, ConfigOverrides overrides) throws Exception {
+        return startAsIs(mode, prefills, decodes, sim.withHealthGeneration(false), timeoutsYaml, extraYaml, overrides);
+    }
+
     /** As {@link #start(SimMode, int, int, SimConfig, String, String)}, with the servers exactly as {@code sim} says. */
     public static PdTestbed startAsIs(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
                                       String extraYaml) throws Exception {
+        return startAsIs(mode, prefills, decodes, sim, timeoutsYaml, extraYaml, ConfigOverrides.none());
+    }
+
+    private static PdTestbed startAsIs(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
+                                       String extraYaml, ConfigOverrides overrides) throws Exception {
         SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim, mode);
         // the tests read /metrics and the per-worker /readiness from the client port (off by default:
         // ClientListenerExposureEndToEndTest covers the default)
@@ -105,7 +117,7 @@ public final class PdTestbed implements AutoCloseable {
                 .append(extraYaml);
         GatewayServer gateway;
         try {
-            gateway = new GatewayServer(ConfigLoader.parse(yaml.toString(), "test")).start();
+            gateway = new GatewayServer(ConfigLoader.parse(yaml.toString(), "test", overrides)).start();
         } catch (Exception | Error e) {
             cluster.close();
             throw e;

@@ -101,7 +101,7 @@ final class ServerInfo {
         o.put("max_running_requests", c.decodeMaxBatch());
         o.put("max_total_num_tokens", w.rankPoolTokens());
         o.put("max_req_input_len", c.contextLength() - 1);
-        o.put("version", VERSION);
+        o.put("version", c.serverVersion());
         w.addServerInfo(o);
         ArrayNode states = o.putArray("internal_states");
         double throughput = w.metrics.genThroughput() / c.dpSize();

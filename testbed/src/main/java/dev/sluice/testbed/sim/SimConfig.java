@@ -37,7 +37,8 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
                         int eventLoopThreads, int journalLimit, long prefixCacheTokens, Duration vllmAbortTimeout,
                         boolean healthGeneration, Duration healthCheckTimeout, int dpSize, boolean enableMetrics,
                         int contextLength, String adminApiKey, int maxQueuedRequests,
-                        AbortOnDisconnect abortOnDisconnect, boolean deviceTimerMetrics, String kvEventsEndpoint) {
+                        AbortOnDisconnect abortOnDisconnect, boolean deviceTimerMetrics, String kvEventsEndpoint,
+                        String serverVersion) {
 
     /**
      * The prefix cache size the {@code cluster} command uses by default (a real server caches
@@ -97,7 +98,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         this(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout, model,
                 defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout, true,
                 DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
-                false, null);
+                false, null, "sim");
     }
 
     private static void check(boolean ok, String name, Object value, String expected) {
@@ -114,7 +115,7 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         return new SimConfig("127.0.0.1", 20_000, Duration.ofMillis(20), 64, Duration.ofSeconds(300),
                 Duration.ofSeconds(300), "sim-model", 16, 2, 10_000, 0, DEFAULT_VLLM_ABORT_TIMEOUT, true,
                 DEFAULT_HEALTH_CHECK_TIMEOUT, 1, true, DEFAULT_CONTEXT_LENGTH, null, 0, AbortOnDisconnect.IMMEDIATE,
-                false, null);
+                false, null, "sim");
     }
 
     public SimConfig withHost(String v) {
@@ -210,6 +211,11 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         return copy(c -> c.abortOnDisconnect = v);
     }
 
+    /** The {@code version} the server reports (SGLang's {@code /server_info}, vLLM's {@code /version}); "sim" by default. */
+    public SimConfig withServerVersion(String v) {
+        return copy(c -> c.serverVersion = java.util.Objects.requireNonNull(v, "serverVersion"));
+    }
+
     /** A copy with one change, validated as a new record (one place spells the components out). */
     private SimConfig copy(java.util.function.Consumer<Copy> change) {
         Copy c = new Copy();
@@ -241,12 +247,13 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
         boolean deviceTimerMetrics = SimConfig.this.deviceTimerMetrics;
         String kvEventsEndpoint = SimConfig.this.kvEventsEndpoint;
         AbortOnDisconnect abortOnDisconnect = SimConfig.this.abortOnDisconnect;
+        String serverVersion = SimConfig.this.serverVersion;
 
         SimConfig build() {
             return new SimConfig(host, prefillTokensPerSecond, decodeStep, decodeMaxBatch, kvWait, bootstrapTimeout,
                     model, defaultMaxTokens, eventLoopThreads, journalLimit, prefixCacheTokens, vllmAbortTimeout,
                     healthGeneration, healthCheckTimeout, dpSize, enableMetrics, contextLength, adminApiKey,
-                    maxQueuedRequests, abortOnDisconnect, deviceTimerMetrics, kvEventsEndpoint);
+                    maxQueuedRequests, abortOnDisconnect, deviceTimerMetrics, kvEventsEndpoint, serverVersion);
         }
     }
 }

@@ -31,8 +31,8 @@ final class VllmRoutes {
                 Responses.text(ch, status > 0 ? status : 200, null, "", keepAlive);
             }
             case "GET /v1/models" -> Responses.json(ch, 200, ServerInfo.models(w), keepAlive);
-            case "GET /version" -> Responses.json(ch, 200, JsonNodeFactory.instance.objectNode().put("version", "sim"),
-                    keepAlive);
+            case "GET /version" -> Responses.json(ch, 200,
+                    JsonNodeFactory.instance.objectNode().put("version", w.cfg.serverVersion()), keepAlive);
             case "GET /metrics" -> Responses.text(ch, 200, SimMetrics.CONTENT_TYPE, w.renderMetrics(), keepAlive);
             case "POST /reset_prefix_cache" -> {
                 w.prefixCache.clear();

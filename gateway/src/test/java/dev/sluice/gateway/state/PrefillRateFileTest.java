@@ -1,4 +1,4 @@
-package dev.sluice.gateway.admission;
+package dev.sluice.gateway.state;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
