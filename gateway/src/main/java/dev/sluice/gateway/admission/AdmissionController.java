@@ -71,7 +71,7 @@ public final class AdmissionController {
         this.workers = workers;
         this.observer = observer;
         this.clock = clock;
-        this.queue = new PriorityQueues(config.priorities().size(), config.queueTimeout().toNanos(), edf(config));
+        this.queue = new PriorityQueues(config.priorities().size(), Nanos.of(config.queueTimeout()), edf(config));
         this.prefill = new PrefillRates(workers, config.prefillRate(), config.initialPrefillTokensPerSecond(), Map.of());
         this.ledger = new PrefillLedger(prefill);
         this.windows = new WorkerWindows(config, workers, routing, prefill);
@@ -152,7 +152,7 @@ public final class AdmissionController {
      */
     public void reconfigure(AdmissionConfig next) {
         decisions.update(() -> {
-            long timeout = next.queueTimeout().toNanos();
+            long timeout = Nanos.of(next.queueTimeout());
             if (!next.priorities().equals(config.priorities())) {
                 // new classes: every waiting request keeps its place in the order it would have been
                 // served, in the class of the same name, or the new default class when its is gone

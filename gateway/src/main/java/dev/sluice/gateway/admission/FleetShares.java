@@ -39,7 +39,7 @@ public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<Stri
                 f.prefillMaxInflightRequests(), f.prefillMaxInflightTokens(), f.decodeMaxInflightStreams(),
                 f.initialPrefillTokensPerSecond(), f.retryAfterMin(), f.retryAfterMax(), f.drainGrace(), f.priorities(),
                 f.defaultPriority(), f.apiKeys(), f.requireApiKey(), f.tenantLimits(), f.tokenizer(), f.scheduling(),
-                f.prefillRate(), f.prefillMaxInflightTime(), f.queueUpdateClasses());
+                f.prefillRate(), f.prefillMaxInflightTime(), f.perClass());
     }
 
     /** Without the tenants: the shares of the budgets alone (tests, and a fleet that leases no tenant rate). */

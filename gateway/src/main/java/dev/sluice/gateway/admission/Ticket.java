@@ -112,6 +112,20 @@ public final class Ticket {
         return this;
     }
 
+    /**
+     * As {@link #wholeAnswer(long)} for {@code samples} answers of up to {@code maxTokens} tokens
+     * each (the request's {@code n}): their product, at most {@link Long#MAX_VALUE}.
+     */
+    public Ticket wholeAnswer(long maxTokens, int samples) {
+        long product;
+        try {
+            product = Math.multiplyExact(Math.max(0, maxTokens), Math.max(1, samples));
+        } catch (ArithmeticException e) {
+            product = Long.MAX_VALUE;
+        }
+        return wholeAnswer(product);
+    }
+
     /** Someone to tell where it stands while it is queued (set before submit). */
     public Ticket watch(QueueWatch w) {
         this.watch = w;
@@ -145,7 +159,7 @@ public final class Ticket {
      * early saves the GPU work it would leave behind.
      */
     long queueDeadline(long enqueuedNanos, long queueTimeoutNanos) {
-        return deadlineNanos != Long.MAX_VALUE ? deadlineNanos : enqueuedNanos + queueTimeoutNanos;
+        return deadlineNanos != Long.MAX_VALUE ? deadlineNanos : Nanos.plus(enqueuedNanos, queueTimeoutNanos);
     }
 
     void avoid(Worker w) {

@@ -313,6 +313,20 @@ class PredictiveAdmissionTest {
     }
 
     @Test
+    void aHugeWholeAnswerIsUnreachableNotAnOverflowThatLooksInTime() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        c.decodePace(2.56, 128); // 20 ms a token: 2^31 tokens times n = 2^31 is 9e16 s, 9e25 ns
+        for (long deadline : new long[] {now.get() + Duration.ofSeconds(30).toNanos(), Long.MAX_VALUE}) {
+            Rejection whole = c.submit(new Ticket("huge", 1_000, 1, "t", deadline, Runnable::run, new Recorder())
+                    .wholeAnswer(Integer.MAX_VALUE, Integer.MAX_VALUE));
+            assertThat(whole).as("deadline %d", deadline).isNotNull();
+            assertThat(whole.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        }
+        assertThat(c.snapshot().idle()).as("%s", c.snapshot()).isTrue(); // nothing held for them
+    }
+
+    @Test
     void whenNotAllOfAClassCanMakeItTheLongestPromptGivesWayUnlessShedIsLatest() {
         for (AdmissionConfig.Shed shed : AdmissionConfig.Shed.values()) {
             AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
