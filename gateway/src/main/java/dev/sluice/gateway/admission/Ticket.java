@@ -37,6 +37,8 @@ public final class Ticket {
     int deadlineIndex = -1;
     /** Its place among tickets of equal deadline (arrival order), given when it is queued. */
     long arrival;
+    /** 0, or for a retry put back at the front of its queue, its place there (the latest retry, the lowest). */
+    long frontRank;
     boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;

@@ -267,6 +267,24 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         return priorities.indexOf(name);
     }
 
+    /**
+     * A copy with the queue bound and the pending-token budget replaced by a replica's share of them
+     * (coordination), everything else as is. A share is not a configuration: the file's cross-checks
+     * do not hold for it (a share of the budget may be below {@code max_request_tokens}, which stays
+     * the fleet's: a prompt the fleet could take is refused here for want of budget, 429, never as
+     * too large), so only the share's own bounds are checked.
+     */
+    public AdmissionConfig withShares(int queueShare, long pendingShare) {
+        if (queueShare < 0 || pendingShare < 0) {
+            throw new IllegalArgumentException("shares: queue " + queueShare + ", pending tokens " + pendingShare
+                    + " (expected: >= 0, >= 0)");
+        }
+        return new AdmissionConfig(queueShare, pendingShare, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
+                prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
+                retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, requireApiKey, tenantLimits, tokenizer,
+                scheduling, prefillRate, prefillMaxInflightTime, perClass);
+    }
+
     /** The settings of class {@code name} ({@link ClassPolicy#NONE} when it has none). */
     public ClassPolicy classPolicy(String name) {
         return perClass.getOrDefault(name, ClassPolicy.NONE);
