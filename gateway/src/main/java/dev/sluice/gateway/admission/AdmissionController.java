@@ -23,24 +23,28 @@ import java.util.function.LongSupplier;
  * executor (its event loop).
  */
 public final class AdmissionController {
-    private volatile AdmissionConfig config; // the limits decided with: fleet's, or this replica's share of them; under the lock
-    private volatile AdmissionConfig fleet; // as configured (reloads included); the whole fleet's with coordination
-    private FleetShares shares; // this replica's share (coordination), or null: the configured limits whole; under the lock
-    private boolean sharesExpire; // the share holds until sharesValidUntil (a lease), then nothing; under the lock
-    private long sharesValidUntil;
+    private final LimitsInForce limits; // the configured limits, or this replica's share of them
     private final WorkerSet workers;
     private final AdmissionObserver observer;
     private final LongSupplier clock;
     private final Decisions decisions = new Decisions();
-    private PriorityQueues queue; // under the lock; rebuilt when a reload changes the priority classes
+    private final PriorityQueues queue; // under the lock
     private final PrefillLedger ledger;
     private final WorkerWindows windows;
     private final TenantRates rates; // per-tenant token buckets, under the lock
     private final Dispatcher dispatcher;
     private final PrefillRates prefill; // each prefill worker's rate and work in prefill
+    private final QueueJudge judge;
+    private final Door door;
+    private final TicketEnds ends;
     private long lastPrune;
     private long lastReview;
-    private boolean reviewDue; // something changed since the last review: the rate, the work ahead, the queue
+    /**
+     * Something changed since the last review that can make a queued request late before its
+     * review_interval is up: a measured rate, a request put back ahead of the others, new limits.
+     * Not a dispatch, a release or a newcomer at the end of the queue: they take no time from anyone.
+     */
+    private boolean reviewDue;
     private volatile boolean draining; // read at the door, before the lock
 
     public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock) {
@@ -66,22 +70,35 @@ public final class AdmissionController {
 
     private AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
                                 WorkerWindows.Routing routing) {
-        this.config = config;
-        this.fleet = config;
         this.workers = workers;
         this.observer = observer;
         this.clock = clock;
-        this.queue = new PriorityQueues(config.priorities().size(), config.queueTimeout().toNanos(), edf(config));
+        this.queue = new PriorityQueues(config.priorities().size(), Nanos.of(config.queueTimeout()), edf(config));
         this.prefill = new PrefillRates(workers, config.prefillRate(), config.initialPrefillTokensPerSecond(), Map.of());
         this.ledger = new PrefillLedger(prefill);
         this.windows = new WorkerWindows(config, workers, routing, prefill);
         this.rates = new TenantRates(config.tenantLimits());
         this.dispatcher = new Dispatcher(workers, windows, rates, ledger, observer);
+        this.limits = new LimitsInForce(config, windows, rates);
+        this.judge = new QueueJudge(prefill, ledger, observer);
+        Door.Host host = new Door.Host() {
+            @Override
+            public void dispatch(After after, long now) {
+                AdmissionController.this.dispatch(after, now);
+            }
+
+            @Override
+            public void reviewDue() {
+                reviewDue = true;
+            }
+        };
+        this.door = new Door(limits, workers, clock, () -> draining, queue, ledger, prefill, rates, judge, host);
+        this.ends = new TicketEnds(limits, clock, queue, ledger, windows, judge, host);
     }
 
     /** The configured limits (reloads included): with coordination, the whole fleet's, not this replica's share. */
     public AdmissionConfig config() {
-        return fleet;
+        return limits.fleet();
     }
 
     /**
@@ -106,12 +123,7 @@ public final class AdmissionController {
 
     private void applyShares(FleetShares next, boolean expires, long validUntilNanos) {
         decisions.update(() -> {
-            sharesExpire = expires && next != null;
-            sharesValidUntil = validUntilNanos;
-            shares = next;
-            config = next == null ? fleet : next.applyTo(fleet);
-            windows.shares(next);
-            rates.shares(next);
+            limits.share(next, expires, validUntilNanos);
             reviewDue = true;
         });
         kick();
@@ -152,23 +164,17 @@ public final class AdmissionController {
      */
     public void reconfigure(AdmissionConfig next) {
         decisions.update(() -> {
-            long timeout = next.queueTimeout().toNanos();
-            if (!next.priorities().equals(config.priorities())) {
+            long timeout = Nanos.of(next.queueTimeout());
+            if (!next.priorities().equals(inForce().priorities())) {
                 // new classes: every waiting request keeps its place in the order it would have been
                 // served, in the class of the same name, or the new default class when its is gone
-                List<Ticket> waiting = queue.drainInOrder();
-                List<String> old = config.priorities();
-                queue = new PriorityQueues(next.priorities().size(), timeout, edf(next));
-                for (Ticket t : waiting) {
-                    t.priority = remap(old, next, t.priority);
-                    queue.add(t);
-                }
+                List<String> old = inForce().priorities();
+                queue.reclassify(next.priorities().size(), timeout, edf(next), t -> remap(old, next, t.priority));
             } else {
                 queue.queueTimeout(timeout);
                 queue.order(edf(next));
             }
-            fleet = next;
-            config = shares == null ? next : shares.applyTo(next);
+            limits.configured(next);
             prefill.reconfigure(next.prefillRate(), next.initialPrefillTokensPerSecond());
             reviewDue = true;
             windows.reconfigure(next);
@@ -189,9 +195,9 @@ public final class AdmissionController {
      * {@code rejected}.
      */
     public Rejection submit(Ticket t) {
-        Rejection r = atTheDoor(t);
+        Rejection r = door.atTheDoor(t);
         if (r == null) {
-            r = decisions.decide(after -> admit(t, after));
+            r = decisions.decide(after -> door.admit(t, after));
         }
         if (r != null) {
             observer.rejected(t, r.reason());
@@ -211,97 +217,9 @@ public final class AdmissionController {
         if (queue.size() > 0 && (only == null || only.state == Ticket.State.QUEUED)) {
             long now = clock.getAsLong();
             // before a dispatch has shown the lead: the window in time, which binds only once the rates are known
-            double window = prefill.known() ? config.prefillMaxInflightTime().toNanos() / 1e9 : 0;
+            double window = prefill.known() ? inForce().prefillMaxInflightTime().toNanos() / 1e9 : 0;
             QueueStatus.report(queue.serviceOrder(), only, prefill.remainingTokens(now), prefill.clusterRate(),
                     ledger.lead.seconds(window), after);
-        }
-    }
-
-    /** The refusals that need none of the locked state: draining, no worker to serve it, a prompt too large. */
-    private Rejection atTheDoor(Ticket t) {
-        AdmissionConfig config = this.config;
-        if (draining) {
-            return Rejections.draining();
-        }
-        boolean prefill = anyAvailable(workers.prefill());
-        boolean decode = anyAvailable(workers.decode());
-        if (!prefill || !decode) {
-            // both short: name the role that no probe can bring back (ejected, starting) before a suspect one
-            boolean namePrefill = !prefill && (decode || !Rejections.anySuspect(workers.prefill())
-                    || Rejections.anySuspect(workers.decode()));
-            return Rejections.noWorker(config, namePrefill ? "prefill" : "decode",
-                    namePrefill ? workers.prefill() : workers.decode(), clock.getAsLong());
-        }
-        if (t.tokens > config.maxRequestTokens()) {
-            return Rejections.tooLarge(config, t);
-        }
-        return null;
-    }
-
-    /** Under the lock: the tenant's rate, room (by eviction if it must), the deadline; then queue and dispatch. */
-    private Rejection admit(Ticket t, After after) {
-        long now = clock.getAsLong();
-        fenceLapsedShares(now);
-        long rateWait = rates.waitNanos(t.tenant, now);
-        if (rateWait > 0) {
-            rates.refused(t.tenant, t.tokens, now); // unmet demand, for the tenant's lease (coordination)
-            return Rejections.tenantRate(config, t, rateWait);
-        }
-        double rate = prefill.clusterRate();
-        long pendingTokens = ledger.pendingTokens();
-        EvictionPlan room = EvictionPlan.plan(t, queue, pendingTokens, config);
-        // With nobody waiting, a request that a window can take now never waits: it passes even when
-        // the queue has no room (max_queued_requests: 0 means "never wait", not "never serve").
-        boolean passThroughOnly = room.queueStaysFull(queue, config);
-        if (passThroughOnly && queue.size() > 0) {
-            return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
-        }
-        if (room.overBudget(t, pendingTokens, config)) {
-            return Rejections.tokenBudget(config, t, pendingTokens, rate);
-        }
-        t.enqueuedNanos = now;
-        queue.add(t); // in its place (its class, its tenant's turn, its deadline), to see what is ahead of it
-        List<Forecast.Late> late = prefill.known() ? forecast(now).late(queue.serviceOrder(), shedLongest())
-                : List.of();
-        for (Forecast.Late l : late) {
-            if (l.ticket() == t) {
-                queue.remove(t); // the others' fate is judged again without it, at the next review
-                return l.shed() ? Rejections.shed(config, t, now, l.tokensAhead() / rate)
-                        : Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());
-            }
-        }
-        evict(room, t, now, after);
-        notServed(late, now, after); // it goes ahead of these (a higher class, an earlier deadline, a shorter prompt)
-        t.state = Ticket.State.QUEUED;
-        ledger.pending(t);
-        dispatch(after, now);
-        if (passThroughOnly && t.state == Ticket.State.QUEUED) {
-            removeQueued(t); // it would have to wait, and there is no room to wait in
-            t.state = Ticket.State.ENDED;
-            return Rejections.queueFull(config, prefill.remainingTokens(now) / rate);
-        }
-        return null;
-    }
-
-    /** A forecast from now: what the prefill workers still hold, at the cluster's rate. */
-    private Forecast forecast(long now) {
-        return new Forecast(now, prefill.remainingTokens(now), prefill.clusterRate(), ledger.pace,
-                ledger.slack.seconds());
-    }
-
-    private void evict(EvictionPlan room, Ticket newcomer, long now, After after) {
-        if (room.victims.isEmpty()) {
-            return; // the usual case: no second walk of the queue
-        }
-        // the victims' Retry-After: the newcomer's own predicted wait
-        double waitSeconds = forecast(now).until(queue.serviceOrder(), newcomer);
-        for (int i = 0; i < room.victims.size(); i++) {
-            Ticket v = room.victims.get(i);
-            removeQueued(v);
-            v.state = Ticket.State.ENDED; // under the lock: a concurrent release must see it as ended
-            tell(after, v, i < room.byPriority ? Rejections.evictedByPriority(config, waitSeconds)
-                    : i < room.byPriority + room.byLength ? Rejections.shed(config, v, now, waitSeconds)
-                    : Rejections.evictedByShare(config, v, newcomer, waitSeconds));
         }
     }
 
@@ -320,25 +238,7 @@ public final class AdmissionController {
      * the same lock (non-streamed requests' deadline checks add it).
      */
     public boolean release(Ticket t, double decodeSeconds, long tokens) {
-        return decisions.decide(after -> {
-            ledger.pace.observed(decodeSeconds, tokens);
-            boolean wasQueued = t.state == Ticket.State.QUEUED;
-            long now = clock.getAsLong();
-            switch (t.state) {
-                case QUEUED -> removeQueued(t);
-                case DISPATCHED -> {
-                    releasePrefill(t, now, false);
-                    windows.decodeEnded(t.decode);
-                    ledger.undispatched();
-                }
-                default -> {
-                    return false;
-                }
-            }
-            t.state = Ticket.State.ENDED;
-            dispatch(after, now);
-            return wasQueued;
-        });
+        return decisions.decide(after -> ends.release(t, decodeSeconds, tokens, after));
     }
 
     /**
@@ -351,32 +251,12 @@ public final class AdmissionController {
      * @return false if the ticket was not dispatched (already ended): nothing changed
      */
     public boolean requeue(Ticket t, List<Worker> failed) {
-        return decisions.decide(after -> {
-            if (t.state != Ticket.State.DISPATCHED) {
-                return false;
-            }
-            long now = clock.getAsLong();
-            if (t.prefillReleased) {
-                ledger.pending(t); // it will be prefilled again
-            } else {
-                windows.prefillDone(t);
-                ledger.prefillEnded(t, now, false);
-            }
-            t.prefillReleased = false;
-            windows.decodeEnded(t.decode);
-            ledger.undispatched();
-            failed.forEach(t::avoid);
-            t.prefill = null;
-            t.decode = null;
-            t.state = Ticket.State.QUEUED;
-            if (t.priority >= config.priorities().size()) {
-                t.priority = config.priorityIndex(config.defaultPriority()); // dispatched before fewer classes were loaded
-            }
-            t.enqueuedNanos = now; // admission.queue_timeout bounds each wait for a pair
-            queue.addFirst(t);
-            dispatch(after, now);
-            return true;
-        });
+        return decisions.decide(after -> ends.requeue(t, failed, after));
+    }
+
+    /** The prefill is done (first token seen, or the prefill half finished): its tokens stop being pending. */
+    public void prefillDone(Ticket t) {
+        decisions.act(after -> ends.prefillDone(t, after));
     }
 
     /**
@@ -388,13 +268,7 @@ public final class AdmissionController {
      * (and retried, its work thrown away) before anything is known of the worker.
      */
     public long expectedPrefillNanos(Ticket t) {
-        double rate = decisions.read(() -> {
-            if (t.prefill == null) {
-                return prefill.known() ? prefill.clusterRate() : prefill.clusterRate() / GUESS_SLACK;
-            }
-            double r = prefill.rateOf(t.prefill);
-            return prefill.sourceOf(t.prefill) == PrefillRates.Source.GUESS ? r / GUESS_SLACK : r;
-        });
+        double rate = decisions.read(() -> prefill.expectedRate(t.prefill, GUESS_SLACK));
         return (long) (t.windowTokensAtDispatch / rate * 1e9);
     }
 
@@ -404,17 +278,6 @@ public final class AdmissionController {
     /** Runs the dispatcher (a worker became routable again). */
     public void kick() {
         decisions.act(after -> dispatch(after, clock.getAsLong()));
-    }
-
-    /** The prefill is done (first token seen, or the prefill half finished): its tokens stop being pending. */
-    public void prefillDone(Ticket t) {
-        decisions.act(after -> {
-            if (t.state == Ticket.State.DISPATCHED && !t.prefillReleased) {
-                long now = clock.getAsLong();
-                releasePrefill(t, now, true);
-                dispatch(after, now);
-            }
-        });
     }
 
     /**
@@ -427,13 +290,15 @@ public final class AdmissionController {
         decisions.act(after -> {
             long now = clock.getAsLong();
             for (Ticket t : queue.due(now)) {
-                removeQueued(t);
+                judge.removeQueued(queue, t);
                 t.state = Ticket.State.ENDED;
-                tell(after, t, Rejections.queueTimeout(config, t, now, t.waitDeadline,
+                judge.tell(after, t, Rejections.queueTimeout(inForce(), t, now, t.waitDeadline,
                         queue.tokensAtOrAbove(t.priority) / prefill.clusterRate()));
             }
-            if (reviewDue || now - lastReview >= config.scheduling().reviewInterval().toNanos()) {
-                review(after, now);
+            if (reviewDue || now - lastReview >= Nanos.of(inForce().scheduling().reviewInterval())) {
+                lastReview = now;
+                reviewDue = false;
+                judge.review(queue, inForce(), now, after);
             }
             dispatch(after, now);
             if (now - lastPrune > 1_000_000_000L) {
@@ -477,7 +342,7 @@ public final class AdmissionController {
             for (Ticket t : queue.drainInOrder()) {
                 ledger.notPending(t);
                 t.state = Ticket.State.ENDED;
-                tell(after, t, new Rejection(reason, message, 1));
+                judge.tell(after, t, new Rejection(reason, message, 1));
             }
         });
     }
@@ -489,7 +354,7 @@ public final class AdmissionController {
 
     public AdmissionSnapshot snapshot() {
         return decisions.read(() -> {
-            int classes = config.priorities().size();
+            int classes = inForce().priorities().size();
             int[] depth = new int[classes];
             List<Map<String, Integer>> tenants = new ArrayList<>();
             for (int i = 0; i < classes; i++) {
@@ -506,81 +371,16 @@ public final class AdmissionController {
 
     /** Under the lock: a leased share past its time is no share at all (see {@link #applyShares(FleetShares, long)}). */
     private void fenceLapsedShares(long now) {
-        if (sharesExpire && now - sharesValidUntil >= 0) {
-            sharesExpire = false;
-            shares = FleetShares.none();
-            config = shares.applyTo(fleet);
-            windows.shares(shares);
-            rates.shares(shares);
-        }
+        limits.fenceLapsed(now);
     }
 
     private void dispatch(After after, long now) {
         fenceLapsedShares(now);
-        dispatcher.dispatch(queue, config, now, after);
-        reviewDue = true; // every event ends here: the rate, the work ahead or the queue may have changed
+        dispatcher.dispatch(queue, inForce(), now, after);
     }
 
-    /**
-     * Re-judges every queued request: walked in the order it will be served, with what the prefill
-     * workers still hold ahead of it, each one whose first token can no longer come before its
-     * deadline is answered now (429 {@code deadline_unreachable}), rather than at its deadline, and
-     * stops counting as work ahead of the others. Off while the rates are only guessed.
-     */
-    private void review(After after, long now) {
-        lastReview = now;
-        reviewDue = false;
-        if (queue.size() == 0 || !prefill.known()) {
-            return;
-        }
-        notServed(forecast(now).late(queue.serviceOrder(), shedLongest()), now, after);
-    }
-
-    /** Answers the queued requests a forecast says are not to be served. */
-    private void notServed(List<Forecast.Late> late, long now, After after) {
-        double rate = prefill.clusterRate();
-        for (Forecast.Late l : late) {
-            Ticket t = l.ticket();
-            if (t.state != Ticket.State.QUEUED) {
-                continue; // evicted meanwhile: it has its answer
-            }
-            removeQueued(t);
-            t.state = Ticket.State.ENDED;
-            tell(after, t, l.shed() ? Rejections.shed(config, t, now, l.tokensAhead() / rate)
-                    : Rejections.noLongerReachable(config, t, now, l.tokensAhead(), rate, l.predictedSeconds()));
-        }
-    }
-
-    private boolean shedLongest() {
-        return config.scheduling().shed() == AdmissionConfig.Shed.LONGEST;
-    }
-
-    /** Its prefill is over (done, or the request ended before): the window and pending tokens come back. */
-    private void releasePrefill(Ticket t, long now, boolean completed) {
-        if (!t.prefillReleased) {
-            t.prefillReleased = true;
-            windows.prefillDone(t);
-            ledger.prefillEnded(t, now, completed);
-            ledger.notPending(t);
-        }
-    }
-
-    private void removeQueued(Ticket t) {
-        if (queue.remove(t)) {
-            ledger.notPending(t);
-        }
-    }
-
-    private void tell(After after, Ticket t, Rejection r) {
-        Rejections.tell(after, observer, t, r);
-    }
-
-    private static boolean anyAvailable(List<Worker> list) {
-        for (Worker w : list) {
-            if (w.acceptsNewRequests()) {
-                return true;
-            }
-        }
-        return false;
+    /** The limits decisions are made with now (this replica's share, or the configured limits). */
+    private AdmissionConfig inForce() {
+        return limits.config();
     }
 }

@@ -117,7 +117,7 @@ final class Dispatcher {
             return 0;
         }
         double seconds = rates.secondsUntilDone(prefill, t.tokens, now);
-        return now + (long) (seconds * 1e9);
+        return Nanos.plusSeconds(now, seconds);
     }
 
     /**
@@ -128,7 +128,7 @@ final class Dispatcher {
      * prediction, only the deadline itself is checked.
      */
     private boolean pastUsefulness(Ticket t, long predictedDone, long now, AdmissionConfig config) {
-        long deadline = t.queueDeadline(t.enqueuedNanos, config.queueTimeout().toNanos());
+        long deadline = t.queueDeadline(t.enqueuedNanos, Nanos.of(config.queueTimeout()));
         if (now >= deadline) {
             return true;
         }
@@ -136,6 +136,6 @@ final class Dispatcher {
             return false;
         }
         double after = ledger.slack.seconds() + ledger.pace.seconds(t.answerTokens);
-        return predictedDone + (long) (after * 1e9) > deadline;
+        return Nanos.plusSeconds(predictedDone, after) > deadline;
     }
 }

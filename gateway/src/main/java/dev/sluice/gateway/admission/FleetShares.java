@@ -29,17 +29,11 @@ public record FleetShares(int maxQueuedRequests, long maxPendingTokens, Map<Stri
 
     /**
      * The admission limits this replica decides with: the fleet's, with the queue bound and the
-     * pending-token budget replaced by its shares. Built with the record's constructor, not the
-     * builder: a share is not a configuration, and the file's cross-checks do not hold for it (a
-     * share of the budget may be below {@code max_request_tokens}, which stays the fleet's: a
-     * prompt the fleet could take is refused here for want of budget, 429, never as too large).
+     * pending-token budget replaced by its shares ({@link AdmissionConfig#withShares}: a share may be
+     * below {@code max_request_tokens}, which the file's checks would refuse).
      */
     AdmissionConfig applyTo(AdmissionConfig f) {
-        return new AdmissionConfig(maxQueuedRequests, maxPendingTokens, f.queueTimeout(), f.maxRequestTokens(),
-                f.prefillMaxInflightRequests(), f.prefillMaxInflightTokens(), f.decodeMaxInflightStreams(),
-                f.initialPrefillTokensPerSecond(), f.retryAfterMin(), f.retryAfterMax(), f.drainGrace(), f.priorities(),
-                f.defaultPriority(), f.apiKeys(), f.requireApiKey(), f.tenantLimits(), f.tokenizer(), f.scheduling(),
-                f.prefillRate(), f.prefillMaxInflightTime(), f.queueUpdateClasses());
+        return f.withShares(maxQueuedRequests, maxPendingTokens);
     }
 
     /** Without the tenants: the shares of the budgets alone (tests, and a fleet that leases no tenant rate). */

@@ -47,7 +47,7 @@ final class Forecast {
 
     /** Whether {@code t}, next in order, would get its first token by its deadline; if so its work counts for those behind. */
     boolean take(Ticket t) {
-        boolean inTime = now + (long) (secondsFor(t) * 1e9) <= t.waitDeadline;
+        boolean inTime = Nanos.plusSeconds(now, secondsFor(t)) <= t.waitDeadline;
         if (inTime) {
             ahead += t.tokens;
         }

@@ -223,6 +223,18 @@ final class PrefillRates {
         return sourceOf(w) != Source.GUESS;
     }
 
+    /**
+     * The rate a prefill on {@code w} (null: not yet placed) is expected to run at: its own (measured,
+     * else its prior), or the cluster's; a rate that is only the guess divided by {@code guessSlack}.
+     */
+    double expectedRate(Worker w, double guessSlack) {
+        if (w == null) {
+            return known() ? clusterRate() : clusterRate() / guessSlack;
+        }
+        double r = rateOf(w);
+        return sourceOf(w) == Source.GUESS ? r / guessSlack : r;
+    }
+
     /** How long {@code w} would take to finish what it still holds and {@code moreTokens} after it, at its rate. */
     double secondsUntilDone(Worker w, long moreTokens, long now) {
         return (remainingTokens(w, now) + moreTokens) / rateOf(w);

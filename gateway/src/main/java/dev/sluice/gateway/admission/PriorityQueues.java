@@ -1,14 +1,12 @@
 package dev.sluice.gateway.admission;
 
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.LinkedList;
 import java.util.List;
-import java.util.ListIterator;
 import java.util.Map;
+import java.util.TreeSet;
 
 /**
  * The waiting room: one lane per priority class (index 0 is served first), and inside a lane one
@@ -17,16 +15,19 @@ import java.util.Map;
  * arrival ({@code fifo}); a retried request goes to the very front either way. Beside the
  * lanes, the same tickets in order of their deadlines ({@link DeadlineHeap}), for the expiry
  * sweep, and each tenant's queued count and tokens over all classes, for tenant shares; both are
- * kept in step by every add and removal, so neither needs a walk of the queue. Not thread-safe:
- * the controller's lock guards it.
+ * kept in step by every add and removal, so neither needs a walk of the queue. A tenant's queue is
+ * a sorted set (a retry first, then deadline or arrival), and each lane keeps its tickets longest
+ * prompt first too: adding, removing and finding the longest cost O(log n), whatever the depth. Not
+ * thread-safe: the controller's lock guards it.
  */
 final class PriorityQueues {
-    private final Lane[] lanes;
+    private QueueLane[] lanes;
     private final DeadlineHeap deadlines = new DeadlineHeap();
     private final Map<String, long[]> tenantUse = new HashMap<>(); // tenant -> {queued, tokens}
     private long queueTimeoutNanos;
     private boolean edf;
     private long arrivals; // gives each added ticket its place among equals
+    private long retries; // gives each ticket put back at the front its place there (the latest first)
     private int size;
 
     /**
@@ -34,12 +35,32 @@ final class PriorityQueues {
      * @param edf               a tenant's queue in deadline order (else arrival order)
      */
     PriorityQueues(int classes, long queueTimeoutNanos, boolean edf) {
-        lanes = new Lane[classes];
-        for (int i = 0; i < classes; i++) {
-            lanes[i] = new Lane();
-        }
+        lanes = lanes(classes);
         this.queueTimeoutNanos = queueTimeoutNanos;
         this.edf = edf;
+    }
+
+    private static QueueLane[] lanes(int classes) {
+        QueueLane[] out = new QueueLane[classes];
+        for (int i = 0; i < classes; i++) {
+            out[i] = new QueueLane();
+        }
+        return out;
+    }
+
+    /**
+     * A reload changed the priority classes: every waiting ticket keeps its place in the order it
+     * would have been served, in the class {@code remap} gives it.
+     */
+    void reclassify(int classes, long nextTimeoutNanos, boolean nextEdf, java.util.function.ToIntFunction<Ticket> remap) {
+        List<Ticket> waiting = drainInOrder();
+        lanes = lanes(classes);
+        queueTimeoutNanos = nextTimeoutNanos;
+        edf = nextEdf;
+        for (Ticket t : waiting) {
+            t.priority = remap.applyAsInt(t);
+            add(t);
+        }
     }
 
     /** A reload changed admission.queue_timeout: every waiting ticket's wait ends by the new one. */
@@ -59,15 +80,24 @@ final class PriorityQueues {
         }
     }
 
+    /** A tenant's queue: retries first (the latest retry first), then by deadline ({@code edf}) or arrival. */
     private Comparator<Ticket> comparator() {
+        Comparator<Ticket> retryFirst = Comparator.comparingLong(t -> t.frontRank);
         Comparator<Ticket> arrival = Comparator.comparingLong(t -> t.arrival);
-        return edf ? Comparator.<Ticket>comparingLong(t -> t.waitDeadline).thenComparing(arrival) : arrival;
+        return edf ? retryFirst.thenComparingLong(t -> t.waitDeadline).thenComparing(arrival)
+                : retryFirst.thenComparing(arrival);
     }
 
     private void resort() {
         Comparator<Ticket> c = comparator();
-        for (Lane lane : lanes) {
-            lane.tenants.values().forEach(q -> q.sort(c));
+        for (QueueLane lane : lanes) {
+            lane.tenants.replaceAll((tenant, q) -> {
+                TreeSet<Ticket> sorted = new TreeSet<>(c);
+                for (Ticket x : q) { // one by one: the old set's order may no longer be the new one
+                    sorted.add(x);
+                }
+                return sorted;
+            });
         }
     }
 
@@ -106,6 +136,9 @@ final class PriorityQueues {
         t.waitDeadline = t.queueDeadline(t.enqueuedNanos, queueTimeoutNanos);
         if (!front) {
             t.arrival = ++arrivals;
+            t.frontRank = 0;
+        } else {
+            t.frontRank = -(++retries);
         }
         lanes[t.priority].add(t, front, comparator());
         size++;
@@ -129,7 +162,7 @@ final class PriorityQueues {
 
     /** The ticket that would be served next, or null. */
     Ticket peek() {
-        for (Lane lane : lanes) {
+        for (QueueLane lane : lanes) {
             if (lane.size > 0) {
                 return lane.peek();
             }
@@ -139,7 +172,7 @@ final class PriorityQueues {
 
     /** Removes the ticket {@link #peek} returned and moves its tenant to the back of the rotation. */
     Ticket poll() {
-        for (Lane lane : lanes) {
+        for (QueueLane lane : lanes) {
             if (lane.size > 0) {
                 Ticket t = lane.poll();
                 left(t);
@@ -166,12 +199,34 @@ final class PriorityQueues {
     }
 
     /**
+     * Whether {@code t} (queued) is the last the dispatcher would take: no lower class waits, no other
+     * tenant shares its class, and its own tenant's queue ends with it. The usual newcomer under load
+     * (one class, one deadline for all): what it waits behind is then the whole queue, known without a walk.
+     */
+    boolean isLast(Ticket t) {
+        for (int i = t.priority + 1; i < lanes.length; i++) {
+            if (lanes[i].size > 0) {
+                return false;
+            }
+        }
+        QueueLane lane = lanes[t.priority];
+        TreeSet<Ticket> q = lane.tenants.get(t.tenant);
+        return lane.tenants.size() == 1 && q != null && q.last() == t;
+    }
+
+    /** The longest queued prompt of class {@code priority} (the later arrival among equals), or null. */
+    Ticket longestOf(int priority) {
+        QueueLane lane = lanes[priority];
+        return lane.longest.isEmpty() ? null : lane.longest.first();
+    }
+
+    /**
      * Every queued ticket in the order the dispatcher would take them if nothing else arrived: class
      * by class, and inside a class the tenants' turns round robin from the one whose turn is next.
      */
     List<Ticket> serviceOrder() {
         List<Ticket> out = new ArrayList<>(size);
-        for (Lane lane : lanes) {
+        for (QueueLane lane : lanes) {
             lane.serviceOrder(out);
         }
         return out;
@@ -213,6 +268,7 @@ final class PriorityQueues {
         List<Ticket> order = new ArrayList<>();
         for (int i = lanes.length - 1; i > priority; i--) {
             Map<String, LinkedList<Ticket>> copy = new HashMap<>();
+            // (a copy as a list: pollLast below takes from it)
             lanes[i].tenants.forEach((k, v) -> {
                 LinkedList<Ticket> q = new LinkedList<>(v);
                 if (longestFirst) {
@@ -244,7 +300,7 @@ final class PriorityQueues {
      * newcomer of its own class and tenant when there is no room (Moore–Hodgson's move at the door).
      */
     Ticket longestLongerThan(int priority, String tenant, long tokens) {
-        LinkedList<Ticket> q = lanes[priority].tenants.get(tenant);
+        TreeSet<Ticket> q = lanes[priority].tenants.get(tenant);
         Ticket longest = null;
         if (q != null) {
             for (Ticket c : q) {
@@ -259,7 +315,7 @@ final class PriorityQueues {
     /** Every queued ticket, class by class (a copy: for the rare paths, tenant-share eviction and a drain). */
     List<Ticket> snapshot() {
         List<Ticket> all = new ArrayList<>(size);
-        for (Lane lane : lanes) {
+        for (QueueLane lane : lanes) {
             lane.tenants.values().forEach(all::addAll);
         }
         return all;
@@ -270,84 +326,5 @@ final class PriorityQueues {
         Map<String, Integer> out = new HashMap<>();
         lanes[priority].tenants.forEach((k, v) -> out.put(k, v.size()));
         return out;
-    }
-
-    private static final class Lane {
-        final Map<String, LinkedList<Ticket>> tenants = new HashMap<>();
-        final ArrayDeque<String> rotation = new ArrayDeque<>();
-        int size;
-        long tokens;
-
-        void add(Ticket t, boolean front, Comparator<Ticket> order) {
-            LinkedList<Ticket> q = tenants.get(t.tenant);
-            if (q == null) {
-                q = new LinkedList<>();
-                tenants.put(t.tenant, q);
-                rotation.addLast(t.tenant);
-            }
-            if (front) {
-                q.addFirst(t);
-                rotation.remove(t.tenant);
-                rotation.addFirst(t.tenant);
-            } else {
-                // from the back: arrivals in deadline order (the usual case) cost one comparison
-                ListIterator<Ticket> it = q.listIterator(q.size());
-                while (it.hasPrevious()) {
-                    if (order.compare(it.previous(), t) <= 0) {
-                        it.next();
-                        break;
-                    }
-                }
-                it.add(t);
-            }
-            size++;
-            tokens += t.tokens;
-        }
-
-        /** Appends this lane's tickets in service order: tenants' turns round robin, each tenant's queue in order. */
-        void serviceOrder(List<Ticket> out) {
-            ArrayDeque<String> turns = new ArrayDeque<>(rotation);
-            Map<String, Iterator<Ticket>> next = new HashMap<>();
-            while (!turns.isEmpty()) {
-                String tenant = turns.pollFirst();
-                Iterator<Ticket> it = next.computeIfAbsent(tenant, k -> tenants.get(k).iterator());
-                out.add(it.next());
-                if (it.hasNext()) {
-                    turns.addLast(tenant);
-                }
-            }
-        }
-
-        Ticket peek() {
-            return tenants.get(rotation.peekFirst()).peekFirst();
-        }
-
-        Ticket poll() {
-            String tenant = rotation.pollFirst();
-            LinkedList<Ticket> q = tenants.get(tenant);
-            Ticket t = q.pollFirst();
-            if (q.isEmpty()) {
-                tenants.remove(tenant);
-            } else {
-                rotation.addLast(tenant);
-            }
-            size--;
-            tokens -= t.tokens;
-            return t;
-        }
-
-        boolean remove(Ticket t) {
-            LinkedList<Ticket> q = tenants.get(t.tenant);
-            if (q == null || !q.remove(t)) {
-                return false;
-            }
-            if (q.isEmpty()) {
-                tenants.remove(t.tenant);
-                rotation.remove(t.tenant);
-            }
-            size--;
-            tokens -= t.tokens;
-            return true;
-        }
     }
 }

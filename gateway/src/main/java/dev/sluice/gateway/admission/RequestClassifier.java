@@ -110,7 +110,7 @@ public final class RequestClassifier {
     private boolean queueUpdates(HttpHeaders headers, int priority) throws ApiException {
         String v = headers.get(QUEUE_UPDATES);
         if (v == null) {
-            return config.queueUpdateClasses().contains(config.priorities().get(priority));
+            return config.classPolicy(config.priorities().get(priority)).queueUpdates();
         }
         return switch (v.trim().toLowerCase(java.util.Locale.ROOT)) {
             case "1", "true" -> true;

@@ -37,6 +37,8 @@ public final class Ticket {
     int deadlineIndex = -1;
     /** Its place among tickets of equal deadline (arrival order), given when it is queued. */
     long arrival;
+    /** 0, or for a retry put back at the front of its queue, its place there (the latest retry, the lowest). */
+    long frontRank;
     boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;
@@ -112,6 +114,20 @@ public final class Ticket {
         return this;
     }
 
+    /**
+     * As {@link #wholeAnswer(long)} for {@code samples} answers of up to {@code maxTokens} tokens
+     * each (the request's {@code n}): their product, at most {@link Long#MAX_VALUE}.
+     */
+    public Ticket wholeAnswer(long maxTokens, int samples) {
+        long product;
+        try {
+            product = Math.multiplyExact(Math.max(0, maxTokens), Math.max(1, samples));
+        } catch (ArithmeticException e) {
+            product = Long.MAX_VALUE;
+        }
+        return wholeAnswer(product);
+    }
+
     /** Someone to tell where it stands while it is queued (set before submit). */
     public Ticket watch(QueueWatch w) {
         this.watch = w;
@@ -145,7 +161,7 @@ public final class Ticket {
      * early saves the GPU work it would leave behind.
      */
     long queueDeadline(long enqueuedNanos, long queueTimeoutNanos) {
-        return deadlineNanos != Long.MAX_VALUE ? deadlineNanos : enqueuedNanos + queueTimeoutNanos;
+        return deadlineNanos != Long.MAX_VALUE ? deadlineNanos : Nanos.plus(enqueuedNanos, queueTimeoutNanos);
     }
 
     void avoid(Worker w) {

@@ -162,6 +162,11 @@ final class FieldTypes {
                 continue;
             }
             String param = prefix + e.getKey();
+            if (NON_NEGATIVE.contains(e.getKey()) && v.isIntegralNumber() && !v.canConvertToInt()) {
+                // 9e18 or 2^63-1 tokens: no server generates them, and the gateway's budgets would not hold them
+                throw new ApiException(ApiError.invalidField("invalid_value", param, "Invalid value for '" + param
+                        + "': expected an integer from 0 to " + Integer.MAX_VALUE + ", but got " + v.asText() + "."));
+            }
             if (!kind.accepts(v)) {
                 throw new ApiException(ApiError.invalidField("invalid_type", param, "Invalid type for '" + param
                         + "': expected " + kind.expected + ", but got " + describe(v) + " instead."));

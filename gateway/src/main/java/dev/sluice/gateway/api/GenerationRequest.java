@@ -207,6 +207,22 @@ public final class GenerationRequest {
         return false;
     }
 
+    /**
+     * This request after the gateway changed its body in place (a class's completion-token limit):
+     * the bytes of the fast path serialized again from the tree, so that a worker receives the change.
+     */
+    GenerationRequest rewritten() {
+        try {
+            return new GenerationRequest(route, body, SERIALIZER.writeValueAsBytes(body), stream, logprobs, batchSize,
+                    parallelSamples);
+        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            throw new IllegalStateException("a parsed body cannot be serialized again", e);
+        }
+    }
+
+    private static final com.fasterxml.jackson.databind.ObjectMapper SERIALIZER =
+            new com.fasterxml.jackson.databind.ObjectMapper();
+
     public boolean stream() {
         return stream;
     }
@@ -216,13 +232,25 @@ public final class GenerationRequest {
      * SGLang's {@code sampling_params.max_new_tokens}); 0 when it names none.
      */
     public long maxTokens() {
-        for (com.fasterxml.jackson.databind.JsonNode n : new com.fasterxml.jackson.databind.JsonNode[] {
-                body.get("max_completion_tokens"), body.get("max_tokens"), body.path("sampling_params").get("max_new_tokens")}) {
-            if (n != null && n.canConvertToLong() && n.asLong() > 0) {
-                return n.asLong();
+        long most = 0;
+        JsonNode sp = body.get("sampling_params");
+        if (sp != null && sp.isArray()) { // one per prompt: the largest bounds the request
+            for (JsonNode item : sp) {
+                most = Math.max(most, positive(item.get("max_new_tokens")));
+            }
+            return most;
+        }
+        for (JsonNode n : new JsonNode[] {body.get("max_completion_tokens"), body.get("max_tokens"),
+                sp == null ? null : sp.get("max_new_tokens")}) {
+            if (positive(n) > 0) {
+                return positive(n);
             }
         }
         return 0;
+    }
+
+    private static long positive(JsonNode n) {
+        return n != null && n.isIntegralNumber() && n.canConvertToLong() && n.asLong() > 0 ? n.asLong() : 0;
     }
 
     public boolean logprobs() {

@@ -32,9 +32,9 @@ import java.util.Optional;
  *                                     what it holds would be done within this at its known rate (while its rate
  *                                     is a guess: a second behind the first, more within this at the guess);
  *                                     zero: off
- * @param queueUpdateClasses           the classes whose streamed requests hear where they stand while they wait
- *                                     (admission.per_class.&lt;class&gt;.queue_updates), as if they sent
- *                                     X-Sluice-Queue-Updates: 1
+ * @param perClass                     settings by class name (admission.per_class.&lt;class&gt;): queue updates,
+ *                                     the ceiling and default of a request's completion tokens; a class
+ *                                     not named has {@link ClassPolicy#NONE}
  */
 public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Duration queueTimeout, long maxRequestTokens,
                               int prefillMaxInflightRequests, long prefillMaxInflightTokens,
@@ -43,7 +43,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                               List<String> priorities, String defaultPriority, Map<String, ApiKey> apiKeys,
                               boolean requireApiKey, TenantLimits tenantLimits, TokenizerConfig tokenizer,
                               SchedulingConfig scheduling, PrefillRateConfig prefillRate,
-                              Duration prefillMaxInflightTime, java.util.Set<String> queueUpdateClasses) {
+                              Duration prefillMaxInflightTime, Map<String, ClassPolicy> perClass) {
 
     /** The default of {@code admission.prefill.max_inflight_time}. */
     public static final Duration DEFAULT_PREFILL_MAX_INFLIGHT_TIME = Duration.ofSeconds(2);
@@ -54,7 +54,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         java.util.Objects.requireNonNull(scheduling, "scheduling");
         java.util.Objects.requireNonNull(prefillRate, "prefillRate");
         java.util.Objects.requireNonNull(prefillMaxInflightTime, "prefillMaxInflightTime");
-        queueUpdateClasses = java.util.Set.copyOf(queueUpdateClasses);
+        perClass = Map.copyOf(perClass);
     }
 
     /** No class with queue updates (a client may still ask for them). */
@@ -68,7 +68,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         this(maxQueuedRequests, maxPendingTokens, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
                 prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
                 retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, requireApiKey, tenantLimits, tokenizer,
-                scheduling, prefillRate, prefillMaxInflightTime, java.util.Set.of());
+                scheduling, prefillRate, prefillMaxInflightTime, Map.of());
     }
 
     /** No API keys required, no per-tenant limits beyond the defaults. */
@@ -83,11 +83,11 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 SchedulingConfig.DEFAULTS, PrefillRateConfig.NONE, DEFAULT_PREFILL_MAX_INFLIGHT_TIME);
     }
 
-    public static Builder builder() {
-        return new Builder();
+    public static AdmissionConfigBuilder builder() {
+        return new AdmissionConfigBuilder();
     }
 
-    public Builder toBuilder() {
+    public AdmissionConfigBuilder toBuilder() {
         return builder().maxQueuedRequests(maxQueuedRequests).maxPendingTokens(maxPendingTokens).queueTimeout(queueTimeout)
                 .maxRequestTokens(maxRequestTokens).prefillMaxInflightRequests(prefillMaxInflightRequests)
                 .prefillMaxInflightTokens(prefillMaxInflightTokens).decodeMaxInflightStreams(decodeMaxInflightStreams)
@@ -95,195 +95,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
                 .retryAfterMax(retryAfterMax).drainGrace(drainGrace).priorities(priorities)
                 .defaultPriority(defaultPriority).apiKeys(apiKeys).requireApiKey(requireApiKey)
                 .tenantLimits(tenantLimits).tokenizer(tokenizer).scheduling(scheduling).prefillRate(prefillRate)
-                .prefillMaxInflightTime(prefillMaxInflightTime).queueUpdateClasses(queueUpdateClasses);
-    }
-
-    /**
-     * Seventeen values, several of them adjacent longs, ints and durations: each named and checked
-     * with the lower bounds of {@code admission:}'s reader; what involves two keys (the request
-     * limit under the budget, the Retry-After clamp, the default class, keys' classes, a required
-     * key) is checked in {@link #build}. Without API keys, keys are not required and tenants get
-     * {@link TenantLimits#DEFAULTS} unless set.
-     */
-    public static final class Builder {
-        private static final String A = "admission.";
-        private Integer maxQueuedRequests;
-        private Long maxPendingTokens;
-        private Duration queueTimeout;
-        private Long maxRequestTokens;
-        private Integer prefillMaxInflightRequests;
-        private Long prefillMaxInflightTokens;
-        private Integer decodeMaxInflightStreams;
-        private Double initialPrefillTokensPerSecond;
-        private Duration retryAfterMin;
-        private Duration retryAfterMax;
-        private Duration drainGrace;
-        private List<String> priorities;
-        private String defaultPriority;
-        private Map<String, ApiKey> apiKeys = Map.of();
-        private boolean requireApiKey;
-        private TenantLimits tenantLimits = TenantLimits.DEFAULTS;
-        private TokenizerConfig tokenizer;
-        private SchedulingConfig scheduling = SchedulingConfig.DEFAULTS;
-        private PrefillRateConfig prefillRate = PrefillRateConfig.NONE;
-        private Duration prefillMaxInflightTime = DEFAULT_PREFILL_MAX_INFLIGHT_TIME;
-        private java.util.Set<String> queueUpdateClasses = java.util.Set.of();
-
-        private Builder() {
-        }
-
-        public Builder maxQueuedRequests(int v) {
-            maxQueuedRequests = KeyCheck.atLeast(A + "max_queued_requests", v, 0);
-            return this;
-        }
-
-        public Builder maxPendingTokens(long v) {
-            maxPendingTokens = KeyCheck.atLeast(A + "max_pending_tokens", v, 1L);
-            return this;
-        }
-
-        public Builder queueTimeout(Duration v) {
-            queueTimeout = KeyCheck.atLeast(A + "queue_timeout", v, Duration.ofMillis(1));
-            return this;
-        }
-
-        public Builder maxRequestTokens(long v) {
-            maxRequestTokens = KeyCheck.atLeast(A + "max_request_tokens", v, 1L);
-            return this;
-        }
-
-        public Builder prefillMaxInflightRequests(int v) {
-            prefillMaxInflightRequests = KeyCheck.atLeast(A + "prefill.max_inflight_requests", v, 1);
-            return this;
-        }
-
-        public Builder prefillMaxInflightTokens(long v) {
-            prefillMaxInflightTokens = KeyCheck.atLeast(A + "prefill.max_inflight_tokens", v, 1L);
-            return this;
-        }
-
-        public Builder decodeMaxInflightStreams(int v) {
-            decodeMaxInflightStreams = KeyCheck.atLeast(A + "decode.max_inflight_streams", v, 1);
-            return this;
-        }
-
-        public Builder initialPrefillTokensPerSecond(double v) {
-            initialPrefillTokensPerSecond = KeyCheck.atLeast(A + "initial_prefill_tokens_per_second", v, 1.0);
-            return this;
-        }
-
-        public Builder retryAfterMin(Duration v) {
-            retryAfterMin = KeyCheck.atLeast(A + "retry_after.min", v, Duration.ofSeconds(1));
-            return this;
-        }
-
-        public Builder retryAfterMax(Duration v) {
-            retryAfterMax = KeyCheck.atLeast(A + "retry_after.max", v, Duration.ofSeconds(1));
-            return this;
-        }
-
-        public Builder drainGrace(Duration v) {
-            drainGrace = KeyCheck.atLeast(A + "drain_grace", v, Duration.ZERO);
-            return this;
-        }
-
-        /** Class names, highest first: at least one, each once. */
-        public Builder priorities(List<String> v) {
-            KeyCheck.present(A + "priorities", v);
-            if (v.isEmpty()) {
-                throw KeyCheck.rejected(A + "priorities", "[]", "at least one priority class, highest first");
-            }
-            if (new java.util.HashSet<>(v).size() != v.size()) {
-                throw KeyCheck.rejected(A + "priorities", String.valueOf(v), "distinct class names");
-            }
-            priorities = List.copyOf(v);
-            return this;
-        }
-
-        public Builder defaultPriority(String v) {
-            defaultPriority = KeyCheck.present(A + "default_priority", v);
-            return this;
-        }
-
-        public Builder apiKeys(Map<String, ApiKey> v) {
-            apiKeys = Map.copyOf(KeyCheck.present(A + "api_keys", v));
-            return this;
-        }
-
-        public Builder requireApiKey(boolean v) {
-            requireApiKey = v;
-            return this;
-        }
-
-        public Builder tenantLimits(TenantLimits v) {
-            tenantLimits = KeyCheck.present(A + "tenant_limits", v);
-            return this;
-        }
-
-        public Builder tokenizer(TokenizerConfig v) {
-            tokenizer = KeyCheck.present(A + "tokenizer", v);
-            return this;
-        }
-
-        public Builder scheduling(SchedulingConfig v) {
-            scheduling = KeyCheck.present(A + "scheduling", v);
-            return this;
-        }
-
-        public Builder prefillRate(PrefillRateConfig v) {
-            prefillRate = KeyCheck.present(A + "prefill_rate", v);
-            return this;
-        }
-
-        public Builder prefillMaxInflightTime(Duration v) {
-            prefillMaxInflightTime = KeyCheck.atLeast(A + "prefill.max_inflight_time", v, Duration.ZERO);
-            return this;
-        }
-
-        public Builder queueUpdateClasses(java.util.Set<String> v) {
-            queueUpdateClasses = KeyCheck.present(A + "per_class", v);
-            return this;
-        }
-
-        public AdmissionConfig build() {
-            long pending = KeyCheck.set(A + "max_pending_tokens", maxPendingTokens);
-            long request = KeyCheck.set(A + "max_request_tokens", maxRequestTokens);
-            if (request > pending) {
-                throw KeyCheck.rejected(A + "max_request_tokens", String.valueOf(request),
-                        "<= admission.max_pending_tokens (" + pending + ")");
-            }
-            Duration min = KeyCheck.set(A + "retry_after.min", retryAfterMin);
-            Duration max = KeyCheck.atLeast(A + "retry_after.max", KeyCheck.set(A + "retry_after.max", retryAfterMax),
-                    A + "retry_after.min", min);
-            List<String> classes = KeyCheck.set(A + "priorities", priorities);
-            String def = KeyCheck.set(A + "default_priority", defaultPriority);
-            if (!classes.contains(def)) {
-                throw KeyCheck.rejected(A + "default_priority", def, "one of " + classes);
-            }
-            for (ApiKey k : apiKeys.values()) {
-                if (k.priority() != null && !classes.contains(k.priority())) {
-                    throw KeyCheck.rejected(A + "api_keys." + k.name() + ".priority", k.priority(), "one of " + classes);
-                }
-            }
-            for (String c : queueUpdateClasses) {
-                if (!classes.contains(c)) {
-                    throw KeyCheck.rejected(A + "per_class", c, "one of " + classes);
-                }
-            }
-            if (requireApiKey && apiKeys.isEmpty()) {
-                throw KeyCheck.rejected(A + "require_api_key", "true",
-                        "admission.api_keys with at least one key (else no request could pass)");
-            }
-            return new AdmissionConfig(KeyCheck.set(A + "max_queued_requests", maxQueuedRequests), pending,
-                    KeyCheck.set(A + "queue_timeout", queueTimeout), request,
-                    KeyCheck.set(A + "prefill.max_inflight_requests", prefillMaxInflightRequests),
-                    KeyCheck.set(A + "prefill.max_inflight_tokens", prefillMaxInflightTokens),
-                    KeyCheck.set(A + "decode.max_inflight_streams", decodeMaxInflightStreams),
-                    KeyCheck.set(A + "initial_prefill_tokens_per_second", initialPrefillTokensPerSecond), min, max,
-                    KeyCheck.set(A + "drain_grace", drainGrace), classes, def, apiKeys, requireApiKey, tenantLimits,
-                    KeyCheck.set(A + "tokenizer", tokenizer), scheduling, prefillRate, prefillMaxInflightTime,
-                    queueUpdateClasses);
-        }
+                .prefillMaxInflightTime(prefillMaxInflightTime).perClass(perClass);
     }
 
     /** Which queued request gives way when not all of a class can make their deadlines. */
@@ -453,5 +265,42 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
 
     public int priorityIndex(String name) {
         return priorities.indexOf(name);
+    }
+
+    /**
+     * A copy with the queue bound and the pending-token budget replaced by a replica's share of them
+     * (coordination), everything else as is. A share is not a configuration: the file's cross-checks
+     * do not hold for it (a share of the budget may be below {@code max_request_tokens}, which stays
+     * the fleet's: a prompt the fleet could take is refused here for want of budget, 429, never as
+     * too large), so only the share's own bounds are checked.
+     */
+    public AdmissionConfig withShares(int queueShare, long pendingShare) {
+        if (queueShare < 0 || pendingShare < 0) {
+            throw new IllegalArgumentException("shares: queue " + queueShare + ", pending tokens " + pendingShare
+                    + " (expected: >= 0, >= 0)");
+        }
+        return new AdmissionConfig(queueShare, pendingShare, queueTimeout, maxRequestTokens, prefillMaxInflightRequests,
+                prefillMaxInflightTokens, decodeMaxInflightStreams, initialPrefillTokensPerSecond, retryAfterMin,
+                retryAfterMax, drainGrace, priorities, defaultPriority, apiKeys, requireApiKey, tenantLimits, tokenizer,
+                scheduling, prefillRate, prefillMaxInflightTime, perClass);
+    }
+
+    /** The settings of class {@code name} ({@link ClassPolicy#NONE} when it has none). */
+    public ClassPolicy classPolicy(String name) {
+        return perClass.getOrDefault(name, ClassPolicy.NONE);
+    }
+
+    /**
+     * The classes whose streamed requests hear where they stand while they wait
+     * ({@code admission.per_class.<class>.queue_updates}), as if they sent X-Sluice-Queue-Updates: 1.
+     */
+    public java.util.Set<String> queueUpdateClasses() {
+        java.util.Set<String> out = new java.util.HashSet<>();
+        perClass.forEach((name, p) -> {
+            if (p.queueUpdates()) {
+                out.add(name);
+            }
+        });
+        return java.util.Set.copyOf(out);
     }
 }

@@ -111,26 +111,43 @@ final class AdmissionConfigReader {
                         + "requests are re-judged against their deadlines.")))
                 .prefillRate(prefillRate(n.child("prefill_rate", "Each prefill worker's rate before the gateway has "
                         + "measured it: a trusted prior turns the deadline checks on from the first request.")))
-                .queueUpdateClasses(queueUpdateClasses(n.child("per_class", "Settings by priority class (a name of "
+                .perClass(perClass(n.child("per_class", "Settings by priority class (a name of "
                         + "admission.priorities)."), priorities))
                 .build();
     }
 
-    /** The classes of {@code admission.per_class} whose {@code queue_updates} is true. */
-    private static Set<String> queueUpdateClasses(ConfigNode perClass, List<String> priorities) {
-        Set<String> out = new HashSet<>();
+    /** {@code admission.per_class}: each class's settings, one record per class. */
+    private static Map<String, ClassPolicy> perClass(ConfigNode perClass, List<String> priorities) {
+        Map<String, ClassPolicy> out = new LinkedHashMap<>();
         for (Map.Entry<String, ConfigNode> e : perClass.entries("One class's settings.")) {
-            ConfigNode c = e.getValue().allowOnly("queue_updates");
+            ConfigNode c = e.getValue().allowOnly("queue_updates", "max_tokens_ceiling", "on_excess",
+                    "default_max_tokens");
             boolean updates = c.child("queue_updates", "A streamed request of this class gets its 200 at once and "
                     + "SSE comments while it waits (': queue position=N eta_ms=M', then ': queue wait_ms=N'), as with "
                     + "the header X-Sluice-Queue-Updates: 1 (which, as 0, declines them).").bool(false);
+            long ceiling = c.child("max_tokens_ceiling", "The most completion tokens one request of this class may "
+                    + "ask for (max_tokens, max_completion_tokens, sampling_params.max_new_tokens); past it, on_excess "
+                    + "decides. 0: no ceiling.").longIn(0, 0, ClassPolicy.MAX_TOKENS_LIMIT);
+            ConfigNode excessNode = c.child("on_excess", "A request over max_tokens_ceiling: refuse (400 "
+                    + "max_tokens_too_large, naming the ceiling) or clamp (forwarded with its limit lowered to the "
+                    + "ceiling).").rule("refuse or clamp");
+            ClassPolicy.OnExcess excess = choice(excessNode, "refuse",
+                    Map.of("refuse", ClassPolicy.OnExcess.REFUSE, "clamp", ClassPolicy.OnExcess.CLAMP));
+            ConfigNode defaultNode = c.child("default_max_tokens", "Given to a request of this class that names no "
+                    + "limit (as max_tokens, or sampling_params.max_new_tokens on /generate), so that its budget and "
+                    + "deadline are known. 0: none (the worker's own default).").rule("<= max_tokens_ceiling");
+            long def = defaultNode.longIn(0, 0, ClassPolicy.MAX_TOKENS_LIMIT);
+            if (ceiling > 0 && def > ceiling) {
+                defaultNode.reject(String.valueOf(def), "<= max_tokens_ceiling (" + ceiling + ")");
+                def = ceiling;
+            }
             if (c.reading().explore()) {
                 continue; // the schema's run: "*" stands for any class
             }
             if (!priorities.contains(e.getKey())) {
                 c.reject(e.getKey(), "one of admission.priorities " + priorities);
-            } else if (updates) {
-                out.add(e.getKey());
+            } else {
+                out.put(e.getKey(), new ClassPolicy(updates, ceiling, excess, def));
             }
         }
         return out;

@@ -48,7 +48,7 @@ final class ExchangeTicket {
         List<String> classes = admission.config().priorities();
         priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
         ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, listener)
-                .wholeAnswer(request.stream() ? 0 : request.maxTokens() * Math.max(1, request.parallelSamples()))
+                .wholeAnswer(request.stream() ? 0 : request.maxTokens(), request.parallelSamples())
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
                 .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
                         promptIds)

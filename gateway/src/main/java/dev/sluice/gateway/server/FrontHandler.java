@@ -7,6 +7,7 @@ import dev.sluice.gateway.admission.PromptText;
 import dev.sluice.gateway.admission.RequestClassifier.RequestClass;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.api.ApiException;
+import dev.sluice.gateway.api.CompletionTokenLimits;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.pd.ModeLimits;
 import dev.sluice.gateway.api.GenerationRoute;
@@ -136,6 +137,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 // who is asking first: an unauthenticated request costs no body parse
                 cls = live.classifier().classify(req.headers(), received);
                 parsed = front.requestJson().parse(route, req.content());
+                String className = live.config().admission().priorities().get(cls.priority());
+                parsed = CompletionTokenLimits.apply(parsed, live.config().admission().classPolicy(className), className);
             } catch (ApiException e) {
                 reject(e.error(), req, keepAlive, live);
                 return;

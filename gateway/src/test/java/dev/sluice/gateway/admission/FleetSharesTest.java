@@ -81,4 +81,18 @@ class FleetSharesTest {
         assertThat(c.submit(ticket("more", 1000, new Recorder()))).isNull();
         assertThat(c.snapshot().perWorker().get(prefill).prefillRequests()).isEqualTo(2);
     }
+
+    @Test
+    void aShareIsAnExplicitCopyOfTheFleetsLimitsBelowWhatTheFileWouldAccept() {
+        dev.sluice.gateway.config.AdmissionConfig fleet = config(8, 100_000, Duration.ofSeconds(30), 50_000, 4,
+                100_000, 10);
+        dev.sluice.gateway.config.AdmissionConfig mine = shares(3, 20_000, 1, 10).applyTo(fleet);
+        assertThat(mine.maxQueuedRequests()).isEqualTo(3);
+        assertThat(mine.maxPendingTokens()).isEqualTo(20_000); // below max_request_tokens: the builder would refuse it
+        assertThat(mine.maxRequestTokens()).isEqualTo(50_000);
+        // everything else is the fleet's, component by component
+        assertThat(mine.withShares(fleet.maxQueuedRequests(), fleet.maxPendingTokens())).isEqualTo(fleet);
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(() -> fleet.withShares(-1, 0)))
+                .hasMessageContaining("queue -1");
+    }
 }

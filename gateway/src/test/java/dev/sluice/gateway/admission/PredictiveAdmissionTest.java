@@ -313,6 +313,52 @@ class PredictiveAdmissionTest {
     }
 
     @Test
+    void withNothingChangedTheQueueIsReviewedEveryReviewIntervalNotAtEverySweep() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).scheduling(new SchedulingConfig(QueueOrder.EDF,
+                        Duration.ofSeconds(1), AdmissionConfig.Shed.LONGEST)).build());
+        Recorder running = new Recorder();
+        Ticket first = ticket("running", 1_000, 1, running);
+        c.submit(first); // 1 s of prefill, the window's one request
+        assertThat(running.granted()).isTrue();
+        Recorder waiting = new Recorder();
+        // 1 s behind the first, its own 1 s, the second of margin: 3 s, due at 3.5 s
+        assertThat(c.submit(new Ticket("waiting", 1_000, 1, "t", now.get() + Duration.ofMillis(3_500).toNanos(),
+                Runnable::run, waiting))).isNull();
+        advance(1.0);
+        c.expire(); // a review: in time
+        assertThat(waiting.rejection).isNull();
+        // the first is overdue: from 1.5 s on, "waiting" is predicted past its deadline; the sweeps every
+        // 20 ms dispatch nothing and change nothing, so they leave it to the next review, a second after the last
+        for (int i = 0; i < 48; i++) {
+            advance(0.02);
+            c.expire();
+        }
+        assertThat(waiting.rejection).as("no review before the interval is up").isNull();
+        advance(0.04);
+        c.expire();
+        assertThat(waiting.rejection).isNotNull();
+        assertThat(waiting.rejection.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        c.prefillDone(first);
+        c.release(first);
+        assertThat(c.snapshot().idle()).as("%s", c.snapshot()).isTrue();
+    }
+
+    @Test
+    void aHugeWholeAnswerIsUnreachableNotAnOverflowThatLooksInTime() {
+        AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)
+                .toBuilder().prefillRate(prior(1_000)).build());
+        c.decodePace(2.56, 128); // 20 ms a token: 2^31 tokens times n = 2^31 is 9e16 s, 9e25 ns
+        for (long deadline : new long[] {now.get() + Duration.ofSeconds(30).toNanos(), Long.MAX_VALUE}) {
+            Rejection whole = c.submit(new Ticket("huge", 1_000, 1, "t", deadline, Runnable::run, new Recorder())
+                    .wholeAnswer(Integer.MAX_VALUE, Integer.MAX_VALUE));
+            assertThat(whole).as("deadline %d", deadline).isNotNull();
+            assertThat(whole.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
+        }
+        assertThat(c.snapshot().idle()).as("%s", c.snapshot()).isTrue(); // nothing held for them
+    }
+
+    @Test
     void whenNotAllOfAClassCanMakeItTheLongestPromptGivesWayUnlessShedIsLatest() {
         for (AdmissionConfig.Shed shed : AdmissionConfig.Shed.values()) {
             AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 1, 100_000, 10)

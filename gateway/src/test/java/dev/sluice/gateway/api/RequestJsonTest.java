@@ -40,7 +40,7 @@ class RequestJsonTest {
             "CHAT_COMPLETIONS|\"stop\":[1,2]|stop|invalid_type",
             "CHAT_COMPLETIONS|\"logprobs\":3|logprobs|invalid_type",
             "CHAT_COMPLETIONS|\"max_tokens\":1.5|max_tokens|invalid_type",
-            "CHAT_COMPLETIONS|\"max_tokens\":99999999999|max_tokens|invalid_type",
+            "CHAT_COMPLETIONS|\"max_tokens\":99999999999|max_tokens|invalid_value",
             "CHAT_COMPLETIONS|\"max_tokens\":-1|max_tokens|invalid_value",
             "CHAT_COMPLETIONS|\"stream_options\":true|stream_options|invalid_type",
             "CHAT_COMPLETIONS|\"tools\":{}|tools|invalid_type",

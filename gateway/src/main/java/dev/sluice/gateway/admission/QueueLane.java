@@ -1,0 +1,89 @@
+package dev.sluice.gateway.admission;
+
+import java.util.ArrayDeque;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NavigableSet;
+import java.util.TreeSet;
+
+/**
+ * One priority class's waiting tickets: a queue per tenant (a retry first, then deadline or
+ * arrival), the tenants' turns round robin, and the same tickets longest prompt first. Its count
+ * and tokens are kept in step. Under the admission lock, through {@link PriorityQueues}.
+ */
+final class QueueLane {
+    final Map<String, TreeSet<Ticket>> tenants = new HashMap<>();
+    final ArrayDeque<String> rotation = new ArrayDeque<>();
+    /** The lane's tickets, longest prompt first (shed: longest). */
+    final NavigableSet<Ticket> longest = new TreeSet<>(Ticket.LONGEST_FIRST);
+    int size;
+    long tokens;
+
+    void add(Ticket t, boolean front, Comparator<Ticket> order) {
+        TreeSet<Ticket> q = tenants.get(t.tenant);
+        if (q == null) {
+            q = new TreeSet<>(order);
+            tenants.put(t.tenant, q);
+            rotation.addLast(t.tenant);
+        }
+        q.add(t);
+        if (front) {
+            rotation.remove(t.tenant);
+            rotation.addFirst(t.tenant);
+        }
+        longest.add(t);
+        size++;
+        tokens += t.tokens;
+    }
+
+    /** Appends this lane's tickets in service order: tenants' turns round robin, each tenant's queue in order. */
+    void serviceOrder(List<Ticket> out) {
+        ArrayDeque<String> turns = new ArrayDeque<>(rotation);
+        Map<String, Iterator<Ticket>> next = new HashMap<>();
+        while (!turns.isEmpty()) {
+            String tenant = turns.pollFirst();
+            Iterator<Ticket> it = next.computeIfAbsent(tenant, k -> tenants.get(k).iterator());
+            out.add(it.next());
+            if (it.hasNext()) {
+                turns.addLast(tenant);
+            }
+        }
+    }
+
+    Ticket peek() {
+        return tenants.get(rotation.peekFirst()).first();
+    }
+
+    Ticket poll() {
+        String tenant = rotation.pollFirst();
+        TreeSet<Ticket> q = tenants.get(tenant);
+        Ticket t = q.pollFirst();
+        longest.remove(t);
+        if (q.isEmpty()) {
+            tenants.remove(tenant);
+        } else {
+            rotation.addLast(tenant);
+        }
+        size--;
+        tokens -= t.tokens;
+        return t;
+    }
+
+    boolean remove(Ticket t) {
+        TreeSet<Ticket> q = tenants.get(t.tenant);
+        if (q == null || !q.remove(t)) {
+            return false;
+        }
+        longest.remove(t);
+        if (q.isEmpty()) {
+            tenants.remove(t.tenant);
+            rotation.remove(t.tenant);
+        }
+        size--;
+        tokens -= t.tokens;
+        return true;
+    }
+}
