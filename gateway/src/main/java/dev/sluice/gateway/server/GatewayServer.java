@@ -11,8 +11,6 @@ import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
-import dev.sluice.gateway.state.KeptPrefillRates;
-import dev.sluice.gateway.state.PrefillRateStore;
 import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
@@ -151,9 +149,7 @@ public final class GatewayServer implements AutoCloseable {
         admissionMetrics.bind(admission, counter);
         Optional<RedisLeaseStore> redis = config.coordination().map(cc -> new RedisLeaseStore(cc,
                 RedisLeaseStore.commandTimeout(cc)));
-        KeptPrefillRates keptRates = new KeptPrefillRates(admission::savedRates, admission::measuredRates,
-                () -> config().admission().prefillRate().stateFile(), redis.map(r -> (PrefillRateStore) r),
-                config.coordination().map(cc -> cc.leaseTtl()).orElse(Duration.ZERO), loops.fileIo, background);
+        this.prefillRates = PrefillRateState.of(this::config, admission, redis, loops.fileIo, background);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
                 this::listenAddress, redis.orElseThrow(), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
@@ -182,7 +178,6 @@ public final class GatewayServer implements AutoCloseable {
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, reconciler, aborts);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
-        this.prefillRates = new PrefillRateState(keptRates, loops.fileIo);
         HealthFollowers.attach(health, metrics, live, admission);
         StartupMetrics.preRegister(metrics, workers);
         metrics.bindWorkers(workers, config.telemetry());

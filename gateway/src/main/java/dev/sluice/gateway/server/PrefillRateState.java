@@ -1,8 +1,16 @@
 package dev.sluice.gateway.server;
 
+import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.background.BackgroundTasks;
+import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.coordination.RedisLeaseStore;
 import dev.sluice.gateway.state.KeptPrefillRates;
+import dev.sluice.gateway.state.PrefillRateStore;
+import java.time.Duration;
+import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -21,6 +29,16 @@ final class PrefillRateState {
     PrefillRateState(KeptPrefillRates kept, ScheduledExecutorService fileIo) {
         this.kept = kept;
         this.fileIo = fileIo;
+    }
+
+    /** The rates kept in the state file (as configured now) and, with coordination, in the fleet's Redis. */
+    static PrefillRateState of(Supplier<GatewayConfig> config, AdmissionController admission,
+                               Optional<RedisLeaseStore> redis, ScheduledExecutorService fileIo,
+                               BackgroundTasks background) {
+        Duration storeWait = config.get().coordination().map(cc -> cc.leaseTtl()).orElse(Duration.ZERO);
+        return new PrefillRateState(new KeptPrefillRates(admission::savedRates, admission::measuredRates,
+                () -> config.get().admission().prefillRate().stateFile(), redis.map(r -> (PrefillRateStore) r),
+                storeWait, fileIo, background), fileIo);
     }
 
     /** Gives admission the kept rates as priors and starts the periodic saves. */
