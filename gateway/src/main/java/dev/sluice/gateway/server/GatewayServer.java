@@ -149,7 +149,6 @@ public final class GatewayServer implements AutoCloseable {
         admissionMetrics.bind(admission, counter);
         Optional<RedisLeaseStore> redis = config.coordination().map(cc -> new RedisLeaseStore(cc,
                 RedisLeaseStore.commandTimeout(cc)));
-        this.prefillRates = PrefillRateState.of(this::config, admission, redis, loops.fileIo, background);
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
                 this::listenAddress, redis.orElseThrow(), admission,
                 workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
@@ -161,6 +160,7 @@ public final class GatewayServer implements AutoCloseable {
         boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
         this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix,
                 modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
+        this.prefillRates = PrefillRateState.of(this::config, admission, redis, loops.fileIo, background);
         this.drain = new GatewayDrain(admission, live);
         ServedModel servedModel = new ServedModel();
         PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live,
