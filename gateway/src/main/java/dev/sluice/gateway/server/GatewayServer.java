@@ -46,6 +46,7 @@ import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.routing.WorkerState;
+import dev.sluice.gateway.tracing.Tracing;
 import dev.sluice.gateway.tls.ClientTls;
 import dev.sluice.gateway.tls.ServerTls;
 import dev.sluice.gateway.transport.Transport;
@@ -116,6 +117,7 @@ public final class GatewayServer implements AutoCloseable {
     private final CoordinationMetrics coordinationMetrics; // or null
     private HealthChecker checker; // replaced when a reload changes the health settings
     private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
+    private final Tracing tracing; // tracing: (OpenTelemetry), or off
     private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
     private ServerTls serverTls; // listen.tls, or null
@@ -187,8 +189,9 @@ public final class GatewayServer implements AutoCloseable {
                 modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
         this.drain = new GatewayDrain(admission, live);
         ServedModel servedModel = new ServedModel();
+        this.tracing = config.tracing().map(tc -> Tracing.start(tc, metrics.registry())).orElse(Tracing.off());
         PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live,
-                servedModel);
+                servedModel, tracing);
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
@@ -542,6 +545,7 @@ public final class GatewayServer implements AutoCloseable {
         controlGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         adminGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
         bossGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly(5, TimeUnit.SECONDS);
+        tracing.close(); // what is queued goes out (bounded wait)
         metrics.close();
         log.info("gateway stopped");
     }
