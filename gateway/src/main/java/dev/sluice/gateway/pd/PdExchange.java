@@ -51,12 +51,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private final ExchangeOutcome outcome = new ExchangeOutcome();
     private final RequestTrace trace;
 
-    public PdExchange(PdServices services, ExchangeSettings settings, ChannelHandlerContext ctx,
-                      GenerationRequest request, boolean keepAlive, long receivedNanos, Runnable onClientDone) {
-        this(services, settings, ctx, request, keepAlive, receivedNanos, onClientDone, null);
-    }
-
-    /** {@code clientHeaders}: a client's traceparent/tracestate there is continued (with tracing on). */
+    /** {@code clientHeaders}: a client's traceparent/tracestate there is continued (with tracing on; null: none). */
     public PdExchange(PdServices services, ExchangeSettings settings, ChannelHandlerContext ctx, GenerationRequest request,
                       boolean keepAlive, long receivedNanos, Runnable onClientDone, HttpHeaders clientHeaders) {
         this.services = services;
@@ -106,14 +101,8 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
      * ({@link QueueUpdates}).
      */
     public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
-                      long deadlineNanos, boolean queueUpdates) {
-        this.queueUpdates = new QueueUpdates(client, queueUpdates && request.stream());
-        admit(prompt, promptTokens, promptIds, priority, tenant, deadlineNanos);
-    }
-
-    /** As {@link #admit(PromptText, long, int[], int, String, long, boolean)}, without queue updates. */
-    public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
-                      long deadlineNanos) {
+                      long deadlineNanos, boolean wantsUpdates) {
+        this.queueUpdates = new QueueUpdates(client, wantsUpdates && request.stream());
         tokens.prompt(prompt);
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
@@ -396,6 +385,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         watchdog.cancel();
         ticket.releaseAtEnd(outcome.outcome() == Outcome.OK, timeline.prefillDoneNanos(), tokens.completion());
         services.live().remove(this);
+        trace.exemplarOn(); // the latencies recorded at the end carry this trace's id (until trace.end)
         RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket.ticket().orElse(null),
                 ticket.priorityName(), client.status(), outcome.outcome(), timeline, outcome.detail(), trace.logIds()),
                 services, settings.requestLogging(), tokens.completion(), ticket.ticket().map(Ticket::tenant).orElse(null));

@@ -74,6 +74,9 @@ final class RequestLog {
                     f.outcome().label(), f.detail()));
         }
         services.metrics().requestEnded(f.route(), f.outcome(), Duration.ofMillis(f.durationMs()));
+        if (f.outcome() == Outcome.OK) {
+            services.metrics().genAi().timePerOutputToken(f.route(), f.durationMs(), f.ttftMs(), completionTokens);
+        }
         if (!logging.logs(f.outcome() == Outcome.OK)) {
             return; // logging.requests: counted in the metrics above, no line
         }

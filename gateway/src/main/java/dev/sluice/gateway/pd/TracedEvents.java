@@ -23,7 +23,12 @@ final class TracedEvents implements AttemptEvents {
     public void prefillSucceeded(AttemptKey a) {
         trace.prefillDone(a);
         boolean first = !exchange.pastFirstToken(a);
-        exchange.prefillSucceeded(a); // a non-streamed request's first-token moment is its prefill's end
+        trace.exemplarOn(); // the first-token latency recorded here carries the trace's id
+        try {
+            exchange.prefillSucceeded(a); // a non-streamed request's first-token moment is its prefill's end
+        } finally {
+            trace.exemplarOff();
+        }
         if (first && exchange.pastFirstToken(a)) {
             trace.firstToken(a, System.nanoTime() - receivedNanos);
         }
@@ -32,7 +37,12 @@ final class TracedEvents implements AttemptEvents {
     @Override
     public void firstToken(AttemptKey a) {
         boolean first = !exchange.pastFirstToken(a);
-        exchange.firstToken(a);
+        trace.exemplarOn();
+        try {
+            exchange.firstToken(a);
+        } finally {
+            trace.exemplarOff();
+        }
         if (first && exchange.pastFirstToken(a)) {
             trace.firstToken(a, System.nanoTime() - receivedNanos);
         }

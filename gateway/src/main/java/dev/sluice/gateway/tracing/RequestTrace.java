@@ -1,5 +1,6 @@
 package dev.sluice.gateway.tracing;
 
+import dev.sluice.gateway.metrics.Exemplars;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.Span;
@@ -91,6 +92,23 @@ public final class RequestTrace {
     /** The trace id of a recorded request (an exemplar's), or null. */
     public String sampledTraceId() {
         return recording ? server.getSpanContext().getTraceId() : null;
+    }
+
+    /**
+     * The latencies recorded on this thread from now on carry this request's ids as exemplars (a
+     * sampled request only), until {@link #end} or {@link #exemplarOff}.
+     */
+    public void exemplarOn() {
+        if (recording) {
+            SpanContext c = server.getSpanContext();
+            Exemplars.set(c.getTraceId(), c.getSpanId());
+        }
+    }
+
+    public void exemplarOff() {
+        if (recording) {
+            Exemplars.clear();
+        }
     }
 
     // ---- admission ----
@@ -287,6 +305,7 @@ public final class RequestTrace {
         if (server == null) {
             return;
         }
+        exemplarOff();
         if (recording) {
             endAdmission();
             for (AttemptSpans a : attempts) {
