@@ -19,9 +19,11 @@ import os
 import statistics
 import sys
 
-ORDER = ["direct", "haproxy", "nginx", "sluice-none", "sluice-none-coord", "sluice-sglang", "sluice-sglang-coord",
-         "sluice-vllm"]
+ORDER = ["direct", "haproxy", "nginx", "sluice-none", "sluice-none-coord", "sluice-none-trace100", "sluice-none-trace0",
+         "sluice-sglang", "sluice-sglang-coord", "sluice-sglang-trace100", "sluice-sglang-trace0", "sluice-vllm"]
 COORD_PAIRS = [("sluice-none", "sluice-none-coord"), ("sluice-sglang", "sluice-sglang-coord")]
+# tracing off / on (TRACE=1): at 100 % and at 0 % sampling, each against the untraced twin
+TRACE_PAIRS = [(off, f"{off}-trace{r}") for off in ("sluice-none", "sluice-sglang") for r in (100, 0)]
 
 
 def load(run):
@@ -89,9 +91,9 @@ def aggregate(by):
 
 
 def coordination(by):
-    """{conns: {off target: on - off figures}} for each X / X-coord pair measured in this run."""
+    """{conns: {on target: on - off figures}} for each X / X-coord (X-traceN) pair measured in this run."""
     out = {}
-    for off, on in COORD_PAIRS:
+    for off, on in COORD_PAIRS + TRACE_PAIRS:
         per = {}
         for (rnd, conns), group in sorted(by.items()):
             if off in group and on in group:
@@ -104,8 +106,8 @@ def coordination(by):
             off_p50 = [r["off_p50_us"] for r in rs]
             direct_p50 = [r["direct_p50_us"] for r in rs if r["direct_p50_us"] is not None]
             noise = max(max(off_p50) - min(off_p50), (max(direct_p50) - min(direct_p50)) if direct_p50 else 0)
-            out.setdefault(conns, {})[off] = {
-                "on": on, "rounds": len(rs),
+            out.setdefault(conns, {})[on] = {
+                "on": on, "off": off, "rounds": len(rs),
                 "d_p50_us": mean(r["d_p50_us"] for r in rs), "d_p50_us_range": [min(r["d_p50_us"] for r in rs),
                                                                                    max(r["d_p50_us"] for r in rs)],
                 "d_p99_us": mean(r["d_p99_us"] for r in rs), "d_p99_us_range": [min(r["d_p99_us"] for r in rs),
@@ -123,9 +125,9 @@ def coordination_table(coord, agg):
             "p99 off / on µs | on − off p99 µs (range) | req/s off / on | on / off (range) | p50 noise µs |",
             "|" + "---|" * 9]
     for conns in sorted(coord):
-        for off, c in coord[conns].items():
-            a, b = agg[conns][off], agg[conns][c["on"]]
-            rows.append(f"| {conns} | {off.replace('sluice-', '')} | {fmt(a['p50_us'])} / {fmt(b['p50_us'])} | "
+        for on, c in coord[conns].items():
+            a, b = agg[conns][c["off"]], agg[conns][on]
+            rows.append(f"| {conns} | {on.replace('sluice-', '')} | {fmt(a['p50_us'])} / {fmt(b['p50_us'])} | "
                         f"{fmt(c['d_p50_us'], True)} ({fmt(c['d_p50_us_range'][0], True)} … "
                         f"{fmt(c['d_p50_us_range'][1], True)}) | {fmt(a['p99_us'])} / {fmt(b['p99_us'])} | "
                         f"{fmt(c['d_p99_us'], True)} ({fmt(c['d_p99_us_range'][0], True)} … "
@@ -167,8 +169,34 @@ def goals(agg, reject, coord=None):
                get(1, "haproxy", "added_p50_us"), 2.5)
     rps_goal("sglang: req/s at 64 connections >= 0.6x HAProxy's", get(64, "sluice-sglang", "rps_ratio_vs_haproxy"),
              0.6)
-    for off, _ in COORD_PAIRS:
-        c = (coord or {}).get(1, {}).get(off)
+    for off, on in TRACE_PAIRS:
+        c1 = (coord or {}).get(1, {}).get(on)
+        if c1 is None:
+            continue
+        name = on.replace("sluice-", "")
+        off_p50 = agg[1][off]["p50_us"]
+        if on.endswith("-trace100"):
+            rel = c1["d_p50_us"] / off_p50 if off_p50 else None
+            lines.append({"goal": f"tracing ({name}): added p50 at 1 connection within 10% of off", "value": rel,
+                          "limit": 0.10, "result": "PASS" if rel is not None and rel <= 0.10 else "FAIL",
+                          "detail": f"{c1['d_p50_us']:+.1f} us on a p50 of {off_p50:.0f} us ({rel:+.1%}); rounds "
+                                    f"{c1['d_p50_us_range'][0]:+.0f} … {c1['d_p50_us_range'][1]:+.0f}"})
+            for conns in sorted(coord):
+                c = coord[conns].get(on)
+                if c is None:
+                    continue
+                lines.append({"goal": f"tracing ({name}): req/s at {conns} connection(s) >= 0.9x off",
+                              "value": c["rps_ratio"], "limit": 0.9, "result": "PASS" if c["rps_ratio"] >= 0.9 else "FAIL",
+                              "detail": f"{c['rps_ratio']:.3f} (rounds {c['rps_ratio_range'][0]:.3f} … "
+                                        f"{c['rps_ratio_range'][1]:.3f})"})
+        else:
+            lines.append({"goal": f"tracing ({name}): on - off p50 at 1 connection within the noise",
+                          "value": c1["d_p50_us"], "limit": c1["noise_p50_us"],
+                          "result": "PASS" if c1["d_p50_us"] <= c1["noise_p50_us"] else "FAIL",
+                          "detail": f"{c1['d_p50_us']:+.1f} us vs the p50's own range over rounds "
+                                    f"{c1['noise_p50_us']:.0f} us; req/s on / off {c1['rps_ratio']:.3f}"})
+    for off, on in COORD_PAIRS:
+        c = (coord or {}).get(1, {}).get(on)
         label = f"coordination ({off.replace('sluice-', '')}): on - off p50 at 1 connection within the noise"
         if c is None:
             continue
@@ -234,7 +262,8 @@ def main():
     md = table(agg)
     coord_md = coordination_table(coord, agg)
     if coord_md:
-        md += "\n\nCoordination off / on (the same configuration with a coordination: section, one-replica fleet):\n\n" + coord_md
+        md += ("\n\nOff / on pairs (the same configuration with a coordination: section, one-replica fleet, or "
+               "a tracing: section at sample_ratio 1 (trace100) or 0 (trace0)):\n\n" + coord_md)
     goal_md = "\n".join(f"- **{g['result']}** {g['goal']}: {g['detail']}" for g in goal_lines)
     rej_md = ""
     if reject:

@@ -129,8 +129,11 @@ public final class AdminServer implements AutoCloseable {
             } else if (path.equals("/admin/state")) {
                 body = state.render().toPrettyString();
             } else if (path.equals("/metrics")) {
-                type = "text/plain; version=0.0.4; charset=utf-8";
-                body = metrics.scrape();
+                // a scraper that asks for OpenMetrics (Prometheus does) gets it, with the latency exemplars
+                String accept = req.headers().get(io.netty.handler.codec.http.HttpHeaderNames.ACCEPT);
+                type = GatewayMetrics.acceptsOpenMetrics(accept) ? GatewayMetrics.OPENMETRICS
+                        : "text/plain; version=0.0.4; charset=utf-8";
+                body = metrics.scrape(accept);
             } else if (page.at(path).isPresent()) {
                 servePage(ctx, req, page.at(path).get());
                 return;

@@ -25,6 +25,7 @@ public enum ConfigSection {
     /** The Redis connection and this replica's identity are made once at start. */
     COORDINATION("coordination", Effect.RESTART, GatewayConfig::coordination,
             (b, from) -> b.coordination(from.coordination())),
+    TRACING("tracing", Effect.RESTART, GatewayConfig::tracing, (b, from) -> b.tracing(from.tracing())),
     ROUTING("routing", Effect.RESTART, GatewayConfig::routing, (b, from) -> b.routing(from.routing())),
     /** All of {@code admission:} but its tokenizer, which the next line takes out. */
     ADMISSION("admission", Effect.LIVE, GatewayConfig::admission, (b, from) -> b.admission(from.admission())),

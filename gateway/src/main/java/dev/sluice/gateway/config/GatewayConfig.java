@@ -24,7 +24,8 @@ public record GatewayConfig(
         RetryConfig retries,
         RoutingConfig routing,
         RequestLogging requestLogging,
-        Optional<CoordinationConfig> coordination) {
+        Optional<CoordinationConfig> coordination,
+        Optional<TracingConfig> tracing) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -41,6 +42,7 @@ public record GatewayConfig(
         Objects.requireNonNull(routing, "routing");
         Objects.requireNonNull(requestLogging, "requestLogging");
         Objects.requireNonNull(coordination, "coordination");
+        Objects.requireNonNull(tracing, "tracing");
     }
 
     public static Builder builder() {
@@ -50,7 +52,8 @@ public record GatewayConfig(
     public Builder toBuilder() {
         return builder().listen(listen).disaggregation(disaggregation).workers(workers).timeouts(timeouts).http(http)
                 .upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
-                .retries(retries).routing(routing).requestLogging(requestLogging).coordination(coordination);
+                .retries(retries).routing(routing).requestLogging(requestLogging).coordination(coordination)
+                .tracing(tracing);
     }
 
     /**
@@ -72,6 +75,7 @@ public record GatewayConfig(
         private RoutingConfig routing;
         private RequestLogging requestLogging;
         private Optional<CoordinationConfig> coordination = Optional.empty();
+        private Optional<TracingConfig> tracing = Optional.empty();
 
         private Builder() {
         }
@@ -79,6 +83,12 @@ public record GatewayConfig(
         /** Fleet coordination; empty (the default): this replica admits the whole budget alone. */
         public Builder coordination(Optional<CoordinationConfig> v) {
             coordination = KeyCheck.present("coordination", v);
+            return this;
+        }
+
+        /** OpenTelemetry tracing; empty (the default): off. */
+        public Builder tracing(Optional<TracingConfig> v) {
+            tracing = KeyCheck.present("tracing", v);
             return this;
         }
 
@@ -181,7 +191,7 @@ public record GatewayConfig(
                     KeyCheck.set("http", http), KeyCheck.set("upstream", upstream), KeyCheck.set("health", health),
                     KeyCheck.set("admission", admission), KeyCheck.set("telemetry", telemetry),
                     KeyCheck.set("admin", admin), KeyCheck.set("retries", retries), r,
-                    KeyCheck.set("logging.requests", requestLogging), coordination);
+                    KeyCheck.set("logging.requests", requestLogging), coordination, tracing);
         }
     }
 

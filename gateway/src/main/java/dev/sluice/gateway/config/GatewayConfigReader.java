@@ -18,7 +18,8 @@ final class GatewayConfigReader {
 
     static GatewayConfig read(ConfigNode root) {
         root.allowOnly("listen", "disaggregation", "vllm_kv_connector", "workers", "timeouts", "http", "upstream", "health", "retries",
-                "routing", "admission", "telemetry", "admin", "logging", "coordination");
+                "routing", "admission", "telemetry", "admin", "logging", "coordination",
+                "tracing");
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
         DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
                 + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
@@ -60,7 +61,11 @@ final class GatewayConfigReader {
                 "Several gateway replicas sharing one admission budget through leases in Redis or Valkey "
                 + "(docs/scale-out.md): the admission limits above become the whole fleet's. Absent: this replica "
                 + "admits the whole budget alone."));
-        return GatewayConfig.builder().coordination(coordination).listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
+        java.util.Optional<TracingConfig> tracing = TracingConfigReader.read(root.child("tracing", "OpenTelemetry "
+                + "traces of every request (docs/observability.md): a server span, its admission, each prefill and "
+                + "decode attempt, the KV handoff, aborts; the workers get a traceparent so their own spans join. "
+                + "Absent: off. Restart to change."));
+        return GatewayConfig.builder().coordination(coordination).tracing(tracing).listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
                 .http(http).upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
                 .retries(retries).routing(routing).requestLogging(requestLogging).build();
     }

@@ -27,7 +27,11 @@ import java.util.function.Supplier;
  * text format. Labels are bounded: route, outcome, role, worker (from the config), cause.
  */
 public final class GatewayMetrics implements AutoCloseable {
-    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+    // the latency histograms carry a sampled request's trace id as an exemplar (OpenMetrics format only)
+    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT,
+            new io.prometheus.client.CollectorRegistry(true), io.micrometer.core.instrument.Clock.SYSTEM,
+            new io.prometheus.client.exemplars.DefaultExemplarSampler(new Exemplars()));
+    private final GenAiMetrics genAi = new GenAiMetrics(registry);
     private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
     // hot-path meters, looked up by a plain String key (no key building, no registry lookup per call)
     private final ConcurrentMap<String, Timer> firstTokenTimers = new ConcurrentHashMap<>();
@@ -104,6 +108,12 @@ public final class GatewayMetrics implements AutoCloseable {
     public void firstToken(String route, Duration sinceReceived) {
         timer(firstTokenTimers, "sluice.time.to.first.token", "time from request received to the first token relayed",
                 "route", route).record(sinceReceived);
+        genAi.firstToken(route, sinceReceived);
+    }
+
+    /** OpenTelemetry's GenAI server metrics, beside these. */
+    public GenAiMetrics genAi() {
+        return genAi;
     }
 
     /** Per relayed chunk: a map read and a histogram update, nothing allocated. */
@@ -142,6 +152,7 @@ public final class GatewayMetrics implements AutoCloseable {
         c.increment();
         timer(durationTimers, "sluice.request.duration", "time from request received to response ended", "route", route)
                 .record(duration);
+        genAi.requestDuration(route, duration);
     }
 
     public void abortCause(String cause) {
@@ -328,6 +339,39 @@ public final class GatewayMetrics implements AutoCloseable {
 
     public String scrape() {
         return registry.scrape();
+    }
+
+    /** The OpenMetrics text format's content type: the format that carries exemplars. */
+    public static final String OPENMETRICS = io.prometheus.client.exporter.common.TextFormat.CONTENT_TYPE_OPENMETRICS_100;
+
+    /** In the format {@code accept} asks for: OpenMetrics (with exemplars) if it names it, else 0.0.4. */
+    public String scrape(String accept) {
+        return acceptsOpenMetrics(accept) ? bucketExemplarsOnly(registry.scrape(OPENMETRICS)) : registry.scrape();
+    }
+
+    /**
+     * Keeps exemplars on histogram buckets only: the registry also puts one on a timer's {@code _count},
+     * which Prometheus (2.42 and others) refuses with the whole scrape ("does not support exemplars").
+     */
+    static String bucketExemplarsOnly(String text) {
+        StringBuilder out = new StringBuilder(text.length());
+        int start = 0;
+        while (start < text.length()) {
+            int end = text.indexOf('\n', start);
+            end = end < 0 ? text.length() : end + 1;
+            int mark = text.indexOf(" # {", start);
+            if (mark >= 0 && mark < end && !text.startsWith("_bucket{", text.indexOf('{', start) - 7)) {
+                out.append(text, start, mark).append('\n');
+            } else {
+                out.append(text, start, end);
+            }
+            start = end;
+        }
+        return out.toString();
+    }
+
+    public static boolean acceptsOpenMetrics(String accept) {
+        return accept != null && accept.contains("application/openmetrics-text");
     }
 
     @Override

@@ -2,6 +2,7 @@ package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.config.Secret;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.tracing.RequestTrace;
 import io.netty.buffer.ByteBuf;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.FullHttpRequest;
@@ -103,8 +104,11 @@ abstract class Attempt {
         scope.events().failed(key, f);
     }
 
-    /** A POST of {@code body} to the request's route on {@code worker}, with this attempt's request id. */
-    final FullHttpRequest workerRequest(ByteBuf body, Worker worker, boolean stream) {
+    /**
+     * A POST of {@code body} to the request's route on {@code worker}, with this attempt's request id and
+     * the {@code traceparent} of its {@code call}'s span (the client's own trace headers are never forwarded).
+     */
+    final FullHttpRequest workerRequest(ByteBuf body, Worker worker, boolean stream, RequestTrace.Call call) {
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
                 scope.request().route().path(), body);
         req.headers().set(HttpHeaderNames.HOST, worker.name())
@@ -112,6 +116,7 @@ abstract class Attempt {
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set(HttpHeaderNames.ACCEPT, stream ? "text/event-stream" : "application/json")
                 .set("X-Request-Id", rid);
+        scope.trace().workerCall(key, call, worker.name(), rid, req.headers()::set);
         // the worker's own key (workers.api_key_env); the client's Authorization is never forwarded
         Optional<Secret> auth = worker.authorization();
         if (auth.isPresent()) {

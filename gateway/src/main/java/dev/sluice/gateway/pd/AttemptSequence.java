@@ -1,6 +1,7 @@
 package dev.sluice.gateway.pd;
 
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.tracing.RequestTrace;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -14,11 +15,18 @@ final class AttemptSequence {
     private final List<Attempt> all = new ArrayList<>(1);
     private final RetryScheduler retry;
     private final String firstRid;
+    private final RequestTrace trace;
     private Attempt current;
 
     AttemptSequence(RetryScheduler retry, String firstRid) {
+        this(retry, firstRid, RequestTrace.NONE);
+    }
+
+    /** {@code trace}: a stopped attempt's open calls are recorded as aborted, with the cause. */
+    AttemptSequence(RetryScheduler retry, String firstRid, RequestTrace trace) {
         this.retry = retry;
         this.firstRid = firstRid;
+        this.trace = trace;
     }
 
     /** The attempt that speaks for the request now, or null before the first grant. */
@@ -60,6 +68,7 @@ final class AttemptSequence {
         Attempt a = live();
         if (a != null) {
             a.giveUp();
+            trace.aborted(a.key, cause.label());
             a.stop(cause);
         }
     }

@@ -8,6 +8,7 @@ import dev.sluice.gateway.admission.TicketListener;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.routing.PrefixKey;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.tracing.RequestTrace;
 import io.netty.channel.EventLoop;
 import java.util.List;
 import java.util.Optional;
@@ -16,27 +17,45 @@ import java.util.Optional;
  * An exchange's one admission ticket, from its submission to its release when the whole exchange is
  * over: what the exchange asks of admission control (submit, prefill done, requeue for a retry,
  * release), in one place. Absent until submitted: a request refused before admission has none.
+ * Each wait for a pair is an admission span of the request's trace (queued or not, the wait, the
+ * decision and its reason), recorded here, between the exchange and admission control.
  * Touched only on the exchange's event loop.
  */
-final class ExchangeTicket {
+final class ExchangeTicket implements TicketListener {
     private final AdmissionController admission;
     private final String rid;
     private final GenerationRequest request;
     private final ExchangeSettings settings;
     private final EventLoop loop;
     private final TicketListener listener;
+    private final RequestTrace trace;
     private Ticket ticket;
+    /** A submission is under way: a grant now was not queued. */
+    private boolean submitting;
     /** The priority class the request was admitted under (a reload may drop the class while it runs). */
     private String priorityName = "-";
 
     ExchangeTicket(AdmissionController admission, String rid, GenerationRequest request, ExchangeSettings settings,
-                   EventLoop loop, TicketListener listener) {
+                   EventLoop loop, TicketListener listener, RequestTrace trace) {
         this.admission = admission;
         this.rid = rid;
         this.request = request;
         this.settings = settings;
         this.loop = loop;
         this.listener = listener;
+        this.trace = trace;
+    }
+
+    @Override
+    public void granted(Worker prefill, Worker decode) {
+        trace.admitted(prefill.name(), decode.name(), submitting ? 0 : ticket.queuedNanos());
+        listener.granted(prefill, decode);
+    }
+
+    @Override
+    public void rejected(Rejection r) {
+        trace.rejected(r.reason().status().code(), r.reason().code(), r.message(), r.retryAfterSeconds());
+        listener.rejected(r);
     }
 
     /**
@@ -47,7 +66,7 @@ final class ExchangeTicket {
                      QueueWatch watch) {
         List<String> classes = admission.config().priorities();
         priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
-        ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, listener)
+        ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, this)
                 .wholeAnswer(request.stream() ? 0 : request.maxTokens(), request.parallelSamples())
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
                 .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
@@ -57,7 +76,23 @@ final class ExchangeTicket {
         if (watch != null) {
             ticket.watch(watch); // queue updates: told its position while it waits
         }
-        return admission.submit(ticket);
+        trace.admissionStarted(priorityName, tenant, promptTokens);
+        return submitted(() -> admission.submit(ticket));
+    }
+
+    /** Runs a submission; its synchronous rejection is recorded like a later one. */
+    private Rejection submitted(java.util.function.Supplier<Rejection> submit) {
+        submitting = true;
+        Rejection r;
+        try {
+            r = submit.get();
+        } finally {
+            submitting = false;
+        }
+        if (r != null) {
+            trace.rejected(r.reason().status().code(), r.reason().code(), r.message(), r.retryAfterSeconds());
+        }
+        return r;
     }
 
     Optional<Ticket> ticket() {
@@ -86,7 +121,13 @@ final class ExchangeTicket {
 
     /** Back to the queue for another pair, avoiding {@code avoid}; false when admission refuses it. */
     boolean requeue(List<Worker> avoid) {
-        return admission.requeue(ticket, avoid);
+        trace.admissionStarted(priorityName, ticket.tenant(), ticket.tokens());
+        submitting = true;
+        try {
+            return admission.requeue(ticket, avoid);
+        } finally {
+            submitting = false;
+        }
     }
 
     /** Released before its end (the client left); true when it was still queued. */

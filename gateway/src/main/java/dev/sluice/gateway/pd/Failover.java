@@ -4,6 +4,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.tracing.RequestTrace;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -39,9 +40,11 @@ final class Failover {
     private final long requestTimeoutNanos;
     private final String rid;
     private final Host host;
+    private final RequestTrace trace;
 
     Failover(AttemptSequence attempts, ExchangeTicket ticket, ExchangeTimeline timeline, ClientSink client,
-             WorkerSet workers, GatewayMetrics metrics, long requestTimeoutNanos, String rid, Host host) {
+             WorkerSet workers, GatewayMetrics metrics, long requestTimeoutNanos, String rid, Host host,
+             RequestTrace trace) {
         this.attempts = attempts;
         this.ticket = ticket;
         this.timeline = timeline;
@@ -51,6 +54,7 @@ final class Failover {
         this.requestTimeoutNanos = requestTimeoutNanos;
         this.rid = rid;
         this.host = host;
+        this.trace = trace;
     }
 
     /** The current attempt {@code a} failed with {@code f}: retry it on another pair, or fail the request. */
@@ -64,6 +68,7 @@ final class Failover {
             host.fail(f.error(), cause);
             return;
         }
+        trace.retrying(a.key, reason.label(), backoff);
         attempts.stopCurrent(cause);
         timeline.attemptEnded();
         metrics.retry(reason.label());

@@ -11,6 +11,8 @@ import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.routing.Worker;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.EventLoop;
+import dev.sluice.gateway.tracing.RequestTrace;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpResponseStatus;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
@@ -47,29 +49,32 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private boolean ended;
     private final ExchangeTicket ticket;
     private final ExchangeOutcome outcome = new ExchangeOutcome();
+    private final RequestTrace trace;
 
-    public PdExchange(PdServices services, ExchangeSettings settings, ChannelHandlerContext ctx,
-                      GenerationRequest request, boolean keepAlive, long receivedNanos, Runnable onClientDone) {
+    /** {@code clientHeaders}: a client's traceparent/tracestate there is continued (with tracing on; null: none). */
+    public PdExchange(PdServices services, ExchangeSettings settings, ChannelHandlerContext ctx, GenerationRequest request,
+                      boolean keepAlive, long receivedNanos, Runnable onClientDone, HttpHeaders clientHeaders) {
         this.services = services;
         this.settings = settings;
         this.request = request;
         this.loop = ctx.channel().eventLoop();
         this.rid = RequestIds.next();
+        this.trace = services.tracing().request(clientHeaders, TraceFacts.of(request, rid), receivedNanos);
         this.client = new ChannelClientSink(ctx, rid, keepAlive, services.metrics());
         this.queueUpdates = new QueueUpdates(client, false);
         this.timeline = new ExchangeTimeline(receivedNanos, settings.timeouts(), settings.watchdog(), request.stream());
         this.health = new HealthReports(services.health());
         this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream());
-        this.attempts = new AttemptSequence(new RetryScheduler(settings.retries(), loop), rid);
+        this.attempts = new AttemptSequence(new RetryScheduler(settings.retries(), loop), rid, trace);
         this.tokens = new RequestTokens(services.counter(), services.metrics(), request.batchSize() > 0);
         this.onClientDone = onClientDone;
-        this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this);
+        this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this, trace);
         this.backpressure = new ClientBackpressure(client, attempts, timeline);
         this.failover = new Failover(attempts, ticket, timeline, client, services.workers(), services.metrics(),
-                settings.timeouts().request().toNanos(), rid, this);
+                settings.timeouts().request().toNanos(), rid, this, trace);
         this.scope = new RequestScope(request, loop, ctx.alloc(), client, new AttemptServices(services.pool(),
                 services.aborts(), services.metrics(), settings.maxResponseBodyBytes(), settings.timeouts().abort()),
-                this);
+                new TracedEvents(this, trace, receivedNanos), trace);
         services.live().add(this);
     }
 
@@ -96,14 +101,8 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
      * ({@link QueueUpdates}).
      */
     public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
-                      long deadlineNanos, boolean queueUpdates) {
-        this.queueUpdates = new QueueUpdates(client, queueUpdates && request.stream());
-        admit(prompt, promptTokens, promptIds, priority, tenant, deadlineNanos);
-    }
-
-    /** As {@link #admit(PromptText, long, int[], int, String, long, boolean)}, without queue updates. */
-    public void admit(PromptText prompt, long promptTokens, int[] promptIds, int priority, String tenant,
-                      long deadlineNanos) {
+                      long deadlineNanos, boolean wantsUpdates) {
+        this.queueUpdates = new QueueUpdates(client, wantsUpdates && request.stream());
         tokens.prompt(prompt);
         if (ended || client.ended()) {
             return; // the client left while its prompt was being counted
@@ -284,6 +283,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
             return;
         }
         client.abandon();
+        trace.clientDisconnected();
         queueUpdates.ended(System.nanoTime());
         attempts.retry().cancel();
         Attempt a = attempts.live();
@@ -385,8 +385,10 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         watchdog.cancel();
         ticket.releaseAtEnd(outcome.outcome() == Outcome.OK, timeline.prefillDoneNanos(), tokens.completion());
         services.live().remove(this);
+        trace.exemplarOn(); // the latencies recorded at the end carry this trace's id (until trace.end)
         RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket.ticket().orElse(null),
-                ticket.priorityName(), client.status(), outcome.outcome(), timeline, outcome.detail()), services,
-                settings.requestLogging(), tokens.completion(), ticket.ticket().map(Ticket::tenant).orElse(null));
+                ticket.priorityName(), client.status(), outcome.outcome(), timeline, outcome.detail(), trace.logIds()),
+                services, settings.requestLogging(), tokens.completion(), ticket.ticket().map(Ticket::tenant).orElse(null));
+        trace.end(client.status(), outcome.outcome().label(), tokens.completion(), outcome.detail());
     }
 }

@@ -27,7 +27,7 @@ final class RequestLog {
     /** The request's facts at its end ({@code "-"} for what it never had). */
     record Facts(String rid, String route, String prefill, String decode, int attempts, boolean stream, int batch,
                  String tokens, String priority, String tenant, String queuedMs, int status, Outcome outcome,
-                 long ttftMs, long durationMs, String detail) {
+                 long ttftMs, long durationMs, String detail, String traceIds) {
     }
 
     /** Stack traces of the gateway's own failures per second (all of them counted). */
@@ -51,7 +51,7 @@ final class RequestLog {
 
     /** The facts of a request that ended ({@code ticket} null: it was never admitted; {@code a} null: never sent). */
     static Facts facts(String rid, GenerationRequest request, Attempt a, int attempts, Ticket ticket, String priority,
-                       int status, Outcome outcome, ExchangeTimeline timeline, String detail) {
+                       int status, Outcome outcome, ExchangeTimeline timeline, String detail, String traceIds) {
         boolean admitted = ticket != null;
         return new Facts(rid, request.route().label(), a == null ? "-" : a.prefill.name(),
                 a == null ? "-" : a.decode.name(), attempts, request.stream(), request.batchSize(),
@@ -59,7 +59,7 @@ final class RequestLog {
                 admitted ? ticket.tenant() : "-",
                 admitted && a != null ? String.valueOf(TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos())) : "-",
                 status, outcome, timeline.ttftMillis(),
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail);
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail, traceIds);
     }
 
     static void write(Facts f, PdServices services, RequestLogging logging, long completionTokens, String tenant) {
@@ -74,6 +74,9 @@ final class RequestLog {
                     f.outcome().label(), f.detail()));
         }
         services.metrics().requestEnded(f.route(), f.outcome(), Duration.ofMillis(f.durationMs()));
+        if (f.outcome() == Outcome.OK) {
+            services.metrics().genAi().timePerOutputToken(f.route(), f.durationMs(), f.ttftMs(), completionTokens);
+        }
         if (!logging.logs(f.outcome() == Outcome.OK)) {
             return; // logging.requests: counted in the metrics above, no line
         }
@@ -89,9 +92,9 @@ final class RequestLog {
             }
         }
         log.info("request rid={} route={} prefill={} decode={} attempts={} stream={} batch={} tokens={} priority={} "
-                        + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}", f.rid(), f.route(),
+                        + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}{}", f.rid(), f.route(),
                 f.prefill(), f.decode(), f.attempts(), f.stream(), f.batch(), f.tokens(), f.priority(), f.tenant(),
                 f.queuedMs(), f.status(), f.outcome().label(), f.ttftMs() < 0 ? "-" : f.ttftMs(), f.durationMs(),
-                f.detail().isEmpty() ? "" : " detail=\"" + f.detail() + "\"");
+                f.traceIds(), f.detail().isEmpty() ? "" : " detail=\"" + f.detail() + "\"");
     }
 }

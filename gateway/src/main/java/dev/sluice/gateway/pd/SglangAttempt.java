@@ -4,6 +4,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.tracing.RequestTrace;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
@@ -52,8 +53,11 @@ final class SglangAttempt extends Attempt {
         prefillHalf = new PrefillHalf(this, this::prefillLogprobsReady);
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream()));
-        decodeHalf.start(workerRequest(body, decode, request.stream()));
+        prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream(), RequestTrace.Call.PREFILL));
+        decodeHalf.start(workerRequest(body, decode, request.stream(), RequestTrace.Call.DECODE));
+        for (RequestTrace.Call call : new RequestTrace.Call[] {RequestTrace.Call.PREFILL, RequestTrace.Call.DECODE}) {
+            scope.trace().callAttribute(key, call, "sluice.sglang.bootstrap_room", assignment.rooms().get(0));
+        }
         return true;
     }
 

@@ -2,6 +2,7 @@ package dev.sluice.gateway.pd;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sluice.gateway.tracing.RequestTrace;
 import dev.sluice.gateway.routing.Worker;
 import io.netty.buffer.ByteBuf;
 
@@ -34,7 +35,7 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
         }
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.UNIFIED));
         return true;
     }
 

@@ -3,6 +3,7 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sluice.gateway.tracing.RequestTrace;
 import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.health.FailureKind;
 import dev.sluice.gateway.routing.Worker;
@@ -40,7 +41,7 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
             return false;
         }
         prefillLeg = new VllmPrefillLeg(this, this::prefillAnswered);
-        prefillLeg.start(workerRequest(body, prefill, false));
+        prefillLeg.start(workerRequest(body, prefill, false, RequestTrace.Call.PREFILL));
         return true;
     }
 
@@ -66,7 +67,9 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         decodeSent = true;
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        decodeHalf.start(workerRequest(body, decode, scope.request().stream()));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.DECODE));
+        scope.trace().callAttribute(key, RequestTrace.Call.DECODE, "sluice.vllm.kv_handoff",
+                kvTransferParams == null ? "recomputed" : "transferred");
     }
 
     /** The release leg: fire and forget, bounded by the abort timeout; its answer is read and dropped. */

@@ -149,7 +149,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 return;
             }
             PdExchange ex = new PdExchange(front.pd(), live.exchange(), ctx, parsed, keepAlive, received,
-                    this::requestDone);
+                    this::requestDone, req.headers());
             exchange = ex;
             PromptText prompt = PromptText.of(parsed);
             CompletableFuture<Long> counted = front.counter().count(prompt);

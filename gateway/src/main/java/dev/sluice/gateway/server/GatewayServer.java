@@ -42,6 +42,7 @@ import dev.sluice.gateway.routing.RoutingPolicies;
 import dev.sluice.gateway.routing.RoutingPolicy;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.tracing.Tracing;
 import dev.sluice.gateway.tls.ServerTls;
 import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
@@ -74,8 +75,7 @@ public final class GatewayServer implements AutoCloseable {
 
     private final Transport transport = Transport.best();
     private final GatewayMetrics metrics = new GatewayMetrics();
-    /** Every periodic task, each counting its own failures; stopped with the server. */
-    private final BackgroundTasks background = new BackgroundTasks(metrics.registry());
+    private final BackgroundTasks background = new BackgroundTasks(metrics.registry()); // each counts its failures
     private final ServerLoops loops;
     private final EventLoopGroup controlGroup;
     private final WorkerSet workers;
@@ -103,6 +103,7 @@ public final class GatewayServer implements AutoCloseable {
     private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
     private final PrefillRateState prefillRates;
     private final ReloadEntry reloads;
+    private final Tracing tracing; // tracing: (OpenTelemetry), or off
     private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
     private ServerTls serverTls; // listen.tls, or null
@@ -163,8 +164,9 @@ public final class GatewayServer implements AutoCloseable {
         this.prefillRates = PrefillRateState.of(this::config, admission, redis, loops.fileIo, background);
         this.drain = new GatewayDrain(admission, live);
         ServedModel servedModel = new ServedModel();
+        this.tracing = config.tracing().map(tc -> Tracing.start(tc, metrics.registry())).orElse(Tracing.off());
         PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live,
-                servedModel);
+                servedModel, tracing);
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
@@ -180,9 +182,7 @@ public final class GatewayServer implements AutoCloseable {
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
         HealthFollowers.attach(health, metrics, live, admission);
         StartupMetrics.preRegister(metrics, workers);
-        metrics.bindWorkers(workers, config.telemetry());
-        metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", pool::openConnections);
-        metrics.gauge("sluice.client.connections", "open client connections",
+        StartupMetrics.bind(metrics, workers, config.telemetry(), pool::openConnections,
                 () -> clients == null ? 0 : clients.open());
     }
 
@@ -393,6 +393,7 @@ public final class GatewayServer implements AutoCloseable {
         modelTokens.ifPresent(ModelTokenizer::close);
         listener.close();
         loops.close();
+        tracing.close(); // what is queued goes out (bounded wait)
         metrics.close();
         log.info("gateway stopped");
     }

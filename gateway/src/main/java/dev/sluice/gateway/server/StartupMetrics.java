@@ -9,8 +9,10 @@ import dev.sluice.gateway.pd.RetryReason;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
+import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.Supplier;
 
 /**
  * Exports at 0, from start-up, every counter whose label values are known in advance, so that a
@@ -36,5 +38,14 @@ final class StartupMetrics {
                 AbortCause.labels(), workers.unified() ? List.of(WorkerRole.UNIFIED.label())
                         : List.of(WorkerRole.PREFILL.label(), WorkerRole.DECODE.label()),
                 workers.all().stream().map(Worker::name).toList());
+    }
+
+    /** The workers' gauges and the two connection counts, bound for the life of the gateway. */
+    static void bind(GatewayMetrics metrics, WorkerSet workers, TelemetryConfig telemetry,
+                     Supplier<Number> upstreamConnections, Supplier<Number> clientConnections) {
+        metrics.bindWorkers(workers, telemetry);
+        metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers",
+                upstreamConnections);
+        metrics.gauge("sluice.client.connections", "open client connections", clientConnections);
     }
 }

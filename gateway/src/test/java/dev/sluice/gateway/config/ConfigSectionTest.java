@@ -25,7 +25,8 @@ class ConfigSectionTest {
             workers:
               prefill: [ { url: "http://10.0.0.1:30000" } ]
               decode: [ { url: "http://10.0.0.2:30001" } ]
-            """, "running.yaml");
+            tracing: { otlp: { endpoint: "http://10.0.0.9:4317" } }
+            """, "running.yaml"); // tracing present: two absent optional sections would be the one same empty value
     /** Every section different from {@link #RUNNING}, and valid with either's mode. */
     private static final GatewayConfig OTHER = ConfigLoader.parse("""
             listen: { port: 9090 }
@@ -41,6 +42,7 @@ class ConfigSectionTest {
             telemetry: { interval: 2s }
             admin: { port: 9091 }
             coordination: { redis: { url: "redis://10.0.1.9:6379" } }
+            tracing: { otlp: { endpoint: "http://10.0.1.9:4317" } }
             retries: { max_retries: 0 }
             routing: { decode: { policy: round_robin } }
             logging: { requests: none }

@@ -65,7 +65,7 @@ class ConfigValidationTest {
                 .containsExactly(
                         "listen.prot: unknown key (expected one of: host, internal_endpoints, port, tls)",
                         "helth: unknown key (expected one of: admin, admission, coordination, disaggregation, health, http, listen, logging, "
-                                + "retries, routing, telemetry, timeouts, upstream, vllm_kv_connector, workers)",
+                                + "retries, routing, telemetry, timeouts, tracing, upstream, vllm_kv_connector, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
                                 + "max_inflight_time, max_inflight_tokens)");
         assertThat(texts(WORKERS.replace("bootstrap_port: 8998", "bootstrap: 8998")))

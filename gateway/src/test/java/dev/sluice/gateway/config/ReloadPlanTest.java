@@ -157,6 +157,7 @@ class ReloadPlanTest {
                 telemetry: { interval: 2s }
                 admin: { port: 9091 }
                 coordination: { redis: { url: "redis://10.0.1.9:6379" } }
+                tracing: { otlp: { endpoint: "http://10.0.1.9:4317" } }
                 retries: { max_retries: 0 }
                 routing: { direct_decode_max_tokens: 64 }
                 logging: { requests: none }

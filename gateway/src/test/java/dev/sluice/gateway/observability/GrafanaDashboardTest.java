@@ -176,6 +176,33 @@ class GrafanaDashboardTest {
         assertThat(p.path("options").path("path").asText()).isNotBlank();
         JsonNode ds = ShippedQueries.YAML.readTree(prov.resolve("datasources/prometheus.yml").toFile()).path("datasources");
         assertThat(ds).anySatisfy(d -> assertThat(d.path("type").asText()).isEqualTo("prometheus"));
+        // exemplars: the Prometheus datasource opens an exemplar's trace_id in the provisioned trace datasource
+        JsonNode prom = null;
+        java.util.Set<String> uids = new java.util.HashSet<>();
+        for (JsonNode d : ds) {
+            uids.add(d.path("uid").asText());
+            if (d.path("type").asText().equals("prometheus")) {
+                prom = d;
+            }
+        }
+        JsonNode link = prom.path("jsonData").path("exemplarTraceIdDestinations").get(0);
+        assertThat(link.path("name").asText()).isEqualTo("trace_id");
+        assertThat(uids).contains(link.path("datasourceUid").asText());
+    }
+
+    @Test
+    void theLatencyPanelsShowExemplars() throws Exception {
+        JsonNode d = ShippedQueries.JSON.readTree(ShippedFiles.dashboard().toFile());
+        java.util.List<String> latency = new java.util.ArrayList<>();
+        for (JsonNode t : d.findValues("targets")) {
+            for (JsonNode q : t) {
+                if (q.path("expr").asText().matches(".*sluice_(time_to_first_token|request_duration)_seconds_bucket.*")) {
+                    latency.add(q.path("expr").asText());
+                    assertThat(q.path("exemplar").asBoolean()).as("exemplars on %s", q.path("expr")).isTrue();
+                }
+            }
+        }
+        assertThat(latency).isNotEmpty();
     }
 
     @Test

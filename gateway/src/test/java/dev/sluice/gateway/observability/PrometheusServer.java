@@ -34,16 +34,23 @@ final class PrometheusServer implements AutoCloseable {
 
     /** Starts {@code binary} with {@code dir/prometheus.yml} (rule files beside it) and waits until ready. */
     static PrometheusServer start(Path binary, Path dir) throws IOException, InterruptedException {
+        return start(binary, dir, List.of());
+    }
+
+    /** As {@link #start(Path, Path)}, with {@code flags} added (a feature flag). */
+    static PrometheusServer start(Path binary, Path dir, List<String> flags) throws IOException, InterruptedException {
         int port;
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
             port = s.getLocalPort();
         }
         Path log = dir.resolve("prometheus.log");
-        Process p = new ProcessBuilder(List.of(binary.toString(),
+        List<String> command = new java.util.ArrayList<>(List.of(binary.toString(),
                 "--config.file=" + dir.resolve("prometheus.yml"),
                 "--storage.tsdb.path=" + dir.resolve("data"),
                 "--storage.tsdb.retention.time=1h",
-                "--web.listen-address=127.0.0.1:" + port))
+                "--web.listen-address=127.0.0.1:" + port));
+        command.addAll(flags);
+        Process p = new ProcessBuilder(command)
                 .directory(dir.toFile()).redirectErrorStream(true).redirectOutput(log.toFile()).start();
         PrometheusServer server = new PrometheusServer(p, log, port);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);

@@ -205,7 +205,7 @@ public class SseFramingBenchmark {
                 PdServices pd = GatewayServerAccess.pdServices(gateway);
                 Worker worker = pd.workers().decode().get(0);
                 PdExchange ex = new PdExchange(pd, GatewayServerAccess.exchangeSettings(gateway), front, request, true,
-                        System.nanoTime(), () -> { });
+                        System.nanoTime(), () -> { }, null);
                 UnifiedAttempt at = new UnifiedAttempt(ex.scope(), new AttemptKey(ex.rid(), worker, worker));
                 ex.adopt(at);
                 half = new DecodeHalf(at); // driven directly: no call to a worker, the bytes come from the test

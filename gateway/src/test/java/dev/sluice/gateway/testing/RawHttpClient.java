@@ -31,9 +31,18 @@ public final class RawHttpClient implements AutoCloseable {
     }
 
     public void post(String path, String json) throws IOException {
+        post(path, json, new String[0]);
+    }
+
+    /** A POST with extra headers, given as name, value, name, value... */
+    public void post(String path, String json, String... headers) throws IOException {
         byte[] body = json.getBytes(StandardCharsets.UTF_8);
+        StringBuilder extra = new StringBuilder();
+        for (int i = 0; i + 1 < headers.length; i += 2) {
+            extra.append(headers[i]).append(": ").append(headers[i + 1]).append("\r\n");
+        }
         String head = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "Content-Length: " + body.length + "\r\n\r\n";
+                + extra + "Content-Length: " + body.length + "\r\n\r\n";
         socket.getOutputStream().write(head.getBytes(StandardCharsets.US_ASCII));
         socket.getOutputStream().write(body);
         socket.getOutputStream().flush();

@@ -29,6 +29,24 @@ public record RecordedRequest(String method, String path, JsonNode body, long re
         this(method, path, body, receivedNanos, Map.of());
     }
 
+    /**
+     * The W3C {@code traceparent} the request came with ({@code 00-<trace id>-<parent span id>-<flags>}):
+     * the trace a real SGLang or vLLM would join with its own spans. Empty when it had none.
+     */
+    public Optional<String> traceparent() {
+        return header("traceparent");
+    }
+
+    /** The trace id of {@link #traceparent()}, if it had one. */
+    public Optional<String> traceId() {
+        return traceparent().filter(t -> t.length() >= 55).map(t -> t.substring(3, 35));
+    }
+
+    /** The parent span id of {@link #traceparent()} (the caller's span), if it had one. */
+    public Optional<String> parentSpanId() {
+        return traceparent().filter(t -> t.length() >= 55).map(t -> t.substring(36, 52));
+    }
+
     /** The first value of a header, by case-insensitive name (e.g. {@code "X-Request-Id"}). */
     public Optional<String> header(String name) {
         return Optional.ofNullable(headers.get(name.toLowerCase(Locale.ROOT)));

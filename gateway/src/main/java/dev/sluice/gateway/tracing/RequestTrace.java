@@ -1,0 +1,367 @@
+package dev.sluice.gateway.tracing;
+
+import dev.sluice.gateway.metrics.Exemplars;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Context;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiConsumer;
+
+/**
+ * The trace of one request (docs/observability.md): a server span with the GenAI and HTTP
+ * attributes, a child span for each wait in admission, one per call to a worker (prefill, decode,
+ * or a unified worker; a retry's calls are siblings of the first attempt's), the KV handoff, and
+ * events for the first token, a retry and a client that left. Each worker request carries a
+ * {@code traceparent} naming its call's span, so the workers' own spans join this trace. An
+ * unsampled request still has its ids (log line, traceparent with flag 00) and builds no child
+ * span. Touched only on the request's event loop.
+ */
+public final class RequestTrace {
+    /** Tracing off: every method does nothing. */
+    public static final RequestTrace NONE = new RequestTrace(null, null, null);
+
+    /** What the request is, known when it arrives. */
+    public record Facts(String operation, String model, long maxTokens, String path, String rid, boolean stream) {
+    }
+
+    /** Which call to a worker a span stands for. */
+    public enum Call {
+        PREFILL("prefill"), DECODE("decode"), UNIFIED("generate");
+
+        final String spanName;
+
+        Call(String spanName) {
+            this.spanName = spanName;
+        }
+    }
+
+    private static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("sluice.attempt");
+    private final Tracer tracer;
+    private final Span server;
+    private final Context serverContext;
+    private final boolean recording;
+    private final List<AttemptSpans> attempts = new ArrayList<>(1);
+    private Span admission;
+    private int admissions;
+    private long inputTokens = -1;
+
+    private RequestTrace(Tracer tracer, Span server, Context serverContext) {
+        this.tracer = tracer;
+        this.server = server;
+        this.serverContext = serverContext;
+        this.recording = server != null && server.isRecording();
+    }
+
+    static RequestTrace start(Tracer tracer, Context parent, Facts f, long receivedNanos) {
+        long start = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - (System.nanoTime() - receivedNanos);
+        var b = tracer.spanBuilder(f.model() == null ? f.operation() : f.operation() + " " + f.model())
+                .setParent(parent).setSpanKind(SpanKind.SERVER).setStartTimestamp(start, TimeUnit.NANOSECONDS)
+                .setAttribute("gen_ai.operation.name", f.operation())
+                .setAttribute("http.request.method", "POST")
+                .setAttribute("url.path", f.path())
+                .setAttribute("http.route", f.path())
+                .setAttribute("sluice.request_id", f.rid())
+                .setAttribute("sluice.stream", f.stream());
+        if (f.model() != null) {
+            b.setAttribute("gen_ai.request.model", f.model());
+        }
+        if (f.maxTokens() > 0) {
+            b.setAttribute("gen_ai.request.max_tokens", f.maxTokens());
+        }
+        Span server = b.startSpan();
+        return new RequestTrace(tracer, server, parent.with(server));
+    }
+
+    /** The ids for the request's log line ({@code " trace_id=… span_id=…"}), empty when tracing is off. */
+    public String logIds() {
+        if (server == null) {
+            return "";
+        }
+        SpanContext c = server.getSpanContext();
+        return " trace_id=" + c.getTraceId() + " span_id=" + c.getSpanId();
+    }
+
+    /** The trace id of a recorded request (an exemplar's), or null. */
+    public String sampledTraceId() {
+        return recording ? server.getSpanContext().getTraceId() : null;
+    }
+
+    /**
+     * The latencies recorded on this thread from now on carry this request's ids as exemplars (a
+     * sampled request only), until {@link #end} or {@link #exemplarOff}.
+     */
+    public void exemplarOn() {
+        if (recording) {
+            SpanContext c = server.getSpanContext();
+            Exemplars.set(c.getTraceId(), c.getSpanId());
+        }
+    }
+
+    public void exemplarOff() {
+        if (recording) {
+            Exemplars.clear();
+        }
+    }
+
+    // ---- admission ----
+
+    /** The request asks admission for a pair (again, after a failed attempt, when {@code admissions > 0}). */
+    public void admissionStarted(String priority, String tenant, long promptTokens) {
+        if (!recording) {
+            return;
+        }
+        endAdmission();
+        inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
+        admission = tracer.spanBuilder("admission").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
+                .setAttribute("sluice.priority", priority).setAttribute("sluice.tenant", tenant)
+                .setAttribute("sluice.prompt_tokens", promptTokens).setAttribute(ATTEMPT, ++admissions)
+                .startSpan();
+    }
+
+    /** Admission granted {@code prefill}/{@code decode} after waiting {@code queuedNanos} in the queue. */
+    public void admitted(String prefill, String decode, long queuedNanos) {
+        if (admission == null) {
+            return;
+        }
+        admission.setAttribute("sluice.admission.decision", "granted")
+                .setAttribute("sluice.admission.queued", queuedNanos > 0)
+                .setAttribute("sluice.admission.wait_ms", TimeUnit.NANOSECONDS.toMillis(queuedNanos))
+                .setAttribute("sluice.prefill", prefill).setAttribute("sluice.decode", decode);
+        endAdmission();
+    }
+
+    /** Admission refused the request: its status, reason code, message and Retry-After (seconds, 0: none). */
+    public void rejected(int status, String reason, String message, long retryAfterSeconds) {
+        if (!recording) {
+            return;
+        }
+        Span s = admission != null ? admission : server;
+        s.setAttribute("sluice.admission.decision", "rejected").setAttribute("sluice.admission.reason", reason)
+                .setStatus(StatusCode.ERROR, message);
+        if (retryAfterSeconds > 0) {
+            s.setAttribute("sluice.admission.retry_after_s", retryAfterSeconds);
+            server.setAttribute(AttributeKey.stringArrayKey("http.response.header.retry-after"),
+                    List.of(String.valueOf(retryAfterSeconds)));
+        }
+        server.setAttribute("sluice.admission.reason", reason);
+        endAdmission();
+    }
+
+    private void endAdmission() {
+        if (admission != null) {
+            admission.end();
+            admission = null;
+        }
+    }
+
+    // ---- calls to workers ----
+
+    /**
+     * A call of attempt {@code key} to {@code worker} is being sent: its span starts, and {@code header}
+     * is given the {@code traceparent} (and a client's {@code tracestate}) that names it as the parent of
+     * the worker's spans. Unsampled: the request's own span is named, with flag 00.
+     */
+    public void workerCall(Object key, Call call, String worker, String workerRid, BiConsumer<String, String> header) {
+        if (server == null) {
+            return;
+        }
+        Context parent = serverContext;
+        if (recording) {
+            AttemptSpans a = attempt(key);
+            Span s = tracer.spanBuilder(call.spanName).setParent(serverContext).setSpanKind(SpanKind.CLIENT)
+                    .setAttribute("sluice.worker", worker).setAttribute("server.address", worker)
+                    .setAttribute("sluice.pd.role", call.spanName).setAttribute("sluice.worker_rid", workerRid)
+                    .setAttribute(ATTEMPT, a.number).startSpan();
+            if (call == Call.PREFILL) {
+                a.prefill = s;
+            } else {
+                a.decode = s;
+            }
+            parent = serverContext.with(s);
+        }
+        W3CTraceContextPropagator.getInstance().inject(parent, header, BiConsumer::accept);
+    }
+
+    /** An attribute of attempt {@code key}'s call (its bootstrap room, its KV handoff). */
+    public void callAttribute(Object key, Call call, String name, Object value) {
+        AttemptSpans a = recording ? find(key) : null;
+        Span s = a == null ? null : call == Call.PREFILL ? a.prefill : a.decode;
+        if (s != null) {
+            if (value instanceof Long l) {
+                s.setAttribute(name, l);
+            } else {
+                s.setAttribute(name, String.valueOf(value));
+            }
+        }
+    }
+
+    /** The prefill of {@code key} did its part; a disaggregated attempt's KV handoff starts. */
+    public void prefillDone(Object key) {
+        AttemptSpans a = recording ? find(key) : null;
+        if (a == null || a.prefill == null) {
+            return;
+        }
+        a.prefill.end();
+        a.prefill = null;
+        a.handoff = tracer.spanBuilder("kv_handoff").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
+                .setAttribute(ATTEMPT, a.number).startSpan();
+    }
+
+    /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */
+    public void firstToken(Object key, long ttftNanos) {
+        if (!recording) {
+            return;
+        }
+        AttemptSpans a = find(key);
+        if (a != null && a.handoff != null) {
+            a.handoff.end();
+            a.handoff = null;
+        }
+        server.addEvent("first_token", Attributes.of(AttributeKey.doubleKey("sluice.ttft_s"), ttftNanos / 1e9));
+    }
+
+    /** The decode's (or unified worker's) answer ended; {@code clean}: no failure in it. */
+    public void responseEnded(Object key, boolean clean) {
+        AttemptSpans a = recording ? find(key) : null;
+        if (a != null && a.decode != null) {
+            if (!clean) {
+                a.decode.setStatus(StatusCode.ERROR, "the answer carried a failure");
+            }
+            a.decode.end();
+            a.decode = null;
+        }
+    }
+
+    /** Attempt {@code key} failed: {@code kind} (its error code), {@code message}, the worker blamed (or null). */
+    public void failed(Object key, String kind, String message, String blamed) {
+        AttemptSpans a = recording ? find(key) : null;
+        if (a == null) {
+            return;
+        }
+        for (Span s : new Span[] {a.prefill, a.decode}) {
+            if (s != null) {
+                s.addEvent("failure", Attributes.builder().put("error.type", kind).put("sluice.failure", message)
+                        .put("sluice.blamed_worker", blamed == null ? "-" : blamed).build());
+                s.setStatus(StatusCode.ERROR, message);
+            }
+        }
+    }
+
+    /** The request goes back to admission for another pair after {@code backoffNanos} ({@code reason}). */
+    public void retrying(Object failedKey, String reason, long backoffNanos) {
+        if (!recording) {
+            return;
+        }
+        AttemptSpans a = find(failedKey);
+        server.addEvent("retry", Attributes.builder().put("sluice.retry.reason", reason)
+                .put("sluice.retry.backoff_ms", TimeUnit.NANOSECONDS.toMillis(backoffNanos))
+                .put(ATTEMPT, a == null ? 0 : a.number).build());
+    }
+
+    /** Attempt {@code key} is stopped ({@code cause}): every call of it still open is aborted, each its own event. */
+    public void aborted(Object key, String cause) {
+        AttemptSpans a = recording ? find(key) : null;
+        if (a == null) {
+            return;
+        }
+        a.prefill = abort(a.prefill, cause);
+        a.decode = abort(a.decode, cause);
+        a.handoff = abort(a.handoff, cause);
+    }
+
+    private static Span abort(Span s, String cause) {
+        if (s != null) {
+            s.addEvent("abort", Attributes.of(AttributeKey.stringKey("sluice.abort.cause"), cause));
+            s.setStatus(StatusCode.ERROR, "aborted: " + cause);
+            s.end();
+        }
+        return null;
+    }
+
+    /** The client's connection closed before the response ended. */
+    public void clientDisconnected() {
+        if (recording) {
+            server.addEvent("client_disconnect");
+        }
+    }
+
+    /** The worker's count of the prompt's tokens (the admission estimate until then). */
+    public void inputTokens(long n) {
+        if (n > 0) {
+            inputTokens = n;
+        }
+    }
+
+    /** The request ended: whatever is still open ends, the server span with the response's facts. */
+    public void end(int status, String outcome, long outputTokens, String detail) {
+        if (server == null) {
+            return;
+        }
+        exemplarOff();
+        if (recording) {
+            endAdmission();
+            for (AttemptSpans a : attempts) {
+                for (Span s : new Span[] {a.prefill, a.decode, a.handoff}) {
+                    if (s != null) {
+                        s.end();
+                    }
+                }
+            }
+            server.setAttribute("http.response.status_code", status).setAttribute("sluice.outcome", outcome)
+                    .setAttribute("sluice.attempts", attempts.size());
+            if (inputTokens >= 0) {
+                server.setAttribute("gen_ai.usage.input_tokens", inputTokens);
+            }
+            if (outputTokens > 0) {
+                server.setAttribute("gen_ai.usage.output_tokens", outputTokens);
+            }
+            if (status >= 500 || !"ok".equals(outcome)) {
+                server.setAttribute("error.type", status >= 400 ? String.valueOf(status) : outcome);
+                if (status >= 500 || status == 0) {
+                    server.setStatus(StatusCode.ERROR, detail);
+                }
+            }
+        }
+        server.end();
+    }
+
+    private AttemptSpans attempt(Object key) {
+        AttemptSpans a = find(key);
+        if (a == null) {
+            a = new AttemptSpans(key, attempts.size() + 1);
+            attempts.add(a);
+        }
+        return a;
+    }
+
+    private AttemptSpans find(Object key) {
+        for (int i = attempts.size() - 1; i >= 0; i--) {
+            if (attempts.get(i).key == key) {
+                return attempts.get(i);
+            }
+        }
+        return null;
+    }
+
+    /** The open spans of one attempt's calls. */
+    private static final class AttemptSpans {
+        final Object key;
+        final int number;
+        Span prefill;
+        Span decode;
+        Span handoff;
+
+        AttemptSpans(Object key, int number) {
+            this.key = key;
+            this.number = number;
+        }
+    }
+}

@@ -1,0 +1,155 @@
+package dev.sluice.gateway.tracing;
+
+import dev.sluice.gateway.config.TracingConfig;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.context.propagation.TextMapGetter;
+import io.opentelemetry.sdk.metrics.SdkMeterProvider;
+import io.opentelemetry.sdk.resources.Resource;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
+import io.opentelemetry.sdk.trace.export.SpanExporter;
+import io.opentelemetry.sdk.trace.samplers.Sampler;
+import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
+import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporterBuilder;
+import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
+import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporterBuilder;
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The gateway's OpenTelemetry tracing: the SDK, its sampler, its OTLP exporter behind a bounded
+ * batch queue, and the metrics of what it lost. Off ({@link #off()}) unless {@code tracing:} is
+ * configured; then every request gets a {@link RequestTrace}. Export never blocks a request: a
+ * span ends into a queue of {@link #MAX_QUEUE} spans that one background thread sends in batches; a
+ * full queue drops the span and counts it.
+ */
+public final class Tracing implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(Tracing.class);
+    /** Spans waiting for export at most; past it new spans are dropped (counted), memory stays flat. */
+    static final int MAX_QUEUE = 2048;
+    static final int MAX_BATCH = 512;
+    private static final String DROPPED = "Spans the gateway did not deliver to the collector: queue_full (the export "
+            + "queue of " + MAX_QUEUE + " spans was full), export_failed (the collector could not be reached in time "
+            + "or refused the batch)";
+    private static final Tracing OFF = new Tracing(null, null, null);
+    // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
+    private static final java.util.logging.Logger EXPORTER_JUL = java.util.logging.Logger.getLogger("io.opentelemetry.exporter");
+
+    static final TextMapGetter<HttpHeaders> HEADERS = new TextMapGetter<>() {
+        @Override
+        public Iterable<String> keys(HttpHeaders carrier) {
+            return carrier.names();
+        }
+
+        @Override
+        public String get(HttpHeaders carrier, String key) {
+            return carrier == null ? null : carrier.get(key);
+        }
+    };
+
+    private final SdkTracerProvider provider;
+    private final Tracer tracer;
+    private final TracingConfig config;
+
+    private Tracing(SdkTracerProvider provider, Tracer tracer, TracingConfig config) {
+        this.provider = provider;
+        this.tracer = tracer;
+        this.config = config;
+    }
+
+    /** Tracing off: every request gets {@link RequestTrace#NONE}, nothing is built or sent. */
+    public static Tracing off() {
+        return OFF;
+    }
+
+    /** Starts the SDK for {@code config}, its drop counters registered in {@code registry}. */
+    public static Tracing start(TracingConfig config, MeterRegistry registry) {
+        EXPORTER_JUL.setLevel(Level.OFF);
+        QueueDrops queueDrops = new QueueDrops();
+        SdkMeterProvider sdkMetrics = SdkMeterProvider.builder().registerMetricReader(queueDrops).build();
+        WatchedExporter exporter = new WatchedExporter(exporter(config), config.exportUrl());
+        BatchSpanProcessor batches = BatchSpanProcessor.builder(exporter)
+                .setMaxQueueSize(MAX_QUEUE)
+                .setMaxExportBatchSize(MAX_BATCH)
+                .setScheduleDelay(Duration.ofMillis(500))
+                .setExporterTimeout(config.timeout())
+                .setMeterProvider(sdkMetrics)
+                .build();
+        Sampler ratio = Sampler.traceIdRatioBased(config.sampleRatio());
+        // without honor_client_sampling the client's trace id is continued but its sampled flag is not
+        // obeyed: the ratio decides on the trace id, so a client cannot make every one of its requests recorded
+        Sampler sampler = config.honorClientSampling() ? Sampler.parentBased(ratio) : ratio;
+        SdkTracerProvider provider = SdkTracerProvider.builder()
+                .setResource(Resource.getDefault().merge(Resource.create(Attributes.of(
+                        AttributeKey.stringKey("service.name"), config.serviceName()))))
+                .setSampler(sampler)
+                .addSpanProcessor(batches)
+                .build();
+        FunctionCounter.builder("sluice.tracing.spans.dropped", queueDrops, QueueDrops::dropped)
+                .description(DROPPED)
+                .tag("reason", "queue_full").register(registry);
+        FunctionCounter.builder("sluice.tracing.spans.dropped", exporter, WatchedExporter::failed)
+                .description(DROPPED)
+                .tag("reason", "export_failed").register(registry);
+        FunctionCounter.builder("sluice.tracing.spans.exported", exporter, WatchedExporter::exported)
+                .description("Spans the collector accepted").register(registry);
+        log.info("tracing on endpoint={} protocol={} sample_ratio={} honor_client_sampling={} service_name={}",
+                config.exportUrl(), config.protocol().label(), config.sampleRatio(), config.honorClientSampling(),
+                config.serviceName());
+        return new Tracing(provider, provider.get("dev.sluice.gateway"), config);
+    }
+
+    private static SpanExporter exporter(TracingConfig c) {
+        if (c.protocol() == TracingConfig.Protocol.GRPC) {
+            OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
+                    .setTimeout(c.timeout()).setRetryPolicy(null); // a lost batch is counted; the next one tries again
+            c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
+            return b.build();
+        }
+        OtlpHttpSpanExporterBuilder b = OtlpHttpSpanExporter.builder().setEndpoint(c.exportUrl())
+                .setTimeout(c.timeout()).setRetryPolicy(null);
+        c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
+        return b.build();
+    }
+
+    public boolean on() {
+        return tracer != null;
+    }
+
+    /**
+     * The trace of one request that arrived at {@code receivedNanos} with {@code clientHeaders}: a
+     * client's {@code traceparent}/{@code tracestate} continued, else a new trace. {@link RequestTrace#NONE}
+     * when tracing is off.
+     */
+    public RequestTrace request(HttpHeaders clientHeaders, RequestTrace.Facts facts, long receivedNanos) {
+        if (tracer == null) {
+            return RequestTrace.NONE;
+        }
+        Context parent = clientHeaders == null ? Context.root()
+                : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
+        return RequestTrace.start(tracer, parent, facts, receivedNanos);
+    }
+
+    /** Exports what is queued (up to 5 s) and stops. */
+    @Override
+    public void close() {
+        if (provider != null) {
+            provider.shutdown().join(5, TimeUnit.SECONDS);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return config == null ? "tracing off" : "tracing to " + config.exportUrl();
+    }
+}
