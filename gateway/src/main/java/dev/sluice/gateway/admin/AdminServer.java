@@ -66,6 +66,13 @@ public final class AdminServer implements AutoCloseable {
                 .bind(config.host(), config.port()).sync().channel();
     }
 
+    private volatile WorkerRoutes workerRoutes;
+
+    /** Enables the worker registration API ({@code /admin/workers}) over {@code directory}. */
+    public void onWorkers(dev.sluice.gateway.discovery.WorkerDirectory directory) {
+        this.workerRoutes = new WorkerRoutes(directory);
+    }
+
     /** Enables {@code POST /admin/reload}; the supplier runs the reload and describes its result. */
     public void onReload(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> reload) {
         this.reload = reload;
@@ -105,6 +112,14 @@ public final class AdminServer implements AutoCloseable {
                         + "admin.token_file>\",\"type\":\"authentication_error\",\"code\":\"unauthorized\"}}");
                 return;
             }
+            WorkerRoutes wr = workerRoutes;
+            if (wr != null && WorkerRoutes.matches(path)) {
+                WorkerRoutes.Reply r = authorized(req) ? wr.handle(req.method(), path, ByteBufUtil.getBytes(req.content()))
+                        : WorkerRoutes.error(401, "authentication_error", "unauthorized", req.method() + " " + path
+                        + " needs Authorization: Bearer <the admin token: SLUICE_ADMIN_TOKEN or admin.token_file>");
+                respond(ctx, req, HttpResponseStatus.valueOf(r.status()), "application/json", r.body());
+                return;
+            }
             if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && reload != null) {
                 // reads a file: off the event loop, answered when done
                 req.retain();
@@ -125,7 +140,7 @@ public final class AdminServer implements AutoCloseable {
             }
             if (!req.method().equals(HttpMethod.GET)) {
                 status = HttpResponseStatus.METHOD_NOT_ALLOWED;
-                body = "{\"error\":{\"message\":\"only GET (and POST /admin/reload)\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
+                body = "{\"error\":{\"message\":\"only GET (and POST /admin/reload, /admin/workers)\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
             } else if (path.equals("/admin/state")) {
                 body = state.render().toPrettyString();
             } else if (path.equals("/metrics")) {

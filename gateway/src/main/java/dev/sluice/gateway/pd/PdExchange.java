@@ -356,6 +356,23 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         });
     }
 
+    /** The operator deleted {@code w}: waiting on it, fail over; streaming from it, stop both halves. */
+    @Override
+    public void workerRemoved(Worker w) {
+        loop.execute(() -> {
+            Attempt a = attempts.live();
+            if (ended || a == null || !(w == a.decode || (w == a.prefill && !a.prefillDone()))) {
+                return;
+            }
+            if (!client.committed()) {
+                failed(a.key, AttemptFailure.ejected(w));
+            } else {
+                fail(ApiError.rejected(HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_removed",
+                        "the worker serving this request was removed by the operator", 1), AbortCause.WORKER_REMOVED);
+            }
+        });
+    }
+
     // ---- for the watchdog (ExchangeWatchdog.Guarded) ----
 
     @Override

@@ -37,4 +37,13 @@ final class StartupMetrics {
                         : List.of(WorkerRole.PREFILL.label(), WorkerRole.DECODE.label()),
                 workers.all().stream().map(Worker::name).toList());
     }
+
+    /** The label values at 0, the workers' gauges, and the connection gauges. */
+    static void bind(GatewayMetrics metrics, WorkerSet workers, dev.sluice.gateway.config.GatewayConfig.TelemetryConfig
+            telemetry, java.util.function.IntSupplier upstream, java.util.function.IntSupplier clients) {
+        preRegister(metrics, workers);
+        metrics.bindWorkers(workers, telemetry);
+        metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", () -> upstream.getAsInt());
+        metrics.gauge("sluice.client.connections", "open client connections", () -> clients.getAsInt());
+    }
 }
