@@ -135,8 +135,18 @@ final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirec
      * of a retired worker is gone (a test read the gauges between the two and found them).
      */
     void retireDrained() {
+        java.util.Map<Worker, dev.sluice.gateway.admission.WorkerWindow> windows = null;
         for (Worker w : draining) {
             if (w.inflight() == 0) {
+                // a stopped request gives its worker back before its exchange ends and releases its admission
+                // window: retire only once the window is empty too, or that release finds no worker
+                if (windows == null) {
+                    windows = admission.snapshot().perWorker();
+                }
+                dev.sluice.gateway.admission.WorkerWindow window = windows.get(w);
+                if (window != null && !window.idle()) {
+                    continue;
+                }
                 workers.remove(w);
                 admission.removeWorker(w);
                 health.remove(w);
