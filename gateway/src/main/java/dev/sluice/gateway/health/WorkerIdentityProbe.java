@@ -41,7 +41,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private static final int MAX_BODY = 1 << 20;
     static final Duration PERIOD = Duration.ofSeconds(60);
     static final Duration RETRY = Duration.ofSeconds(5);
-    private static final Duration TICK = Duration.ofSeconds(1);
+    private static final Duration TICK = Duration.ofMillis(250); // a new worker is asked within it
 
     private final WorkerSet workers;
     private final UpstreamPool pool;
