@@ -57,9 +57,9 @@ final class DiscoveryConfigReader {
                 + "without it). An empty or failed answer keeps the last good set (and says so in the log).");
         ConfigNode k8s = n.child("kubernetes", "Watch the pods that match a label selector in a namespace (needs the "
                 + "RBAC in deploy/kubernetes/discovery-rbac.yaml).");
-        if (!dns.isMissing() && !k8s.isMissing() && !n.reading().explore()) {
-            n.reject("dns and kubernetes", "one mechanism per role list");
-            return Optional.empty();
+        boolean both = !dns.isMissing() && !k8s.isMissing() && !n.reading().explore();
+        if (both) {
+            n.reject("dns and kubernetes", "one mechanism per role list"); // both still read: every problem at once
         }
         if (!n.isMissing() && dns.isMissing() && k8s.isMissing() && !n.reading().explore()) {
             n.reject("empty", "dns: or kubernetes:");
@@ -68,7 +68,7 @@ final class DiscoveryConfigReader {
         boolean explore = n.reading().explore();
         Optional<RoleDiscovery> d = dns.isMissing() && !explore ? Optional.empty() : dns(dns, prefill);
         Optional<RoleDiscovery> k = k8s.isMissing() && !explore ? Optional.empty() : kubernetes(k8s, prefill);
-        return d.isPresent() ? d : k;
+        return both ? Optional.empty() : d.isPresent() ? d : k;
     }
 
     private static String scheme(ConfigNode n) {
