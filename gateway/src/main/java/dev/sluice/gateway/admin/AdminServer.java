@@ -29,9 +29,9 @@ import java.net.InetSocketAddress;
 /**
  * The admin listener, separate from client traffic and on loopback by default:
  * {@code GET /} (the live status page, {@link StatusPage}), {@code GET /admin/state} (JSON for the
- * page, humans and {@code sluice-gateway status}), {@code GET /metrics}, and {@code POST /admin/reload}
- * (the only mutating route, behind the admin token when one is set). Everything here runs on the
- * admin event loop ({@code sluice-admin}).
+ * page, humans and {@code sluice-gateway status}), {@code GET /metrics}, {@code POST /admin/reload} and
+ * the worker API ({@code /admin/workers}; the mutating routes, behind the admin token when one is set).
+ * Everything here runs on the admin event loop ({@code sluice-admin}).
  */
 public final class AdminServer implements AutoCloseable {
     private final AdminConfig config;
