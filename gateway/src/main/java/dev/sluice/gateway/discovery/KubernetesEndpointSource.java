@@ -66,7 +66,10 @@ public final class KubernetesEndpointSource implements EndpointSource {
     public synchronized void start(Consumer<List<WorkerEndpoint>> sink) {
         String ns = namespace();
         log.info("kubernetes discovery watching role={} namespace={} selector={}", role, ns, config.selector());
-        informer = client.pods().inNamespace(ns).withLabels(config.selector()).inform(new ResourceEventHandler<>() {
+        // not inform(): that blocks until the first list and throws when the API server cannot be reached; the
+        // gateway starts without it and the informer keeps trying (the exception handler below)
+        informer = client.pods().inNamespace(ns).withLabels(config.selector()).runnableInformer(0);
+        informer.addEventHandler(new ResourceEventHandler<>() {
             @Override
             public void onAdd(Pod p) {
                 changed(p, false, sink);
@@ -81,7 +84,13 @@ public final class KubernetesEndpointSource implements EndpointSource {
             public void onDelete(Pod p, boolean finalStateUnknown) {
                 changed(p, true, sink);
             }
-        }, 0);
+        });
+        informer.exceptionHandler((started, t) -> {
+            log.warn("kubernetes discovery cannot list or watch, retrying role={} namespace={} started={} error=\"{}\" "
+                    + "(the last good set stays)", role, ns, started, t.toString());
+            return true;
+        });
+        informer.start();
         informer.stopped().whenComplete((v, e) -> {
             if (e != null) {
                 log.error("kubernetes discovery stopped role={} namespace={} (the last good set stays): {}", role, ns,

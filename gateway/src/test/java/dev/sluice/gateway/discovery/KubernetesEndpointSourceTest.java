@@ -196,4 +196,29 @@ class KubernetesEndpointSourceTest {
                     .isTrue();
         }
     }
+
+    @Test
+    void anApiServerUnreachableAtStartDoesNotStopTheSourceWhichFindsThePodsOnceItAnswers() throws Exception {
+        server = crudServer();
+        server.init(InetAddress.getLoopbackAddress(), 0);
+        int port = server.getPort();
+        client = server.createClient();
+        server.destroy(); // nothing listens there now
+        AtomicReference<List<WorkerEndpoint>> seen = new AtomicReference<>();
+        source = new KubernetesEndpointSource("decode", DECODES, Optional.empty(), client, false);
+        source.start(seen::set); // returns: the gateway starts without the API server
+        Thread.sleep(300);
+        assertThat(seen.get()).isNull();
+
+        server = crudServer();
+        server.init(InetAddress.getLoopbackAddress(), port);
+        try (KubernetesClient writer = server.createClient()) {
+            writer.pods().inNamespace("llm").resource(pod("d1", "sglang-decode", "10.0.0.1", true, null)).create();
+            long end = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+            while (!urls(seen).contains("http://10.0.0.1:30000") && System.nanoTime() < end) {
+                Thread.sleep(50);
+            }
+            assertThat(urls(seen)).containsExactly("http://10.0.0.1:30000");
+        }
+    }
 }
