@@ -33,8 +33,8 @@ public final class WorkerDirectory implements AutoCloseable {
         /** The role's workers should now be {@code wanted}: add the new, drain the missing. */
         void reconcile(WorkerRole role, List<WorkerEndpoint> wanted);
 
-        /** Stop the requests running on the worker named {@code name} now (it was deleted). */
-        void abortRequests(String name);
+        /** Stop the requests running on the draining worker named {@code name} now; false: no such worker. */
+        boolean abortRequests(String name);
     }
 
     /** Builds a role's discovery mechanism. */
@@ -227,8 +227,10 @@ public final class WorkerDirectory implements AutoCloseable {
     /** {@code DELETE /admin/workers/{id}}: removed now, its requests stopped (failed over where nothing was sent). */
     public synchronized AdminResult delete(String id) {
         AdminResult r = takeOut(id, "deleted");
-        if (r.status() == 200) {
-            lists.abortRequests(id);
+        boolean stopped = lists.abortRequests(id); // also a worker already draining: its streams are cut now
+        if (r.status() == 404 && stopped) {
+            log.info("worker deleted by admin api while draining worker={}", id);
+            return AdminResult.ok(200, id);
         }
         return r;
     }

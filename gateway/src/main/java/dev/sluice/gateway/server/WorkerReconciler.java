@@ -76,14 +76,17 @@ final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirec
 
     /** Deleted by the operator: the requests on it fail over (nothing sent yet) or stop on both halves. */
     @Override
-    public void abortRequests(String name) {
+    public boolean abortRequests(String name) {
+        boolean found = false;
         for (Worker w : draining) {
             if (w.name().equals(name)) {
+                found = true;
                 log.info("worker deleted, stopping its requests role={} worker={} in_flight={}", w.role().label(),
                         w.name(), w.inflight());
                 live.forEach(ex -> ex.workerRemoved(w));
             }
         }
+        return found;
     }
 
     private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
@@ -134,7 +137,7 @@ final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirec
      * metrics and pool, and out of the draining set last, so that "none draining" means every trace
      * of a retired worker is gone (a test read the gauges between the two and found them).
      */
-    void retireDrained() {
+    synchronized void retireDrained() { // under the lock of reconcile: a worker wanted back is never retired
         java.util.Map<Worker, dev.sluice.gateway.admission.WorkerWindow> windows = null;
         for (Worker w : draining) {
             if (w.inflight() == 0) {

@@ -21,6 +21,7 @@ class WorkerDirectoryTest {
     /** What the directory asked of the worker lists, as names per role. */
     private final Map<WorkerRole, List<String>> lists = new EnumMap<>(WorkerRole.class);
     private final List<String> aborted = new ArrayList<>();
+    private final java.util.Set<String> draining = new java.util.HashSet<>();
     /** Every source the directory built, newest last, with the sink it was started with. */
     private final List<FakeSource> sources = new ArrayList<>();
 
@@ -51,12 +52,17 @@ class WorkerDirectoryTest {
     private final WorkerDirectory directory = new WorkerDirectory(false, new WorkerDirectory.WorkerLists() {
         @Override
         public void reconcile(WorkerRole role, List<WorkerEndpoint> wanted) {
-            lists.put(role, wanted.stream().map(WorkerDirectory::name).toList());
+            List<String> next = wanted.stream().map(WorkerDirectory::name).toList();
+            // as the real lists do: a worker that left drains (until the test says it retired), one back is undrained
+            lists.getOrDefault(role, List.of()).stream().filter(n -> !next.contains(n)).forEach(draining::add);
+            draining.removeAll(next);
+            lists.put(role, next);
         }
 
         @Override
-        public void abortRequests(String name) {
+        public boolean abortRequests(String name) {
             aborted.add(name);
+            return draining.contains(name);
         }
     }, (role, d, auth) -> {
         FakeSource s = new FakeSource();
@@ -131,7 +137,11 @@ class WorkerDirectoryTest {
         assertThat(aborted).containsExactly("10.0.2.3:2");
         assertThat(lists.get(WorkerRole.DECODE)).doesNotContain("10.0.2.3:2");
         assertThat(directory.drain("10.0.2.3:2").status()).as("no longer in rotation").isEqualTo(404);
-        assertThat(aborted).containsExactly("10.0.2.3:2");
+        // a delete of a worker that is only draining still cuts its streams; once retired, it is unknown
+        assertThat(directory.delete("10.0.2.3:2").status()).isEqualTo(200);
+        assertThat(aborted).containsExactly("10.0.2.3:2", "10.0.2.3:2");
+        draining.remove("10.0.2.3:2");
+        assertThat(directory.delete("10.0.2.3:2").status()).isEqualTo(404);
     }
 
     @Test
