@@ -99,7 +99,11 @@ public final class KubernetesEndpointSource implements EndpointSource {
         });
     }
 
-    private synchronized void changed(Pod p, boolean deleted, Consumer<List<WorkerEndpoint>> sink) {
+    /**
+     * On the informer's one thread (it calls its handler serially): not under this object's lock, since
+     * the sink takes the directory's, which a reload holds while it closes this source.
+     */
+    private void changed(Pod p, boolean deleted, Consumer<List<WorkerEndpoint>> sink) {
         // keyed as the informer's own store keys: a pod is its namespace and name
         String key = p.getMetadata().getNamespace() + "/" + p.getMetadata().getName();
         if (deleted) {
@@ -126,13 +130,23 @@ public final class KubernetesEndpointSource implements EndpointSource {
         return e;
     }
 
+    /**
+     * Stops the watch off the caller's thread: the caller may hold the directory's lock, which the
+     * informer's thread may be waiting for with a last event (ignored once this source is replaced).
+     */
     @Override
     public synchronized void close() {
-        if (informer != null) {
-            informer.close();
-        }
-        if (ownsClient) {
-            client.close();
-        }
+        SharedIndexInformer<Pod> inf = informer;
+        informer = null;
+        Thread stopper = new Thread(() -> {
+            if (inf != null) {
+                inf.close();
+            }
+            if (ownsClient) {
+                client.close();
+            }
+        }, "sluice-discovery-stop-" + role);
+        stopper.setDaemon(true);
+        stopper.start();
     }
 }
