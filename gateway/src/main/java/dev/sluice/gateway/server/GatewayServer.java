@@ -122,7 +122,8 @@ public final class GatewayServer implements AutoCloseable {
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(),
                 ac.tokenizer().chatTokensPerMessage());
-        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator)).orElse(estimator);
+        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator))
+                .orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
@@ -283,14 +284,7 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Waits (bounded) until the first health round marked workers of both roles usable. */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        while (!workers.ready()) {
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(10); // the caller's (start-up) thread
-        }
-        return true;
+        return ReadinessReport.await(workers, unit.toNanos(timeout));
     }
 
     // ---- for the CLI, the admin views and tests ----
