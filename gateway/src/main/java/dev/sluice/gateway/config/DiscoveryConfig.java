@@ -40,9 +40,11 @@ public record DiscoveryConfig(Optional<RoleDiscovery> prefill, Optional<RoleDisc
      * [{@code min_interval}, {@code interval}].
      */
     public record Dns(String name, Optional<Integer> port, Optional<Integer> bootstrapPort, String scheme,
-                      Duration interval, Duration minInterval) implements RoleDiscovery {
+                      Duration interval, Duration minInterval, Optional<java.net.InetSocketAddress> server)
+            implements RoleDiscovery {
         public Dns {
             Objects.requireNonNull(name, "name");
+            Objects.requireNonNull(server, "server");
             Objects.requireNonNull(port, "port");
             Objects.requireNonNull(bootstrapPort, "bootstrapPort");
             Objects.requireNonNull(scheme, "scheme");
@@ -50,6 +52,11 @@ public record DiscoveryConfig(Optional<RoleDiscovery> prefill, Optional<RoleDisc
 
         public boolean srv() {
             return port.isEmpty();
+        }
+
+        public Dns(String name, Optional<Integer> port, Optional<Integer> bootstrapPort, String scheme,
+                   Duration interval, Duration minInterval) {
+            this(name, port, bootstrapPort, scheme, interval, minInterval, Optional.empty());
         }
 
         @Override

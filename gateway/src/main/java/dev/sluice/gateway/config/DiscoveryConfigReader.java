@@ -82,8 +82,8 @@ final class DiscoveryConfigReader {
     }
 
     private static Optional<RoleDiscovery> dns(ConfigNode n, boolean prefill) {
-        n.allowOnly(prefill ? new String[] {"name", "port", "bootstrap_port", "scheme", "interval", "min_interval"}
-                : new String[] {"name", "port", "scheme", "interval", "min_interval"});
+        n.allowOnly(prefill ? new String[] {"name", "port", "bootstrap_port", "scheme", "interval", "min_interval",
+            "server"} : new String[] {"name", "port", "scheme", "interval", "min_interval", "server"});
         ConfigNode nameNode = n.child("name", "The name to resolve, e.g. prefill.llm.svc.cluster.local (SRV: "
                 + "_http._tcp.prefill.llm.svc.cluster.local).");
         String name = n.isMissing() && !n.reading().explore() ? null : nameNode.requiredText();
@@ -102,11 +102,35 @@ final class DiscoveryConfigReader {
         Duration min = n.child("min_interval", "The shortest time between two resolutions, whatever the TTL "
                 + "(a TTL of 0 does not make the gateway query without pause).")
                 .durationAtLeast(Duration.ofSeconds(1), Duration.ofMillis(10));
+        Optional<java.net.InetSocketAddress> server = server(n.child("server", "The name server to ask, an IP "
+                + "address and port (10.96.0.10:53, [fd00::a]:53). Absent: the host's (/etc/resolv.conf)."));
         if (n.isMissing() || name == null) {
             return Optional.empty();
         }
         return Optional.of(new Dns(name, port, bootstrap, scheme, interval, min.compareTo(interval) > 0 ? interval
-                : min));
+                : min, server));
+    }
+
+    /** An IP literal and a port: a name server named by a host name would need a name server first. */
+    private static Optional<java.net.InetSocketAddress> server(ConfigNode n) {
+        Optional<String> raw = n.optionalText();
+        if (raw.isEmpty()) {
+            return Optional.empty();
+        }
+        String v = raw.get().trim();
+        int colon = v.lastIndexOf(':');
+        String host = colon > 0 ? v.substring(0, colon).replaceAll("^\\[|\\]$", "") : "";
+        boolean literal = host.matches("[0-9.]+") || host.contains(":");
+        try {
+            int port = Integer.parseInt(v.substring(colon + 1));
+            if (literal && port >= 1 && port <= 65535) {
+                return Optional.of(new java.net.InetSocketAddress(java.net.InetAddress.getByName(host), port));
+            }
+        } catch (NumberFormatException | java.net.UnknownHostException e) {
+            // rejected below
+        }
+        n.reject(v, "an IP address and port, such as 10.96.0.10:53 or [fd00::a]:53");
+        return Optional.empty();
     }
 
     private static Optional<RoleDiscovery> kubernetes(ConfigNode n, boolean prefill) {

@@ -11,6 +11,7 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.resolver.dns.DnsServerAddressStreamProvider;
 import io.netty.resolver.dns.DnsServerAddressStreamProviders;
+import io.netty.resolver.dns.SingletonDnsServerAddressStreamProvider;
 import java.util.Optional;
 import java.util.function.Supplier;
 
@@ -42,7 +43,9 @@ public final class DiscoverySources implements WorkerDirectory.SourceFactory {
     @Override
     public EndpointSource create(WorkerRole role, RoleDiscovery discovery, Optional<Secret> authorization) {
         if (discovery instanceof Dns dns) {
-            return new DnsEndpointSource(role.label(), dns, authorization, loops.get(), datagram, nameServers);
+            DnsServerAddressStreamProvider servers = dns.server().<DnsServerAddressStreamProvider>map(
+                    SingletonDnsServerAddressStreamProvider::new).orElse(nameServers);
+            return new DnsEndpointSource(role.label(), dns, authorization, loops.get(), datagram, servers);
         }
         return new KubernetesEndpointSource(role.label(), (Kubernetes) discovery, authorization, clients.get(), true);
     }

@@ -66,7 +66,7 @@ class CheckConfigCommandTest {
                   discovery:
                     decode:
                       kubernetes: { selector: {}, bootstrap_port_name: boot }
-                      dns: { name: "bad name!", port: 0, interval: 5s, min_interval: 10s }
+                      dns: { name: "bad name!", port: 0, interval: 5s, min_interval: 10s, server: "ns.example:53" }
                     prefill:
                       dns: { scheme: gopher }
                 """);
@@ -76,6 +76,7 @@ class CheckConfigCommandTest {
         assertThat(err.toString()).contains("workers.discovery.decode: dns and kubernetes (expected: one mechanism "
                 + "per role list)", "workers.discovery.decode.kubernetes.bootstrap_port_name: unknown key",
                 "workers.discovery.decode.dns.name: bad name!", "workers.discovery.decode.dns.port: 0",
+                "workers.discovery.decode.dns.server: ns.example:53 (expected: an IP address and port",
                 "workers.discovery.prefill.dns.scheme: gopher (expected: http or https)",
                 "workers.discovery.prefill.dns.name: missing");
     }
