@@ -29,9 +29,9 @@ import java.net.InetSocketAddress;
 /**
  * The admin listener, separate from client traffic and on loopback by default:
  * {@code GET /} (the live status page, {@link StatusPage}), {@code GET /admin/state} (JSON for the
- * page, humans and {@code sluice-gateway status}), {@code GET /metrics}, and {@code POST /admin/reload}
- * (the only mutating route, behind the admin token when one is set). Everything here runs on the
- * admin event loop ({@code sluice-admin}).
+ * page, humans and {@code sluice-gateway status}), {@code GET /metrics}, {@code POST /admin/reload} and
+ * the worker API ({@code /admin/workers}; the mutating routes, behind the admin token when one is set).
+ * Everything here runs on the admin event loop ({@code sluice-admin}).
  */
 public final class AdminServer implements AutoCloseable {
     private final AdminConfig config;
@@ -64,6 +64,13 @@ public final class AdminServer implements AutoCloseable {
                     }
                 })
                 .bind(config.host(), config.port()).sync().channel();
+    }
+
+    private volatile WorkerRoutes workerRoutes;
+
+    /** Enables the worker registration API ({@code /admin/workers}) over {@code directory}. */
+    public void onWorkers(dev.sluice.gateway.discovery.WorkerDirectory directory) {
+        this.workerRoutes = new WorkerRoutes(directory);
     }
 
     /** Enables {@code POST /admin/reload}; the supplier runs the reload and describes its result. */
@@ -105,6 +112,14 @@ public final class AdminServer implements AutoCloseable {
                         + "admin.token_file>\",\"type\":\"authentication_error\",\"code\":\"unauthorized\"}}");
                 return;
             }
+            WorkerRoutes wr = workerRoutes;
+            if (wr != null && WorkerRoutes.matches(path)) {
+                WorkerRoutes.Reply r = authorized(req) ? wr.handle(req.method(), path, ByteBufUtil.getBytes(req.content()))
+                        : WorkerRoutes.error(401, "authentication_error", "unauthorized", req.method() + " " + path
+                        + " needs Authorization: Bearer <the admin token: SLUICE_ADMIN_TOKEN or admin.token_file>");
+                respond(ctx, req, HttpResponseStatus.valueOf(r.status()), "application/json", r.body());
+                return;
+            }
             if (path.equals("/admin/reload") && req.method().equals(HttpMethod.POST) && reload != null) {
                 // reads a file: off the event loop, answered when done
                 req.retain();
@@ -125,7 +140,7 @@ public final class AdminServer implements AutoCloseable {
             }
             if (!req.method().equals(HttpMethod.GET)) {
                 status = HttpResponseStatus.METHOD_NOT_ALLOWED;
-                body = "{\"error\":{\"message\":\"only GET (and POST /admin/reload)\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
+                body = "{\"error\":{\"message\":\"only GET (and POST /admin/reload, /admin/workers)\",\"type\":\"invalid_request_error\",\"code\":\"method_not_allowed\"}}";
             } else if (path.equals("/admin/state")) {
                 body = state.render().toPrettyString();
             } else if (path.equals("/metrics")) {

@@ -65,6 +65,14 @@ public final class StateView {
         return this;
     }
 
+    private volatile java.util.function.Function<Worker, String> sources = w -> "file";
+
+    /** Where each worker came from (file, dns, kubernetes, admin), shown as its {@code "source"}. */
+    public StateView workerSources(java.util.function.Function<Worker, String> sources) {
+        this.sources = sources;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
@@ -101,7 +109,8 @@ public final class StateView {
         ArrayNode list = root.putArray("workers");
         for (Worker w : workers.all()) {
             ObjectNode o = list.addObject();
-            o.put("role", w.role().label()).put("worker", w.name()).put("url", w.url())
+            o.put("role", w.role().label()).put("worker", w.name()).put("url", w.url()).put("source", sources.apply(w))
+                    .put("identity_pending", w.identityPending())
                     .put("usable", w.isAvailable()).put("inflight", w.inflight());
             WorkerStatus st = w.status();
             o.put("state", st.state().label()).put("state_reason", st.reason())

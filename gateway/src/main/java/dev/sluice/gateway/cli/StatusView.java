@@ -38,13 +38,13 @@ final class StatusView {
         b.append("\n");
         FleetStatusView.render(s.path("coordination"), b);
         b.append("\n");
-        b.append(String.format("%-8s %-22s %-9s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "STATE", "INFLIGHT",
-                "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
+        b.append(String.format("%-8s %-22s %-10s %-9s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "SOURCE",
+                "STATE", "INFLIGHT", "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
         for (JsonNode w : s.path("workers")) {
             JsonNode t = w.path("telemetry");
             String state = w.path("state").asText("?");
-            b.append(String.format("%-8s %-22s %-9s %8d %12s %6s %6s %7s %7s %6s%n", w.path("role").asText(),
-                    w.path("worker").asText(), state.equals("healthy") ? state : state.toUpperCase(java.util.Locale.ROOT),
+            b.append(String.format("%-8s %-22s %-10s %-9s %8d %12s %6s %6s %7s %7s %6s%n", w.path("role").asText(),
+                    w.path("worker").asText(), w.path("source").asText("file"), state.equals("healthy") ? state : state.toUpperCase(java.util.Locale.ROOT),
                     w.path("inflight").asLong(),
                     w.path("window").path("requests").asLong() + "/" + w.path("window").path("tokens").asLong(),
                     num(t.path("queue_requests"), 1), num(t.path("running_requests"), 1),

@@ -207,12 +207,20 @@ public record GatewayConfig(
      * disaggregation: none}) the unified workers that do both.
      */
     public record WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified,
-                                Optional<Secret> adminAuthorization) {
+                                Optional<Secret> adminAuthorization, DiscoveryConfig discovery,
+                                Optional<Secret> authorization) {
         public WorkersConfig {
             prefill = List.copyOf(prefill);
             decode = List.copyOf(decode);
             unified = List.copyOf(unified);
             Objects.requireNonNull(adminAuthorization, "adminAuthorization");
+            Objects.requireNonNull(discovery, "discovery");
+            Objects.requireNonNull(authorization, "authorization");
+        }
+
+        public WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified,
+                             Optional<Secret> adminAuthorization) {
+            this(prefill, decode, unified, adminAuthorization, DiscoveryConfig.NONE, Optional.empty());
         }
 
         public WorkersConfig(List<WorkerEndpoint> prefill, List<WorkerEndpoint> decode, List<WorkerEndpoint> unified) {

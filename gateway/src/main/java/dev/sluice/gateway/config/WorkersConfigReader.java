@@ -22,14 +22,14 @@ final class WorkersConfigReader {
         ConfigNode n = root.child("workers", "The workers requests go to: workers.prefill and workers.decode, or "
                 + "workers.unified in disaggregation: none. What differs per host can come from the environment "
                 + "(SLUICE_WORKERS_PREFILL, ...; see Overrides).");
-        n.declare("prefill", "decode", "unified", "api_key_env", "admin_api_key_env");
+        n.declare("prefill", "decode", "unified", "api_key_env", "admin_api_key_env", "discovery");
         boolean unified = mode == DisaggregationMode.NONE;
         boolean present = n.require(root, unified ? "a workers.unified list in disaggregation: none"
                 : "workers.prefill and workers.decode lists");
         if (unified) {
-            n.allowOnly("unified", "api_key_env", "admin_api_key_env");
+            n.allowOnly("unified", "api_key_env", "admin_api_key_env", "discovery");
         } else {
-            n.allowOnly("prefill", "decode", "api_key_env", "admin_api_key_env");
+            n.allowOnly("prefill", "decode", "api_key_env", "admin_api_key_env", "discovery");
         }
         Optional<Secret> auth = authorization(n.child("api_key_env", "Name of the environment variable holding the "
                 + "workers' API key (what SGLang's and vLLM's --api-key set). Sent to every worker, on generation "
@@ -41,26 +41,27 @@ final class WorkersConfigReader {
                 + "the workers' admin API key (SGLang's --admin-api-key). SGLang's /abort_request needs it once it is "
                 + "set (auth level ADMIN_OPTIONAL: the plain API key is refused there), so the gateway sends it, as "
                 + "Authorization: Bearer <key>, on its aborts only. Absent: aborts carry the api_key_env key, if any."));
+        DiscoveryConfig discovery = DiscoveryConfigReader.read(n, unified);
         if (unified) {
             List<WorkerEndpoint> list = endpoints(n.child("unified", "Unified workers, each prefilling and decoding "
                     + "its own requests (disaggregation: none only, instead of prefill and decode)."), false, auth,
                     "One unified worker.");
-            if (present && list.isEmpty() && !n.reading().hasProblemAt(n.path() + ".unified")) {
+            if (present && list.isEmpty() && discovery.unified().isEmpty() && !n.reading().hasProblemAt(n.path() + ".unified")) {
                 n.child("unified").reject(written(n.child("unified")), "at least one worker");
             }
-            return new WorkersConfig(List.of(), List.of(), list, admin);
+            return new WorkersConfig(List.of(), List.of(), list, admin, discovery, auth);
         }
         List<WorkerEndpoint> prefill = endpoints(n.child("prefill", "Prefill workers: at least one (not in "
                 + "disaggregation: none)."), true, auth, "One prefill worker.");
         List<WorkerEndpoint> decode = endpoints(n.child("decode", "Decode workers: at least one (not in "
                 + "disaggregation: none)."), false, auth, "One decode worker.");
-        if (present && prefill.isEmpty() && !n.reading().hasProblemAt(n.path() + ".prefill")) {
+        if (present && prefill.isEmpty() && discovery.prefill().isEmpty() && !n.reading().hasProblemAt(n.path() + ".prefill")) {
             n.child("prefill").reject(written(n.child("prefill")), "at least one prefill worker");
         }
-        if (present && decode.isEmpty() && !n.reading().hasProblemAt(n.path() + ".decode")) {
+        if (present && decode.isEmpty() && discovery.decode().isEmpty() && !n.reading().hasProblemAt(n.path() + ".decode")) {
             n.child("decode").reject(written(n.child("decode")), "at least one decode worker");
         }
-        return new WorkersConfig(prefill, decode, List.of(), admin);
+        return new WorkersConfig(prefill, decode, List.of(), admin, discovery, auth);
     }
 
     private static String written(ConfigNode list) {

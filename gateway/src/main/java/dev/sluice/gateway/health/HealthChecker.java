@@ -44,6 +44,9 @@ public final class HealthChecker implements AutoCloseable {
     private final List<PeriodicTask> tasks = new ArrayList<>();
     /** Workers that answered /health_generate with 404 (vLLM has no such route): checked with /health only. */
     private final Set<Worker> noGenerateRoute = new HashSet<>();
+    /** Workers given at least one /health check (loop-confined). */
+    private final Set<Worker> checked = new HashSet<>();
+    private static final Duration NEW_WORKER_PACE = Duration.ofMillis(100);
 
     public HealthChecker(WorkerSet workers, UpstreamPool pool, EventLoop loop, HealthTable table,
                          BackgroundTasks background) {
@@ -60,6 +63,17 @@ public final class HealthChecker implements AutoCloseable {
             workers.all().forEach(this::checkHealth);
             List.copyOf(generateFailing).forEach(this::checkGenerate);
         }));
+        // a worker just added (discovery, the admin API, a reload) is checked at once, not at the next round:
+        // it takes traffic once this first check passes
+        tasks.add(background.every("health_check_new", loop, NEW_WORKER_PACE, () -> {
+            List<Worker> all = workers.all();
+            checked.retainAll(all);
+            for (Worker w : all) {
+                if (!checked.contains(w)) {
+                    checkHealth(w);
+                }
+            }
+        }));
         Duration g = config.generateInterval();
         if (!g.isZero()) {
             tasks.add(background.every("health_generate", loop, g, () -> workers.all().forEach(this::checkGenerate)));
@@ -72,6 +86,7 @@ public final class HealthChecker implements AutoCloseable {
     }
 
     private void checkHealth(Worker w) {
+        checked.add(w);
         check(w, "/health", config.timeout(), FailureKind.ACTIVE_HEALTH, healthInFlight);
     }
 

@@ -42,7 +42,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private static final int MAX_BODY = 1 << 20;
     static final Duration PERIOD = Duration.ofSeconds(60);
     static final Duration RETRY = Duration.ofSeconds(5);
-    private static final Duration TICK = Duration.ofSeconds(1);
+    private static final Duration TICK = Duration.ofMillis(250); // a new worker is asked within it
 
     private final WorkerSet workers;
     private final UpstreamPool pool;
@@ -54,6 +54,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private final Set<Worker> asking = new HashSet<>();
     private final BackgroundTasks background;
     private PeriodicTask task;
+    private Runnable onConfirmed = () -> { };
 
     public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
                                Duration timeout, BackgroundTasks background) {
@@ -63,6 +64,12 @@ public final class WorkerIdentityProbe implements AutoCloseable {
         this.loop = loop;
         this.mode = mode;
         this.timeout = timeout;
+    }
+
+    /** Runs (on the probe's loop) when a worker waiting for its identity check passed it. */
+    public WorkerIdentityProbe onConfirmed(Runnable r) {
+        this.onConfirmed = java.util.Objects.requireNonNull(r, "r");
+        return this;
     }
 
     public void start() {
@@ -124,6 +131,15 @@ public final class WorkerIdentityProbe implements AutoCloseable {
         }
         WorkerIdentity before = w.identity();
         w.identity(id);
+        if (w.identityPending() && !id.misconfigured()) {
+            w.identityConfirmed();
+            log.info("worker identity check passed role={} worker={} (in rotation once its health check passes)",
+                    w.role().label(), w.name());
+            onConfirmed.run();
+        } else if (w.identityPending() && !id.equals(before)) {
+            log.warn("worker kept out of rotation role={} worker={}: its identity check failed", w.role().label(),
+                    w.name());
+        }
         if (id.equals(before)) {
             return;
         }

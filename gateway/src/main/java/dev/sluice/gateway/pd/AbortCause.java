@@ -24,6 +24,8 @@ public enum AbortCause {
     EVICTED,
     /** vLLM: the request ended between the legs and its prefill's KV blocks could not be released. */
     STRANDED_PREFILL,
+    /** The operator deleted a worker the request ran on ({@code DELETE /admin/workers/{id}}). */
+    WORKER_REMOVED,
     /** The drain grace period ended with the request still running. */
     DRAIN,
     /** The client read nothing of a started stream for {@code timeouts.idle_stream}. */

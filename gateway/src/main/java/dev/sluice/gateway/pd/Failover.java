@@ -5,6 +5,7 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.tracing.RequestTrace;
+import io.netty.handler.codec.http.HttpResponseStatus;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -85,5 +86,25 @@ final class Failover {
                 host.fail(f.error(), null);
             }
         });
+    }
+
+    /**
+     * {@code w} is gone from under the current attempt {@code a}: ejected, or {@code removed} by the
+     * operator. Before the client's first byte: the failure to fail over with at once (instead of at the
+     * deadline). Streaming from a removed worker: both halves stopped here. Otherwise, or when {@code w}
+     * has no part left in {@code a}: null.
+     */
+    AttemptFailure workerLost(Attempt a, Worker w, boolean removed) {
+        if (!(w == a.decode || (w == a.prefill && !a.prefillDone()))) {
+            return null;
+        }
+        if (!client.committed()) {
+            return AttemptFailure.ejected(w);
+        }
+        if (removed) {
+            host.fail(ApiError.rejected(HttpResponseStatus.SERVICE_UNAVAILABLE, "worker_removed",
+                    "the worker serving this request was removed by the operator", 1), AbortCause.WORKER_REMOVED);
+        }
+        return null;
     }
 }

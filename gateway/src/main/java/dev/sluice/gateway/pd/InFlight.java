@@ -11,6 +11,9 @@ public interface InFlight {
     /** Health took {@code w} out of rotation. */
     void workerEjected(Worker w);
 
+    /** The operator deleted {@code w} ({@code DELETE /admin/workers/{id}}): stop or fail over what runs on it. */
+    void workerRemoved(Worker w);
+
     /** The drain grace period is over: stop the request (both halves) and tell the client. */
     void abortOnDrain();
 }

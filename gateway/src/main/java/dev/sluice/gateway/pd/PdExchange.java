@@ -308,15 +308,21 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     /** A request still waiting on {@code w} for its first byte fails over at once instead of at its deadline. */
     @Override
     public void workerEjected(Worker w) {
-        loop.execute(() -> {
-            Attempt a = attempts.live();
-            if (ended || a == null || client.committed()) {
-                return;
-            }
-            if (w == a.decode || (w == a.prefill && !a.prefillDone())) {
-                failed(a.key, AttemptFailure.ejected(w));
-            }
-        });
+        loop.execute(() -> workerLost(w, false));
+    }
+
+    /** The operator deleted {@code w}: waiting on it, fail over; streaming from it, stop both halves. */
+    @Override
+    public void workerRemoved(Worker w) {
+        loop.execute(() -> workerLost(w, true));
+    }
+
+    private void workerLost(Worker w, boolean removed) {
+        Attempt a = attempts.live();
+        AttemptFailure f = ended || a == null ? null : failover.workerLost(a, w, removed);
+        if (f != null) {
+            failed(a.key, f);
+        }
     }
 
     // ---- for the watchdog (ExchangeWatchdog.Guarded) ----

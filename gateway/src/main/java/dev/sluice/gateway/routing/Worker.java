@@ -19,6 +19,11 @@ public final class Worker {
     private final AtomicInteger trialPermits = new AtomicInteger();
     private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
     private volatile WorkerIdentity identity = WorkerIdentity.UNKNOWN;
+    /**
+     * A worker found at run time (discovery, the admin API, a reload) takes no request until its identity
+     * check passed ({@code health.WorkerIdentityProbe}), besides its first health check.
+     */
+    private volatile boolean identityPending;
     /** Set by the health table while the worker is suspect of a silent stall, else null. */
     private volatile SuspectProbe suspectProbe;
 
@@ -96,7 +101,7 @@ public final class Worker {
 
     /** Counts as capacity (healthy, degraded or half-open): see {@link WorkerState#available()}. */
     public boolean isAvailable() {
-        return status.state().available();
+        return !identityPending && status.state().available();
     }
 
     /**
@@ -109,6 +114,9 @@ public final class Worker {
 
     /** May be given a new request now: healthy, or half-open with a trial permit left (not consumed). */
     public boolean routable() {
+        if (identityPending) {
+            return false;
+        }
         WorkerState s = status.state();
         return s == WorkerState.HEALTHY || (onTrial(s) && trialPermits.get() > 0);
     }
@@ -138,6 +146,9 @@ public final class Worker {
      * permit. False when none was left (another request took the last one).
      */
     public boolean takeForNewRequest() {
+        if (identityPending) {
+            return false;
+        }
         WorkerState s = status.state();
         if (s == WorkerState.HEALTHY) {
             return true;
@@ -162,6 +173,20 @@ public final class Worker {
 
     public void identity(WorkerIdentity id) {
         this.identity = id;
+    }
+
+    /** From now on the worker waits for a passing identity check before it takes requests. */
+    public void awaitIdentity() {
+        identityPending = true;
+    }
+
+    /** Its identity check passed (or it never needed one): it takes requests once health says so. */
+    public void identityConfirmed() {
+        identityPending = false;
+    }
+
+    public boolean identityPending() {
+        return identityPending;
     }
 
     public WorkerTelemetry telemetry() {

@@ -15,6 +15,8 @@ import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.coordination.CoordinationStatus;
+import dev.sluice.gateway.discovery.DiscoverySources;
+import dev.sluice.gateway.discovery.WorkerDirectory;
 import dev.sluice.gateway.coordination.DemandTally;
 import dev.sluice.gateway.coordination.FleetLeases;
 import dev.sluice.gateway.coordination.RedisLeaseStore;
@@ -46,7 +48,6 @@ import dev.sluice.gateway.tracing.Tracing;
 import dev.sluice.gateway.tls.ServerTls;
 import dev.sluice.gateway.transport.Transport;
 import dev.sluice.gateway.upstream.UpstreamPool;
-import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.EventExecutor;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -77,7 +78,6 @@ public final class GatewayServer implements AutoCloseable {
     private final GatewayMetrics metrics = new GatewayMetrics();
     private final BackgroundTasks background = new BackgroundTasks(metrics.registry()); // each counts its failures
     private final ServerLoops loops;
-    private final EventLoopGroup controlGroup;
     private final WorkerSet workers;
     private final HealthTable health;
     private final UpstreamPool pool;
@@ -95,6 +95,7 @@ public final class GatewayServer implements AutoCloseable {
     private final FrontServices front;
     private final GatewayDrain drain;
     private final WorkerReconciler reconciler;
+    private final WorkerDirectory directory; // the workers' sources: file, dns, kubernetes, admin
     private final LiveReconfiguration reconfiguration;
     private final ClientListener listener = new ClientListener();
     private final FleetLeases leases; // coordination: this replica's share of the fleet's budgets, or null
@@ -113,7 +114,6 @@ public final class GatewayServer implements AutoCloseable {
 
     public GatewayServer(GatewayConfig config) {
         this.loops = new ServerLoops(transport, config.http().eventLoopThreads());
-        this.controlGroup = loops.control;
         this.workers = new WorkerSet(config.workers());
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
@@ -123,7 +123,8 @@ public final class GatewayServer implements AutoCloseable {
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(),
                 ac.tokenizer().chatTokensPerMessage());
-        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator)).orElse(estimator);
+        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator))
+                .orElse(estimator);
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
@@ -152,7 +153,7 @@ public final class GatewayServer implements AutoCloseable {
                 RedisLeaseStore.commandTimeout(cc)));
         this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
                 this::listenAddress, redis.orElseThrow(), admission,
-                workers, tally, fleetRouted.orElseThrow(), controlGroup.next(), System::nanoTime)).orElse(null);
+                workers, tally, fleetRouted.orElseThrow(), loops.control.next(), System::nanoTime)).orElse(null);
         if (leases != null) {
             tally.onUnmet(leases::renewSoon); // a share refusing work asks for more now, not a renewal later
         }
@@ -170,18 +171,19 @@ public final class GatewayServer implements AutoCloseable {
         this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
                 drain::draining, this::coordination);
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
-                decodePolicy, pool, loops.upstreamLoops(), config.telemetry());
-        this.checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
+                decodePolicy, pool, loops.upstreamLoops(), config.telemetry(), live);
+        this.directory = new WorkerDirectory(workers.unified(), reconciler,
+                DiscoverySources.standard(loops.control::next, transport.datagramChannel()));
+        this.checker = new HealthChecker(workers, pool, loops.control.next(), health, background);
         // the probes run on the control loop, like the health checks: a busy request loop does not delay them
-        io.netty.channel.EventLoop probeLoop = controlGroup.next();
+        io.netty.channel.EventLoop probeLoop = loops.control.next();
         this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), pool, aborts, metrics,
                 probeLoop, servedModel), probeLoop, background,
                 (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
-                health, this::restartHealthChecks, reconciler, aborts);
+                health, this::restartHealthChecks, directory, aborts);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
         HealthFollowers.attach(health, metrics, live, admission);
-        StartupMetrics.preRegister(metrics, workers);
         StartupMetrics.bind(metrics, workers, config.telemetry(), pool::openConnections,
                 () -> clients == null ? 0 : clients.open());
     }
@@ -194,7 +196,7 @@ public final class GatewayServer implements AutoCloseable {
         }
         clients = new ClientConnections(config.http().client(), metrics);
         listener.bind(config, transport, loops.boss, loops.requests, clients, serverTls, metrics, front);
-        EventExecutor control = controlGroup.next();
+        EventExecutor control = loops.control.next();
         if (serverTls != null) {
             background.every("tls_reload_check", loops.fileIo, config.listen().tls().get().reloadCheck(),
                     () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
@@ -205,17 +207,20 @@ public final class GatewayServer implements AutoCloseable {
                 coordinationMetrics);
         started = true;
         prefillRates.start();
-        telemetry = new TelemetryPoller(workers, pool, controlGroup.next(), config.telemetry(), health, background);
+        telemetry = new TelemetryPoller(workers, pool, loops.control.next(), config.telemetry(), health, background);
         telemetry.start();
-        identities = new WorkerIdentityProbe(workers, pool, controlGroup.next(), config.disaggregation(),
+        identities = new WorkerIdentityProbe(workers, pool, loops.control.next(), config.disaggregation(),
                 config.telemetry().timeout().multipliedBy(5), background);
-        identities.start();
+        identities.onConfirmed(admission::kick).start();
+        directory.start(config.workers());
         metrics.bindNetty(loops.requests);
         if (config.admin().enabled()) {
             StateView stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
                     .coordination(this::coordination);
             kvEvents.ifPresent(k -> stateView.kvView(k.view()));
+            stateView.workerSources(w -> directory.source(w.name()).label());
             adminServer = new AdminServer(config.admin(), stateView, metrics);
+            adminServer.onWorkers(directory);
             reloads.admin(adminServer, stateView);
             adminServer.start(loops.boss, loops.admin, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
@@ -232,7 +237,7 @@ public final class GatewayServer implements AutoCloseable {
     /** Reloaded health settings: the active checks start again with them (once the gateway runs). */
     private synchronized void restartHealthChecks() {
         checker.close();
-        checker = new HealthChecker(workers, pool, controlGroup.next(), health, background);
+        checker = new HealthChecker(workers, pool, loops.control.next(), health, background);
         if (started) {
             checker.start();
         }
@@ -283,14 +288,7 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Waits (bounded) until the first health round marked workers of both roles usable. */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
-        long deadline = System.nanoTime() + unit.toNanos(timeout);
-        while (!workers.ready()) {
-            if (System.nanoTime() > deadline) {
-                return false;
-            }
-            Thread.sleep(10); // the caller's (start-up) thread
-        }
-        return true;
+        return ReadinessReport.await(workers, unit.toNanos(timeout));
     }
 
     // ---- for the CLI, the admin views and tests ----
@@ -356,7 +354,7 @@ public final class GatewayServer implements AutoCloseable {
 
     /** The loop that runs admission's expiry sweep (tests block it to show what does not wait on it). */
     EventExecutor controlLoop() {
-        return controlGroup.next();
+        return loops.control.next();
     }
 
     /** Where the periodic tasks are started (tests add one that fails). */
@@ -371,6 +369,7 @@ public final class GatewayServer implements AutoCloseable {
             checker.close();
         }
         stallProbes.close();
+        directory.close();
         if (identities != null) {
             identities.close();
         }

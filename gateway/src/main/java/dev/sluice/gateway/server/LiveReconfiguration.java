@@ -23,19 +23,19 @@ final class LiveReconfiguration {
     private final AdmissionMetrics admissionMetrics;
     private final HealthTable health;
     private final Runnable restartHealthChecks;
-    private final WorkerReconciler reconciler;
+    private final dev.sluice.gateway.discovery.WorkerDirectory directory;
     private final AbortSender aborts;
 
     LiveReconfiguration(AtomicReference<LiveSettings> live, boolean routingUsesPrefix, AdmissionController admission,
                         AdmissionMetrics admissionMetrics, HealthTable health, Runnable restartHealthChecks,
-                        WorkerReconciler reconciler, AbortSender aborts) {
+                        dev.sluice.gateway.discovery.WorkerDirectory directory, AbortSender aborts) {
         this.live = live;
         this.routingUsesPrefix = routingUsesPrefix;
         this.admission = admission;
         this.admissionMetrics = admissionMetrics;
         this.health = health;
         this.restartHealthChecks = restartHealthChecks;
-        this.reconciler = reconciler;
+        this.directory = directory;
         this.aborts = aborts;
     }
 
@@ -63,7 +63,7 @@ final class LiveReconfiguration {
         }
         aborts.adminKey(next.workers().adminAuthorization());
         if (plan.applies(ConfigSection.WORKERS)) {
-            reconciler.reconcile(merged.workers());
+            directory.configure(merged.workers());
         }
         // routing (and so the KV event tokenizer) takes a restart: the loaded one stays
         live.set(LiveSettings.of(merged, routingUsesPrefix, live.get().exchange().promptTokens()));

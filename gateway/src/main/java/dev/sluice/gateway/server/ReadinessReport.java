@@ -15,6 +15,18 @@ final class ReadinessReport {
     private ReadinessReport() {
     }
 
+    /** Waits (bounded, polling) until workers of every role are usable; blocks the caller (start-up) thread. */
+    static boolean await(WorkerSet workers, long timeoutNanos) throws InterruptedException {
+        long deadline = System.nanoTime() + timeoutNanos;
+        while (!workers.ready()) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            Thread.sleep(10);
+        }
+        return true;
+    }
+
     static String json(WorkerSet workers, boolean ready, boolean detail) {
         return json(workers, ready, detail, java.util.Optional.empty());
     }

@@ -9,10 +9,8 @@ import dev.sluice.gateway.pd.RetryReason;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
-import dev.sluice.gateway.config.GatewayConfig.TelemetryConfig;
 import java.util.Arrays;
 import java.util.List;
-import java.util.function.Supplier;
 
 /**
  * Exports at 0, from start-up, every counter whose label values are known in advance, so that a
@@ -40,12 +38,12 @@ final class StartupMetrics {
                 workers.all().stream().map(Worker::name).toList());
     }
 
-    /** The workers' gauges and the two connection counts, bound for the life of the gateway. */
-    static void bind(GatewayMetrics metrics, WorkerSet workers, TelemetryConfig telemetry,
-                     Supplier<Number> upstreamConnections, Supplier<Number> clientConnections) {
+    /** The label values at 0, the workers' gauges, and the connection gauges. */
+    static void bind(GatewayMetrics metrics, WorkerSet workers, dev.sluice.gateway.config.GatewayConfig.TelemetryConfig
+            telemetry, java.util.function.IntSupplier upstream, java.util.function.IntSupplier clients) {
+        preRegister(metrics, workers);
         metrics.bindWorkers(workers, telemetry);
-        metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers",
-                upstreamConnections);
-        metrics.gauge("sluice.client.connections", "open client connections", clientConnections);
+        metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", () -> upstream.getAsInt());
+        metrics.gauge("sluice.client.connections", "open client connections", () -> clients.getAsInt());
     }
 }

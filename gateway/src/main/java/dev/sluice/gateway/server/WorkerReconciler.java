@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * order that keeps every reader consistent (a new worker's health, window and metrics exist
  * before routing can see it; a retired one leaves the lists before its state goes).
  */
-final class WorkerReconciler {
+final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirectory.WorkerLists {
     private static final Logger log = LoggerFactory.getLogger(WorkerReconciler.class);
 
     private final WorkerSet workers;
@@ -37,12 +37,15 @@ final class WorkerReconciler {
     private final UpstreamPool pool;
     private final Iterable<EventExecutor> loops;
     private final TelemetryConfig telemetry;
+    private final Set<dev.sluice.gateway.pd.InFlight> live;
     /** Workers a reload removed that still carry requests: retired (pool closed, state dropped) once idle. */
     private final Set<Worker> draining = ConcurrentHashMap.newKeySet();
 
     WorkerReconciler(WorkerSet workers, HealthTable health, AdmissionController admission, GatewayMetrics metrics,
                      RoutingMetrics routingMetrics, RoutingPolicy prefillPolicy, RoutingPolicy decodePolicy,
-                     UpstreamPool pool, Iterable<EventExecutor> loops, TelemetryConfig telemetry) {
+                     UpstreamPool pool, Iterable<EventExecutor> loops, TelemetryConfig telemetry,
+                     Set<dev.sluice.gateway.pd.InFlight> live) {
+        this.live = live;
         this.workers = workers;
         this.health = health;
         this.admission = admission;
@@ -60,18 +63,30 @@ final class WorkerReconciler {
     }
 
     /**
-     * The worker lists of a reload. A new worker gets its health entry (ejected until its first
-     * active check passes), its admission window and its metrics before routing can see it; a
-     * removed one drains (no new requests; those in flight finish) and is retired once idle; a
+     * A role's workers should now be {@code wanted} (from the directory: file, discovery, admin). A new
+     * worker gets its health entry (ejected until its first active check passes), its admission window
+     * and its metrics before routing can see it, and takes no request before its identity check passes;
+     * a removed one drains (no new requests; those in flight finish) and is retired once idle; a
      * draining one that comes back is simply undrained.
      */
-    void reconcile(GatewayConfig.WorkersConfig next) {
-        if (workers.unified()) {
-            reconcileRole(WorkerRole.UNIFIED, next.unified());
-        } else {
-            reconcileRole(WorkerRole.PREFILL, next.prefill());
-            reconcileRole(WorkerRole.DECODE, next.decode());
+    @Override
+    public synchronized void reconcile(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
+        reconcileRole(role, wanted);
+    }
+
+    /** Deleted by the operator: the requests on it fail over (nothing sent yet) or stop on both halves. */
+    @Override
+    public boolean abortRequests(String name) {
+        boolean found = false;
+        for (Worker w : draining) {
+            if (w.name().equals(name)) {
+                found = true;
+                log.info("worker deleted, stopping its requests role={} worker={} in_flight={}", w.role().label(),
+                        w.name(), w.inflight());
+                live.forEach(ex -> ex.workerRemoved(w));
+            }
         }
+        return found;
     }
 
     private void reconcileRole(WorkerRole role, List<GatewayConfig.WorkerEndpoint> wanted) {
@@ -85,16 +100,17 @@ final class WorkerReconciler {
             }
             if (!keep && draining.add(w)) {
                 health.draining(w, true);
-                log.info("worker removed by reload, draining role={} worker={} in_flight={}", role.label(), w.name(),
+                log.info("worker removed, draining role={} worker={} in_flight={}", role.label(), w.name(),
                         w.inflight());
             } else if (keep && draining.remove(w)) {
                 health.draining(w, false);
-                log.info("worker back by reload role={} worker={}", role.label(), w.name());
+                log.info("worker back role={} worker={}", role.label(), w.name());
             }
         }
         for (GatewayConfig.WorkerEndpoint e : wanted) {
             if (current.stream().noneMatch(w -> sameEndpoint(w, e))) {
                 Worker w = new Worker(role, e);
+                w.awaitIdentity();
                 health.add(w);
                 admission.addWorker(w);
                 metrics.bindWorker(w, telemetry);
@@ -106,7 +122,7 @@ final class WorkerReconciler {
                 }
                 routingMetrics.bind(role, role == WorkerRole.DECODE ? decodePolicy : prefillPolicy, List.of(w));
                 workers.add(w);
-                log.info("worker added by reload role={} worker={} (in rotation once its health check passes)",
+                log.info("worker added role={} worker={} (in rotation once its identity and health checks pass)",
                         role.label(), w.name());
             }
         }
@@ -121,9 +137,19 @@ final class WorkerReconciler {
      * metrics and pool, and out of the draining set last, so that "none draining" means every trace
      * of a retired worker is gone (a test read the gauges between the two and found them).
      */
-    void retireDrained() {
+    synchronized void retireDrained() { // under the lock of reconcile: a worker wanted back is never retired
+        java.util.Map<Worker, dev.sluice.gateway.admission.WorkerWindow> windows = null;
         for (Worker w : draining) {
             if (w.inflight() == 0) {
+                // a stopped request gives its worker back before its exchange ends and releases its admission
+                // window: retire only once the window is empty too, or that release finds no worker
+                if (windows == null) {
+                    windows = admission.snapshot().perWorker();
+                }
+                dev.sluice.gateway.admission.WorkerWindow window = windows.get(w);
+                if (window != null && !window.idle()) {
+                    continue;
+                }
                 workers.remove(w);
                 admission.removeWorker(w);
                 health.remove(w);

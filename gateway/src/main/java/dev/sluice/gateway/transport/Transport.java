@@ -28,6 +28,12 @@ public record Transport(String name, IoHandlerFactory ioHandlerFactory,
         return new Transport("nio", NioIoHandler.newFactory(), NioServerSocketChannel.class, NioSocketChannel.class);
     }
 
+    /** The UDP channel that runs on this transport's loops (DNS discovery's queries). */
+    public Class<? extends io.netty.channel.socket.DatagramChannel> datagramChannel() {
+        return name.equals("epoll") ? io.netty.channel.epoll.EpollDatagramChannel.class
+                : io.netty.channel.socket.nio.NioDatagramChannel.class;
+    }
+
     public EventLoopGroup newGroup(int threads, String name) {
         return new MultiThreadIoEventLoopGroup(threads, new io.netty.util.concurrent.DefaultThreadFactory(name, true),
                 ioHandlerFactory);

@@ -47,6 +47,41 @@ class CheckConfigCommandTest {
     }
 
     @Test
+    void discoveryKeysArePrintedWithTheirDefaultsAndTheirMistakesNamed() throws IOException {
+        Path f = file("""
+                workers:
+                  prefill: [ { url: "http://10.0.0.1:30000", bootstrap_port: 8998 } ]
+                  discovery:
+                    decode:
+                      kubernetes: { namespace: llm, selector: { app: sglang-decode } }
+                """);
+        int code = run(new CheckConfigCommand(), Map.of(), "--config", f.toString());
+        assertThat(code).as(err.toString()).isZero();
+        assertThat(out.toString()).contains("discovery:", "kubernetes:", "namespace: llm", "app: sglang-decode",
+                "port_name: http", "scheme: http");
+
+        Path bad = file("""
+                workers:
+                  prefill: [ { url: "http://10.0.0.1:30000" } ]
+                  discovery:
+                    decode:
+                      kubernetes: { selector: {}, bootstrap_port_name: boot }
+                      dns: { name: "bad name!", port: 0, interval: 5s, min_interval: 10s, server: "ns.example:53" }
+                    prefill:
+                      dns: { scheme: gopher }
+                """);
+        out.getBuffer().setLength(0);
+        err.getBuffer().setLength(0);
+        assertThat(run(new CheckConfigCommand(), Map.of(), "--config", bad.toString())).isNotZero();
+        assertThat(err.toString()).contains("workers.discovery.decode: dns and kubernetes (expected: one mechanism "
+                + "per role list)", "workers.discovery.decode.kubernetes.bootstrap_port_name: unknown key",
+                "workers.discovery.decode.dns.name: bad name!", "workers.discovery.decode.dns.port: 0",
+                "workers.discovery.decode.dns.server: ns.example:53 (expected: an IP address and port",
+                "workers.discovery.prefill.dns.scheme: gopher (expected: http or https)",
+                "workers.discovery.prefill.dns.name: missing");
+    }
+
+    @Test
     void aValidFilePrintsTheEffectiveConfigurationAndExitsZero() throws IOException {
         Path f = file(VALID);
         int code = run(new CheckConfigCommand(), Map.of("SIM_WORKER_KEY", "sk-worker-secret", "SLUICE_ADMIN_PORT", "9001"),

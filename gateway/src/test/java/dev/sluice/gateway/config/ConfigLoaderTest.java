@@ -70,7 +70,7 @@ class ConfigLoaderTest {
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: mooncake\n", "t"))
                 .hasMessage("disaggregation: mooncake (expected: one of sglang, vllm, none)");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "disaggregation: none\n", "t"))
-                .hasMessageStartingWith("workers.prefill: unknown key (expected one of: admin_api_key_env, api_key_env, unified)");
+                .hasMessageStartingWith("workers.prefill: unknown key (expected one of: admin_api_key_env, api_key_env, discovery, unified)");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "health: { decode_max_kv_usage: 1.5 }\n", "t"))
                 .hasMessage("health.decode_max_kv_usage: 1.5 (expected: a fraction in (0, 1])");
         assertThatThrownBy(() -> ConfigLoader.parse(MINIMAL + "retries: { max_retries: 11 }\n", "t"))

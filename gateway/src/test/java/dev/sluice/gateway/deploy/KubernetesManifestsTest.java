@@ -308,6 +308,25 @@ class KubernetesManifestsTest {
                 .hasToString("secrets.example.yaml");
     }
 
+    /** Worker discovery's RBAC: the gateway's ServiceAccount may read and watch pods, and nothing else. */
+    @Test
+    void theDiscoveryRbacGrantsPodReadsAndWatchesToTheGatewaysServiceAccountOnly() {
+        io.fabric8.kubernetes.api.model.rbac.Role role = objects.one(io.fabric8.kubernetes.api.model.rbac.Role.class,
+                "sluice-gateway-discovery");
+        assertThat(role.getRules()).hasSize(1);
+        assertThat(role.getRules().get(0).getApiGroups()).containsExactly("");
+        assertThat(role.getRules().get(0).getResources()).containsExactly("pods");
+        assertThat(role.getRules().get(0).getVerbs()).containsExactlyInAnyOrder("get", "list", "watch");
+        io.fabric8.kubernetes.api.model.rbac.RoleBinding binding = objects.one(
+                io.fabric8.kubernetes.api.model.rbac.RoleBinding.class, "sluice-gateway-discovery");
+        assertThat(binding.getRoleRef().getName()).isEqualTo(role.getMetadata().getName());
+        assertThat(binding.getSubjects()).singleElement().satisfies(s -> {
+            assertThat(s.getKind()).isEqualTo("ServiceAccount");
+            assertThat(s.getName()).isEqualTo("sluice-gateway");
+        });
+        objects.one(io.fabric8.kubernetes.api.model.ServiceAccount.class, "sluice-gateway");
+    }
+
     /** The in-cluster Valkey: one pod, nothing on disk, the gateways' password, reachable by the configured name. */
     @Test
     void theInClusterValkeyIsOneUnpersistedPodBehindTheConfiguredName() throws IOException {

@@ -35,15 +35,18 @@ import tools.jackson.dataformat.yaml.YAMLMapper;
  */
 final class KubernetesObjects {
     /** The kinds the manifests may hold, by {@code apiVersion} and {@code kind}; anything else fails. */
-    static final Map<String, Class<? extends HasMetadata>> KINDS = Map.of(
-            "v1/ConfigMap", ConfigMap.class,
-            "v1/Secret", Secret.class,
-            "v1/Service", Service.class,
-            "apps/v1/Deployment", Deployment.class,
-            "apps/v1/StatefulSet", StatefulSet.class,
-            "policy/v1/PodDisruptionBudget", PodDisruptionBudget.class,
-            "networking.k8s.io/v1/NetworkPolicy", NetworkPolicy.class,
-            "monitoring.coreos.com/v1/ServiceMonitor", ServiceMonitor.class);
+    static final Map<String, Class<? extends HasMetadata>> KINDS = Map.ofEntries(
+            Map.entry("v1/ConfigMap", ConfigMap.class),
+            Map.entry("v1/Secret", Secret.class),
+            Map.entry("v1/Service", Service.class),
+            Map.entry("v1/ServiceAccount", io.fabric8.kubernetes.api.model.ServiceAccount.class),
+            Map.entry("apps/v1/Deployment", Deployment.class),
+            Map.entry("apps/v1/StatefulSet", StatefulSet.class),
+            Map.entry("policy/v1/PodDisruptionBudget", PodDisruptionBudget.class),
+            Map.entry("networking.k8s.io/v1/NetworkPolicy", NetworkPolicy.class),
+            Map.entry("rbac.authorization.k8s.io/v1/Role", io.fabric8.kubernetes.api.model.rbac.Role.class),
+            Map.entry("rbac.authorization.k8s.io/v1/RoleBinding", io.fabric8.kubernetes.api.model.rbac.RoleBinding.class),
+            Map.entry("monitoring.coreos.com/v1/ServiceMonitor", ServiceMonitor.class));
 
     static final YAMLMapper STRICT = YAMLMapper.builder()
             .annotationIntrospector(new JacksonAnnotationIntrospector() {
