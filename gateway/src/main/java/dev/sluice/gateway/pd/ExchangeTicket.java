@@ -30,8 +30,6 @@ final class ExchangeTicket implements TicketListener {
     private final TicketListener listener;
     private final RequestTrace trace;
     private Ticket ticket;
-    /** A submission is under way: a grant now was not queued. */
-    private boolean submitting;
     /** The priority class the request was admitted under (a reload may drop the class while it runs). */
     private String priorityName = "-";
 
@@ -48,7 +46,8 @@ final class ExchangeTicket implements TicketListener {
 
     @Override
     public void granted(Worker prefill, Worker decode) {
-        trace.admitted(prefill.name(), decode.name(), submitting ? 0 : ticket.queuedNanos());
+        // a grant is always posted to the loop: whether the ticket waited is its queued time (0: dispatched at submit)
+        trace.admitted(prefill.name(), decode.name(), ticket.queuedNanos());
         listener.granted(prefill, decode);
     }
 
@@ -77,19 +76,8 @@ final class ExchangeTicket implements TicketListener {
             ticket.watch(watch); // queue updates: told its position while it waits
         }
         trace.admissionStarted(priorityName, tenant, promptTokens);
-        return submitted(() -> admission.submit(ticket));
-    }
-
-    /** Runs a submission; its synchronous rejection is recorded like a later one. */
-    private Rejection submitted(java.util.function.Supplier<Rejection> submit) {
-        submitting = true;
-        Rejection r;
-        try {
-            r = submit.get();
-        } finally {
-            submitting = false;
-        }
-        if (r != null) {
+        Rejection r = admission.submit(ticket);
+        if (r != null) { // refused at once: recorded like a later refusal
             trace.rejected(r.reason().status().code(), r.reason().code(), r.message(), r.retryAfterSeconds());
         }
         return r;
@@ -122,12 +110,7 @@ final class ExchangeTicket implements TicketListener {
     /** Back to the queue for another pair, avoiding {@code avoid}; false when admission refuses it. */
     boolean requeue(List<Worker> avoid) {
         trace.admissionStarted(priorityName, ticket.tenant(), ticket.tokens());
-        submitting = true;
-        try {
-            return admission.requeue(ticket, avoid);
-        } finally {
-            submitting = false;
-        }
+        return admission.requeue(ticket, avoid);
     }
 
     /** Released before its end (the client left); true when it was still queued. */

@@ -95,6 +95,7 @@ class TracingEndToEndTest {
         var handoff = named(trace, "kv_handoff");
         assertThat(admission).hasSize(1);
         assertThat(admission.get(0).attr("sluice.admission.decision")).hasValue("granted");
+        assertThat(admission.get(0).attr("sluice.admission.queued")).as("room at once: not queued").hasValue("false");
         assertThat(prefill).hasSize(1);
         assertThat(decode).hasSize(1);
         assertThat(handoff).hasSize(1);
