@@ -244,13 +244,12 @@ public record GatewayConfig(
             Objects.requireNonNull(authorization, "authorization");
         }
 
-        /** A worker that takes no API key. */
         /** An {@code https://} worker: the gateway talks TLS to it (upstream.ca_file, hostname verified). */
         public boolean tls() {
             return url.startsWith("https://");
         }
 
-        public WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) {
+        public WorkerEndpoint(String url, String host, int port, Integer bootstrapPort) { // takes no API key
             this(url, host, port, bootstrapPort, Optional.empty());
         }
 
