@@ -14,10 +14,11 @@ import java.util.List;
  * request that names no limit is given the default. The body a worker receives carries the value
  * decided here, so what the gateway budgets for is what the worker generates at most.
  *
- * <p>The fields: {@code max_tokens} and {@code max_completion_tokens} on the OpenAI routes (SGLang
+ * <p>The fields: {@code max_tokens} and {@code max_completion_tokens} on chat completions (SGLang
  * takes {@code max_completion_tokens or max_tokens}: sgl-project/sglang
  * {@code python/sglang/srt/entrypoints/openai/protocol.py} at 004c82e07d876f6e4a0ad6e15325706b0f478f1a,
- * {@code ChatCompletionRequest.to_sampling_params}; vLLM likewise), {@code sampling_params.max_new_tokens}
+ * {@code ChatCompletionRequest.to_sampling_params}; vLLM likewise), {@code max_tokens} alone on completions
+ * (its {@code CompletionRequest} has no other), {@code sampling_params.max_new_tokens}
  * on {@code /generate}, in each item of a list of sampling params. Every one present is checked, so
  * which one a server prefers does not matter; a default is written as {@code max_tokens}, the field
  * both servers read on both OpenAI routes. Their types and signs were checked before
@@ -74,8 +75,15 @@ public final class CompletionTokenLimits {
     private static List<Slot> slots(GenerationRequest request) {
         ObjectNode body = request.body();
         List<Slot> out = new ArrayList<>(1);
-        if (request.route() != GenerationRoute.GENERATE) {
+        if (request.route() == GenerationRoute.CHAT_COMPLETIONS) {
             out.add(new Slot(body, "", new String[] {"max_tokens", "max_completion_tokens"}, "max_tokens"));
+            return out;
+        }
+        if (request.route() == GenerationRoute.COMPLETIONS) {
+            // max_tokens only: SGLang's CompletionRequest has no max_completion_tokens (sgl-project/sglang
+            // python/sglang/srt/entrypoints/openai/protocol.py at 004c82e07d876f6e4a0ad6e15325706b0f478f1a,
+            // class CompletionRequest), so one named there is not the limit the worker generates to
+            out.add(new Slot(body, "", new String[] {"max_tokens"}, "max_tokens"));
             return out;
         }
         JsonNode sp = body.get("sampling_params");

@@ -240,7 +240,9 @@ public final class GenerationRequest {
             }
             return most;
         }
-        for (JsonNode n : new JsonNode[] {body.get("max_completion_tokens"), body.get("max_tokens"),
+        // /v1/completions has max_tokens only (CompletionTokenLimits): a max_completion_tokens there is not read
+        for (JsonNode n : new JsonNode[] {route == GenerationRoute.COMPLETIONS ? null : body.get("max_completion_tokens"),
+                body.get("max_tokens"),
                 sp == null ? null : sp.get("max_new_tokens")}) {
             if (positive(n) > 0) {
                 return positive(n);

@@ -67,4 +67,16 @@ class CompletionTokenLimitsTest {
         assertThat(raw(list)).contains("[{\"temperature\":0,\"max_new_tokens\":10},{\"max_new_tokens\":3}]");
         assertThat(list.maxTokens()).isEqualTo(10);
     }
+    @Test
+    void onCompletionsMaxCompletionTokensIsNotALimitTheWorkerReads() throws Exception {
+        // /v1/completions reads max_tokens only (SGLang's CompletionRequest has no max_completion_tokens):
+        // a max_completion_tokens there neither counts as the request's limit nor is refused over the ceiling
+        GenerationRequest r = CompletionTokenLimits.apply(parse(GenerationRoute.COMPLETIONS,
+                "{\"prompt\":\"hi\",\"max_completion_tokens\":5000}"), REFUSE, "normal");
+        assertThat(raw(r)).contains("\"max_completion_tokens\":5000").doesNotContain("\"max_tokens\"");
+        GenerationRequest d = CompletionTokenLimits.apply(parse(GenerationRoute.COMPLETIONS,
+                "{\"prompt\":\"hi\",\"max_completion_tokens\":1}"), CLAMP, "normal");
+        assertThat(raw(d)).contains("\"max_tokens\":10");
+        assertThat(d.maxTokens()).isEqualTo(10);
+    }
 }
