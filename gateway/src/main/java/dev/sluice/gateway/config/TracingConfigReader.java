@@ -85,6 +85,8 @@ final class TracingConfigReader {
             String ms = Optional.ofNullable(env.env(TRACES_ENV + "TIMEOUT")).orElse(env.env(HTTP_ENV + "TIMEOUT"));
             if (ms != null && ms.matches("\\d{1,9}") && Long.parseLong(ms) >= 10) {
                 timeout = Duration.ofMillis(Long.parseLong(ms));
+            } else if (ms != null) { // a value the operator set and we cannot use: said, never dropped silently
+                timeoutNode.reject("OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT=" + ms, "milliseconds, at least 10");
             }
         }
         ConfigNode ratioNode = n.child("sample_ratio", "The share of requests whose trace is recorded and exported, "
@@ -93,11 +95,16 @@ final class TracingConfigReader {
         double ratio = ratioNode.doubleIn(1.0, 0, 1, "between 0 and 1");
         if (ratioNode.isMissing()) {
             String arg = env.env("OTEL_TRACES_SAMPLER_ARG");
+            double r = -1;
             try {
-                double r = arg == null ? 1.0 : Double.parseDouble(arg);
-                ratio = r >= 0 && r <= 1 ? r : 1.0;
+                r = arg == null ? 1.0 : Double.parseDouble(arg);
             } catch (NumberFormatException e) {
-                ratio = 1.0;
+                // refused below
+            }
+            if (r >= 0 && r <= 1) {
+                ratio = r;
+            } else {
+                ratioNode.reject("OTEL_TRACES_SAMPLER_ARG=" + arg, "a number between 0 and 1");
             }
         }
         ConfigNode serviceNode = n.child("service_name", "The service.name of the gateway's spans. Unset: "

@@ -59,4 +59,17 @@ class TracingConfigTest {
         assertThatThrownBy(() -> parse("tracing: { sample_ratio: 1.5 }\n", Map.of()))
                 .hasMessageContaining("tracing.sample_ratio");
     }
+
+    @Test
+    void anOtelVariableThatCannotBeUsedIsRefusedNotDropped() {
+        assertThatThrownBy(() -> parse("tracing: { otlp: { endpoint: \"http://c:4317\" } }\n",
+                Map.of("OTEL_TRACES_SAMPLER_ARG", "lots")))
+                .hasMessageContaining("tracing.sample_ratio").hasMessageContaining("OTEL_TRACES_SAMPLER_ARG=lots");
+        assertThatThrownBy(() -> parse("tracing: { otlp: { endpoint: \"http://c:4317\" } }\n",
+                Map.of("OTEL_TRACES_SAMPLER_ARG", "2")))
+                .hasMessageContaining("between 0 and 1");
+        assertThatThrownBy(() -> parse("tracing: { otlp: { endpoint: \"http://c:4317\" } }\n",
+                Map.of("OTEL_EXPORTER_OTLP_TIMEOUT", "5s")))
+                .hasMessageContaining("tracing.otlp.timeout").hasMessageContaining("=5s");
+    }
 }

@@ -120,7 +120,8 @@ class TracingHttpEndToEndTest {
         assertThat(millis).allSatisfy(ms -> assertThat(ms).isLessThan(2_000));
         assertThat(eventually(Duration.ofSeconds(10), () -> metric("export_failed") > before))
                 .as("lost spans counted").isTrue();
-        assertThat(metric("queue_full")).isGreaterThanOrEqualTo(0);
+        // 20 requests' spans fit the export queue many times over: what was lost was lost to the outage
+        assertThat(metric("queue_full")).as("nothing lost to a full queue").isZero();
     }
 
     private static double metric(String reason) {
