@@ -210,7 +210,12 @@ record GenerationRequest(Route route, String rid, boolean batch, boolean stream,
         if (route == Route.GENERATE) {
             v = perItem(body.get("sampling_params"), i);
             v = v == null ? null : v.get("max_new_tokens");
+        } else if (route == Route.COMPLETIONS) {
+            // SGLang's CompletionRequest has max_tokens only (sgl-project/sglang
+            // python/sglang/srt/entrypoints/openai/protocol.py at 004c82e07d876f6e4a0ad6e15325706b0f478f1a)
+            v = body.get("max_tokens");
         } else {
+            // chat: max_completion_tokens or max_tokens (ChatCompletionRequest.to_sampling_params, same commit)
             v = body.hasNonNull("max_completion_tokens") ? body.get("max_completion_tokens") : body.get("max_tokens");
         }
         return v == null || v.isNull() ? null : v;
