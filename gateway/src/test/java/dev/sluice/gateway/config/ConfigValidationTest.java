@@ -165,8 +165,8 @@ class ConfigValidationTest {
     @Test
     void theWrongWorkerListsForTheModeAreNamed() {
         assertThat(texts(WORKERS + "disaggregation: none\n")).containsExactly(
-                "workers.prefill: unknown key (expected one of: admin_api_key_env, api_key_env, unified)",
-                "workers.decode: unknown key (expected one of: admin_api_key_env, api_key_env, unified)",
+                "workers.prefill: unknown key (expected one of: admin_api_key_env, api_key_env, discovery, unified)",
+                "workers.decode: unknown key (expected one of: admin_api_key_env, api_key_env, discovery, unified)",
                 "workers.unified: missing (expected: at least one worker)");
         assertThat(texts("listen: { port: 1 }\n")).containsExactly(
                 "workers: missing (expected: workers.prefill and workers.decode lists)");

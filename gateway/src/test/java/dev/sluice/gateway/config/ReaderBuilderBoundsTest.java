@@ -24,6 +24,13 @@ class ReaderBuilderBoundsTest {
               redis: { url: "redis://10.0.0.3:6379" }
               renew_interval: 500ms
             """;
+    /** The same in unified mode: the unified role's keys are read only there. */
+    private static final String MINIMAL_UNIFIED = """
+            disaggregation: none
+            workers:
+              unified: [ { url: "http://10.0.0.1:30000" } ]
+            """;
+    private static final Pattern DNS_KEY = Pattern.compile("(workers\\.discovery\\.\\w+\\.dns)\\..+");
     private static final Pattern DURATION_BOUND = Pattern.compile(">= (\\d+(ms|s|m|h))");
 
     @Test
@@ -55,8 +62,12 @@ class ReaderBuilderBoundsTest {
         assertThat(sets).hasSizeGreaterThan(60); // the walk found the keys
         List<String> refused = new ArrayList<>();
         for (String set : sets) {
+            // a discovery mechanism's key is read with the mechanism: give it the name it cannot do without
+            Matcher dns = DNS_KEY.matcher(set.substring(0, set.indexOf('=')));
+            List<String> overrides = dns.matches() ? List.of(dns.group(1) + ".name=workers.example", set) : List.of(set);
+            String base = set.startsWith("workers.discovery.unified.") ? MINIMAL_UNIFIED : MINIMAL;
             try {
-                ConfigLoader.parse(MINIMAL, "bounds.yaml", ConfigOverrides.of(Map.of(), List.of(set)));
+                ConfigLoader.parse(base, "bounds.yaml", ConfigOverrides.of(Map.of(), overrides));
             } catch (ConfigException e) {
                 refused.add(set + ": " + e.getMessage());
             }

@@ -81,7 +81,9 @@ class PrefillRatePriorEndToEndTest {
         loadTheWorkerDirectly(bed.cluster.decodeWorkers().get(0), 3, 8_000); // 0.6 s of prefill at 40,000 tokens/s
 
         assertThat(eventually(Duration.ofSeconds(5), () -> rate().source().equals("telemetry"))).isTrue();
-        assertThat(rate().tokensPerSecond()).isBetween(SIM_RATE * 0.8, SIM_RATE * 1.2);
+        // the simulator's timer counts the time its prefill really took: on a loaded machine its sleeps
+        // overrun, so the rate it reports can only come out lower than configured (31,556 seen in CI), never higher
+        assertThat(rate().tokensPerSecond()).isBetween(SIM_RATE * 0.6, SIM_RATE * 1.1);
         assertThat(bed.gateway.admission().snapshot().throughputMeasured()).isTrue();
         HttpResponse<String> admin = bed.http.send(java.net.http.HttpRequest.newBuilder(URI.create("http://127.0.0.1:"
                 + bed.gateway.adminPort() + "/admin/state")).build(), HttpResponse.BodyHandlers.ofString());
