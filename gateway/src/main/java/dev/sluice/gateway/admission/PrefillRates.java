@@ -53,6 +53,8 @@ final class PrefillRates {
         final PrefillThroughput measured;
         long inPrefillTokens;
         long lastProgressNanos;
+        long periodStartNanos; // the start of the current busy period
+        long periodTokens; // prompt tokens dispatched to it in the current busy period
         /** Dispatched to it and not yet prefilled, in dispatch order. */
         final java.util.ArrayList<Ticket> inPrefill = new java.util.ArrayList<>(4);
 
@@ -88,7 +90,10 @@ final class PrefillRates {
         if (r.inPrefillTokens == 0) {
             r.measured.busy(true, now); // only busy time measures the rate
             r.lastProgressNanos = now;
+            r.periodStartNanos = now;
+            r.periodTokens = 0;
         }
+        r.periodTokens += t.tokens;
         r.inPrefillTokens += t.tokens;
         r.inPrefill.add(t);
     }
@@ -129,7 +134,48 @@ final class PrefillRates {
         r.lastProgressNanos = now;
         if (r.inPrefillTokens == 0) {
             r.measured.busy(false, now);
+            r.periodTokens = 0;
         }
+    }
+
+    /** Whether refusals are judged at the rates' optimistic bounds ({@link RateEstimate}) rather than only once known. */
+    boolean earlyRejection() {
+        return config.earlyRejection();
+    }
+
+    /** {@code w}'s rate at its optimistic bound ({@link RateEstimate}); +Infinity when nothing bounds it. */
+    double upperRateOf(Worker w, long now) {
+        WorkerRate r = rates.get(w);
+        boolean busy = r != null && r.inPrefillTokens > 0;
+        return RateEstimate.upper(sourceOf(w), rateOf(w), busy ? r.periodTokens : 0,
+                busy ? (now - r.periodStartNanos) / 1e9 : 0);
+    }
+
+    /** The cluster's rate at its optimistic bound: the sum of the serving workers'; +Infinity when one is unbounded. */
+    double upperClusterRate(long now) {
+        boolean any = anyAvailable();
+        double sum = 0;
+        for (Worker w : workers.prefill()) {
+            if (serving(w, any)) {
+                sum += upperRateOf(w, now);
+            }
+        }
+        return sum > 0 ? sum : Double.POSITIVE_INFINITY;
+    }
+
+    /** Prompt tokens still in prefill at {@code now} if every worker computed at its optimistic bound. */
+    double upperRemainingTokens(long now) {
+        double sum = 0;
+        for (Map.Entry<Worker, WorkerRate> e : rates.entrySet()) {
+            WorkerRate r = e.getValue();
+            if (r.inPrefillTokens > 0) {
+                double upper = upperRateOf(e.getKey(), now);
+                double done = Double.isInfinite(upper) ? r.inPrefillTokens
+                        : upper * Math.max(0, now - r.lastProgressNanos) / 1e9;
+                sum += Math.max(0, r.inPrefillTokens - done);
+            }
+        }
+        return sum;
     }
 
     /** {@code w}'s rate, by the order of {@link Source}. */

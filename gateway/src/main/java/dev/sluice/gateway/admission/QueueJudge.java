@@ -27,6 +27,31 @@ final class QueueJudge {
     }
 
     /**
+     * The rate a refusal is judged at: the cluster's point estimate once every rate is measured or a
+     * prior; with early rejection, its optimistic bound ({@link RateEstimate}). NaN: no refusal for a
+     * deadline now (a guess, or nothing bounds the rate yet).
+     */
+    double judgedRate(long now) {
+        if (prefill.earlyRejection()) {
+            double upper = prefill.upperClusterRate(now);
+            return Double.isFinite(upper) ? upper : Double.NaN;
+        }
+        return prefill.known() ? prefill.clusterRate() : Double.NaN;
+    }
+
+    /** What the prefill workers still hold, at {@code rate} ({@link #judgedRate}). */
+    private double judgedRemaining(long now) {
+        return prefill.earlyRejection() ? prefill.upperRemainingTokens(now) : prefill.remainingTokens(now);
+    }
+
+    /** The forecast refusals are judged by ({@link #judgedRate}); null when none is to be made. */
+    private Forecast judged(long now) {
+        double rate = judgedRate(now);
+        return Double.isNaN(rate) ? null
+                : new Forecast(now, judgedRemaining(now), rate, ledger.pace, ledger.slack.seconds());
+    }
+
+    /**
      * The queued requests not to be served now that {@code t} has joined the queue: {@code t} itself
      * when it cannot make its deadline, a longer prompt of its class that gives way to it, or the
      * requests it goes ahead of that can no longer make theirs. Empty while the rates are guessed.
@@ -39,21 +64,22 @@ final class QueueJudge {
      * the whole queue is walked in service order, O(n).
      */
     List<Forecast.Late> late(PriorityQueues queue, Ticket t, boolean shedLongest, long now) {
-        if (!prefill.known()) {
+        double rate = judgedRate(now);
+        if (Double.isNaN(rate)) {
             return List.of();
         }
         if (!queue.isLast(t)) {
-            return forecast(now).late(queue.serviceOrder(), shedLongest);
+            return judged(now).late(queue.serviceOrder(), shedLongest);
         }
-        double ahead = prefill.remainingTokens(now) + queue.tokensAtOrAbove(t.priority) - t.tokens;
-        Forecast f = new Forecast(now, ahead, prefill.clusterRate(), ledger.pace, ledger.slack.seconds());
+        double ahead = judgedRemaining(now) + queue.tokensAtOrAbove(t.priority) - t.tokens;
+        Forecast f = new Forecast(now, ahead, rate, ledger.pace, ledger.slack.seconds());
         double seconds = f.secondsFor(t);
         if (f.take(t)) {
             return List.of();
         }
         Ticket longest = shedLongest ? queue.longestOf(t.priority) : null;
         if (longest != null && longest != t && longest.tokens > t.tokens) {
-            Forecast without = new Forecast(now, ahead - longest.tokens, prefill.clusterRate(), ledger.pace,
+            Forecast without = new Forecast(now, ahead - longest.tokens, rate, ledger.pace,
                     ledger.slack.seconds());
             if (without.take(t)) {
                 return List.of(new Forecast.Late(longest, Double.NaN, ahead, true));
@@ -69,15 +95,17 @@ final class QueueJudge {
      * stops counting as work ahead of the others. Off while the rates are only guessed.
      */
     void review(PriorityQueues queue, AdmissionConfig config, long now, After after) {
-        if (queue.size() == 0 || !prefill.known()) {
+        Forecast f = queue.size() == 0 ? null : judged(now);
+        if (f == null) {
             return;
         }
-        notServed(queue, forecast(now).late(queue.serviceOrder(), shedLongest(config)), config, now, after);
+        notServed(queue, f.late(queue.serviceOrder(), shedLongest(config)), config, now, after);
     }
 
     /** Answers the queued requests a forecast says are not to be served. */
     void notServed(PriorityQueues queue, List<Forecast.Late> late, AdmissionConfig config, long now, After after) {
-        double rate = prefill.clusterRate();
+        double judged = late.isEmpty() ? Double.NaN : judgedRate(now);
+        double rate = Double.isNaN(judged) ? prefill.clusterRate() : judged; // the rate they were judged at
         for (Forecast.Late l : late) {
             Ticket t = l.ticket();
             if (t.state != Ticket.State.QUEUED) {

@@ -147,12 +147,21 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      *                      {@code sglang:realtime_tokens_total{mode="prefill_compute"}} over
      *                      {@code sglang:gpu_execution_seconds_total} of its prefill passes)
      * @param stateFile     where measured rates are kept across restarts; empty: nowhere
+     * @param earlyRejection refuse for a deadline at the rates' optimistic bounds, from the first
+     *                      request, rather than at the point estimate once every rate is measured or a prior
      */
     public record PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
-                                    boolean fromTelemetry, Optional<java.nio.file.Path> stateFile) {
+                                    boolean fromTelemetry, Optional<java.nio.file.Path> stateFile,
+                                    boolean earlyRejection) {
         /** No configured prior, no state file; telemetry read when exported. */
         public static final PrefillRateConfig NONE = new PrefillRateConfig(java.util.OptionalDouble.empty(), Map.of(),
                 true, Optional.empty());
+
+        /** Without early rejection. */
+        public PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
+                                 boolean fromTelemetry, Optional<java.nio.file.Path> stateFile) {
+            this(prior, perWorker, fromTelemetry, stateFile, false);
+        }
 
         public PrefillRateConfig {
             perWorker = Map.copyOf(perWorker);

@@ -188,7 +188,7 @@ final class AdmissionConfigReader {
     }
 
     private static AdmissionConfig.PrefillRateConfig prefillRate(ConfigNode n) {
-        n.allowOnly("prior_tokens_per_second", "per_worker", "from_telemetry", "state_file");
+        n.allowOnly("prior_tokens_per_second", "per_worker", "from_telemetry", "state_file", "early_rejection");
         Optional<Integer> priorValue = n.child("prior_tokens_per_second", "Prompt tokens per second one prefill "
                 + "worker computes (at your typical prompt length); trusted until measured. Absent: none.")
                 .optionalInt(1, 100_000_000);
@@ -209,7 +209,11 @@ final class AdmissionConfigReader {
                 + "nowhere. An unwritable place is a warning at start, never a failed start.")
                 .text(StateDirectory.AUTO);
         Optional<Path> state = StateDirectory.stateFile(stateSetting, n.reading()::env, System.getProperty("user.home"));
-        return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state);
+        boolean early = n.child("early_rejection", "Refuse a request for its deadline as soon as it cannot be met "
+                + "even at the optimistic bound of each prefill worker's rate (the measured rate or the prior, and "
+                + "below the tokens sent in the worker's busy period over its busy time), from the first request "
+                + "and without a prior; false: only once every rate is measured or a prior, at that rate.").bool(false);
+        return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state, early);
     }
 
     private static List<String> priorities(ConfigNode n) {
