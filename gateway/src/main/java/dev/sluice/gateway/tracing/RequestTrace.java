@@ -315,6 +315,13 @@ public final class RequestTrace {
         }
     }
 
+    /** The finish reasons of the answer the client got ({@code gen_ai.response.finish_reasons}). */
+    public void finishReasons(List<String> reasons) {
+        if (recording && !reasons.isEmpty()) {
+            server.setAttribute(AttributeKey.stringArrayKey("gen_ai.response.finish_reasons"), List.copyOf(reasons));
+        }
+    }
+
     /** The worker's count of the prompt's tokens (the admission estimate until then). */
     public void inputTokens(long n) {
         if (n > 0) {
