@@ -329,6 +329,20 @@ public final class RequestTrace {
         }
     }
 
+    /**
+     * Runs {@code write} (the request's log line and end-of-request metrics) with this request's ids
+     * as the exemplar, then {@link #end}s the trace, which clears them on this thread even if the
+     * write threw: a loop's next request never records under this one's ids.
+     */
+    public void endAfter(Runnable write, int status, String outcome, long outputTokens, String detail) {
+        exemplarOn();
+        try {
+            write.run();
+        } finally {
+            end(status, outcome, outputTokens, detail);
+        }
+    }
+
     /** The request ended: whatever is still open ends, the server span with the response's facts. */
     public void end(int status, String outcome, long outputTokens, String detail) {
         if (server == null) {
