@@ -29,7 +29,7 @@ class TracingFinishReasonsEndToEndTest {
         collector = OtlpReceiver.start(OtlpReceiver.Transport.HTTP);
         bed = PdTestbed.start(1, 1, SimConfig.defaults().withDecodeStep(Duration.ofMillis(1)),
                 "{connect: 2s, first_token: 20s, idle_stream: 10s}",
-                "tracing:\n  otlp: { endpoint: \"" + collector.endpoint() + "\", protocol: http/protobuf, timeout: 300ms }\n");
+                "tracing:\n  otlp: { endpoint: \"" + collector.endpoint() + "\", protocol: http/protobuf, timeout: 5s }\n");
     }
 
     @AfterAll

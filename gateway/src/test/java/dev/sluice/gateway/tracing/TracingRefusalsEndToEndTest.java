@@ -44,7 +44,7 @@ class TracingRefusalsEndToEndTest {
     static void start() throws Exception {
         collector = OtlpReceiver.start(OtlpReceiver.Transport.HTTP);
         bed = PdTestbed.start(1, 1, SimConfig.defaults(), "{connect: 2s, first_token: 20s, idle_stream: 10s}",
-                "tracing:\n  otlp: { endpoint: \"" + collector.endpoint() + "\", protocol: http/protobuf, timeout: 300ms }\n"
+                "tracing:\n  otlp: { endpoint: \"" + collector.endpoint() + "\", protocol: http/protobuf, timeout: 5s }\n"
                         + "http: { max_request_body: 2KiB, max_connections: " + CAP + " }\n"
                         + "admission:\n  require_api_key: false\n  api_keys:\n"
                         + "    gold-key: { sha256: 83a9d60338d134e3e8f33851f115498635f1090262307ce959b86e5eee88bb90, "
