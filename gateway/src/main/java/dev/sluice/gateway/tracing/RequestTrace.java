@@ -80,28 +80,6 @@ public final class RequestTrace {
         return new RequestTrace(tracer, server, parent.with(server));
     }
 
-    static void refused(Tracer tracer, Context parent, String method, String path, int status, String code,
-                        String message) {
-        var b = tracer.spanBuilder(method == null ? "refused" : method).setParent(parent).setSpanKind(SpanKind.SERVER)
-                .setAttribute("http.response.status_code", status).setAttribute("error.type", code)
-                .setAttribute("sluice.outcome", "refused").setAttribute("sluice.error.message", bounded(message));
-        if (method != null) {
-            b.setAttribute("http.request.method", method);
-        }
-        if (path != null) {
-            b.setAttribute("url.path", bounded(path)); // a client chose these bytes
-        }
-        Span s = b.startSpan();
-        if (status >= 500) {
-            s.setStatus(StatusCode.ERROR, message); // a server span's 4xx is the client's error, not its own
-        }
-        s.end();
-    }
-
-    private static String bounded(String s) {
-        return s.length() <= 200 ? s : s.substring(0, 200) + "...";
-    }
-
     /** The ids for the request's log line ({@code " trace_id=… span_id=…"}), empty when tracing is off. */
     public String logIds() {
         if (server == null) {

@@ -153,7 +153,7 @@ public final class Tracing implements AutoCloseable {
         }
         Context parent = clientHeaders == null ? Context.root()
                 : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
-        RequestTrace.refused(tracer, parent, method, path, status, code, message);
+        RefusalSpan.record(tracer, parent, method, path, status, code, message);
     }
 
     /** Exports what is queued (up to 5 s) and stops. */
