@@ -45,8 +45,15 @@ public final class GenAiMetrics {
                 + "conventions; time to last byte)", DURATION).record(d);
     }
 
-    /** A good answer of {@code outputTokens} tokens: the time per output token after the first. */
-    public void timePerOutputToken(String route, long durationMillis, long ttftMillis, long outputTokens) {
+    /**
+     * A good answer of {@code outputTokens} tokens over {@code sequences} sequences (a batch's prompts
+     * times {@code n}): the time per output token after the first, of one sequence. The sequences
+     * decode side by side, one token each per step, so the time is divided by a sequence's own count
+     * (the total / sequences), not by the total.
+     */
+    public void timePerOutputToken(String route, long durationMillis, long ttftMillis, long totalOutputTokens,
+                                   int sequences) {
+        long outputTokens = totalOutputTokens / Math.max(1, sequences);
         if (outputTokens > 1 && ttftMillis >= 0 && durationMillis >= ttftMillis) {
             timer(tpot, route, "gen_ai.server.time_per_output_token", "Time per output token generated after the "
                     + "first one (GenAI semantic conventions)", TPOT).record(

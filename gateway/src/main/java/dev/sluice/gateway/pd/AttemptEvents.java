@@ -45,6 +45,10 @@ interface AttemptEvents {
     /** A worker's completion-token count so far (cumulative: the largest is kept). */
     void completionTokens(long tokens);
 
+    /** The finish reasons of the answer the client got, one per sequence (empty: none named); for the trace. */
+    default void finishReasons(java.util.List<String> reasons) {
+    }
+
     /** Whether this attempt has produced its first token. */
     boolean pastFirstToken(AttemptKey a);
 }

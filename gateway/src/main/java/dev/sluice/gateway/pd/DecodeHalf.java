@@ -219,6 +219,7 @@ final class DecodeHalf extends PdHalf {
                 scope.events().promptTokens(usage.promptTokens());
             }
             scope.events().completionTokens(usage.completionTokens());
+            finishReasons(bytes, length);
         } catch (IOException e) {
             countFailure("malformed", "");
             failBeforeCommit(AttemptFailure.malformed(ApiError.malformed("decode", at.decode.name(),
@@ -240,6 +241,7 @@ final class DecodeHalf extends PdHalf {
                 scope.events().promptTokens(PromptTokens.of(doc, "prompt_tokens"));
             }
             scope.events().completionTokens(PromptTokens.of(doc, "completion_tokens"));
+            finishReasons(bytes, bytes.length);
             if (merger != null) {
                 out = JSON.writeValueAsBytes(merger.merge(doc));
             }
@@ -264,7 +266,15 @@ final class DecodeHalf extends PdHalf {
         scope.events().responseEnded(at.key, true);
     }
 
+    /** A whole answer's finish reasons (a byte search, no parse), for the trace. */
+    private void finishReasons(byte[] bytes, int length) {
+        FinishReasons r = FinishReasons.collecting();
+        r.find(bytes, 0, length);
+        scope.events().finishReasons(r.list());
+    }
+
     private void endClient() {
+        scope.events().finishReasons(scan.finishReasons());
         client.end();
         scope.events().responseEnded(at.key, !failedInStream);
     }

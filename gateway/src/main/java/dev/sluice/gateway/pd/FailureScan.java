@@ -41,6 +41,8 @@ final class FailureScan {
     private static final long ABORT = packed(ABORT_TEXT);
     /** The last seven bytes of both {@code "prompt_tokens"} and {@code "completion_tokens"}. */
     private static final long TOKENS = packed("tokens\"".getBytes(StandardCharsets.US_ASCII));
+    /** The last seven bytes of {@code "finish_reason"}. */
+    private static final long REASON = packed("reason\"".getBytes(StandardCharsets.US_ASCII));
     private static final long MARKER_MASK = (1L << 56) - 1;
     private static final byte[] NONE = new byte[0];
     /** An event longer than this is judged on its first bytes only (a cumulative-text stream can be huge). */
@@ -65,6 +67,9 @@ final class FailureScan {
     private boolean candidate;
     /** The current event names a token count: it is read when the event ends. */
     private boolean counts;
+    /** The current event names a finish reason that is not null: it is read when the event ends. */
+    private boolean finishing;
+    private final FinishReasons finishReasons = FinishReasons.collecting();
     private long promptTokens;
     private long completionTokens;
     /**
@@ -92,6 +97,7 @@ final class FailureScan {
         long w = window;
         boolean marked = candidate;
         boolean counted = counts;
+        boolean finished = finishing;
         int eventStart = 0;
         for (int i = 0; i < n; i++) {
             w = (w << 8) | (b[i] & 0xff);
@@ -99,7 +105,18 @@ final class FailureScan {
                 long word = w & MARKER_MASK;
                 marked = marked || (word == ERROR || word == ABORT) && (w >>> 56) != '\\';
                 counted = counted || word == TOKENS;
+                // a stream's chunks say "finish_reason":null until the end: those cost no read
+                finished = finished || word == REASON && !nullFollows(b, i + 1, n);
             } else if (b[i] == '\n' && ((w >>> 8) & 0xff) == '\n') { // an event ends here
+                if (finished) {
+                    if (partialLength == 0) {
+                        finishReasons.find(b, eventStart, i + 1);
+                    } else {
+                        append(b, eventStart, i + 1 - eventStart);
+                        finishReasons.find(partial, 0, partialLength);
+                        eventStart = i + 1;
+                    }
+                }
                 if (counted) {
                     if (partialLength == 0) {
                         readCounts(b, eventStart, i + 1); // the whole event is in this chunk: no copy
@@ -115,6 +132,7 @@ final class FailureScan {
                 partialLength = 0;
                 marked = false;
                 counted = false;
+                finished = false;
                 w = 0;
                 eventStart = i + 1;
             }
@@ -122,6 +140,7 @@ final class FailureScan {
         window = w;
         candidate = marked;
         counts = counted;
+        finishing = finished;
         if (eventStart < n) {
             append(b, eventStart, n - eventStart); // an event cut by the network: judged when it completes
         }
@@ -146,12 +165,29 @@ final class FailureScan {
         return completionTokens;
     }
 
+    /** The finish reasons the stream's whole events named (one per sequence that ended), in order. */
+    java.util.List<String> finishReasons() {
+        return finishReasons.list();
+    }
+
+    /** Whether {@code :null} (spaces allowed) follows at {@code i} within the chunk. */
+    private static boolean nullFollows(byte[] b, int i, int n) {
+        while (i < n && (b[i] == ' ' || b[i] == ':')) {
+            i++;
+        }
+        return i < n && b[i] == 'n';
+    }
+
     /** The failure in an event the stream left unfinished (a whole answer without its last blank line), or null. */
     Found end() {
         Found f = candidate && partialLength > 0 ? judgeEvent(Arrays.copyOf(partial, partialLength)) : null;
         if (counts && partialLength > 0) {
             readCounts(partial, 0, partialLength);
         }
+        if (finishing && partialLength > 0) {
+            finishReasons.find(partial, 0, partialLength);
+        }
+        finishing = false;
         partialLength = 0;
         candidate = false;
         counts = false;

@@ -391,10 +391,10 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         watchdog.cancel();
         ticket.releaseAtEnd(outcome.outcome() == Outcome.OK, timeline.prefillDoneNanos(), tokens.completion());
         services.live().remove(this);
-        trace.exemplarOn(); // the latencies recorded at the end carry this trace's id (until trace.end)
-        RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(), ticket.ticket().orElse(null),
-                ticket.priorityName(), client.status(), outcome.outcome(), timeline, outcome.detail(), trace.logIds()),
-                services, settings.requestLogging(), tokens.completion(), ticket.ticket().map(Ticket::tenant).orElse(null));
-        trace.end(client.status(), outcome.outcome().label(), tokens.completion(), outcome.detail());
+        // the latencies recorded at the end carry this trace's id, cleared by the trace's end even if the write throws
+        trace.endAfter(() -> RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(),
+                ticket.ticket().orElse(null), ticket.priorityName(), client.status(), outcome.outcome(), timeline,
+                outcome.detail(), trace.logIds()), services, settings.requestLogging(), tokens.completion(), ticket.ticket()
+                .map(Ticket::tenant).orElse(null)), client.status(), outcome.outcome().label(), tokens.completion(), outcome.detail());
     }
 }

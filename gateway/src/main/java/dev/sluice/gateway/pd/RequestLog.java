@@ -27,7 +27,7 @@ final class RequestLog {
     /** The request's facts at its end ({@code "-"} for what it never had). */
     record Facts(String rid, String route, String prefill, String decode, int attempts, boolean stream, int batch,
                  String tokens, String priority, String tenant, String queuedMs, int status, Outcome outcome,
-                 long ttftMs, long durationMs, String detail, String traceIds) {
+                 long ttftMs, long durationMs, String detail, String traceIds, int sequences) {
     }
 
     /** Stack traces of the gateway's own failures per second (all of them counted). */
@@ -59,7 +59,8 @@ final class RequestLog {
                 admitted ? ticket.tenant() : "-",
                 admitted && a != null ? String.valueOf(TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos())) : "-",
                 status, outcome, timeline.ttftMillis(),
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail, traceIds);
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail, traceIds,
+                Math.max(1, request.batchSize()) * request.parallelSamples());
     }
 
     static void write(Facts f, PdServices services, RequestLogging logging, long completionTokens, String tenant) {
@@ -75,7 +76,8 @@ final class RequestLog {
         }
         services.metrics().requestEnded(f.route(), f.outcome(), Duration.ofMillis(f.durationMs()));
         if (f.outcome() == Outcome.OK) {
-            services.metrics().genAi().timePerOutputToken(f.route(), f.durationMs(), f.ttftMs(), completionTokens);
+            services.metrics().genAi().timePerOutputToken(f.route(), f.durationMs(), f.ttftMs(), completionTokens,
+                    f.sequences());
         }
         if (!logging.logs(f.outcome() == Outcome.OK)) {
             return; // logging.requests: counted in the metrics above, no line

@@ -99,6 +99,11 @@ final class TracedEvents implements AttemptEvents {
     }
 
     @Override
+    public void finishReasons(java.util.List<String> reasons) {
+        trace.finishReasons(reasons);
+    }
+
+    @Override
     public boolean pastFirstToken(AttemptKey a) {
         return exchange.pastFirstToken(a);
     }

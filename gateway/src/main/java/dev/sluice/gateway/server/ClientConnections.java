@@ -4,6 +4,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.config.ClientLimits;
 import dev.sluice.gateway.logging.LogThrottle;
 import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.tracing.Tracing;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -69,7 +70,7 @@ final class ClientConnections {
      * Counts a new connection in, or refuses it past the cap: the 503 is written as bytes, so a flood
      * costs no pipeline, no decoder, no buffers beyond one small write.
      */
-    boolean admit(Channel ch) {
+    boolean admit(Channel ch, Tracing tracing) {
         if (open.incrementAndGet() > limits.maxConnections()) {
             open.decrementAndGet();
             metrics.httpRefused("too_many_connections");
@@ -77,6 +78,9 @@ final class ClientConnections {
                 log.warn("client connection refused remote={} reason=too_many_connections open={} limit={}",
                         ch.remoteAddress(), open.get(), limits.maxConnections());
             }
+            // no byte of the request is read, so no client trace to continue: a trace of its own
+            tracing.refused(null, null, null, 503, "too_many_connections", "the gateway has "
+                    + limits.maxConnections() + " client connections open (http.max_connections)");
             ByteBuf bytes = Unpooled.wrappedBuffer(refusal);
             ch.writeAndFlush(bytes).addListener(ChannelFutureListener.CLOSE);
             return false;

@@ -61,11 +61,11 @@ final class ClientListener {
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        if (!clients.admit(ch)) {
+                        if (!clients.admit(ch, front.pd().tracing())) {
                             return; // past http.max_connections: refused and closing, no pipeline built
                         }
                         channels.add(ch);
-                        RequestGuard guard = new RequestGuard(clients, metrics);
+                        RequestGuard guard = new RequestGuard(clients, metrics, front.pd().tracing());
                         if (tls != null) {
                             SslHandler handler = tls.newHandler(ch.alloc());
                             handler.handshakeFuture().addListener(f -> {

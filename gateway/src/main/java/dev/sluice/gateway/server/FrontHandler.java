@@ -234,6 +234,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                     loggablePath(req.uri()), error.status().code(), error.code(), error.message());
         }
         front.pd().metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
+        front.pd().tracing().refused(req.headers(), req.method().name(), Routes.pathOf(req.uri()),
+                error.status().code(), error.code(), error.message());
         front.pd().recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),
                 error.status().code(), error.outcome().label(), error.code() + ": " + error.message()));
         Responses.error(ctx, error, keepAlive);

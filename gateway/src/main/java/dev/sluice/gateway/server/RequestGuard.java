@@ -4,6 +4,7 @@ import dev.sluice.gateway.api.ApiError;
 import dev.sluice.gateway.config.ClientLimits;
 import dev.sluice.gateway.logging.LogThrottle;
 import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.tracing.Tracing;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
@@ -54,15 +55,22 @@ final class RequestGuard extends ChannelDuplexHandler implements ClientConnectio
     private final ClientConnections connections;
     private final ClientLimits limits;
     private final GatewayMetrics metrics;
+    private final Tracing tracing;
     private ChannelHandlerContext ctx;
+    private HttpRequest head; // the request being read (its headers name a client's trace), null between requests
     private Phase phase = Phase.IDLE;
     private long deadline; // System.nanoTime() past which the current phase has failed; 0 = none
     private int awaitingResponse; // complete requests whose final response has not been written yet
 
     RequestGuard(ClientConnections connections, GatewayMetrics metrics) {
+        this(connections, metrics, Tracing.off());
+    }
+
+    RequestGuard(ClientConnections connections, GatewayMetrics metrics, Tracing tracing) {
         this.connections = connections;
         this.limits = connections.limits();
         this.metrics = metrics;
+        this.tracing = tracing;
     }
 
     @Override
@@ -105,6 +113,7 @@ final class RequestGuard extends ChannelDuplexHandler implements ClientConnectio
                 return;
             }
             if (content instanceof LastHttpContent) {
+                head = null;
                 phase = Phase.SERVING;
                 deadline = 0;
                 awaitingResponse++;
@@ -115,6 +124,7 @@ final class RequestGuard extends ChannelDuplexHandler implements ClientConnectio
 
     /** The head of a request: whether it may go on. */
     private boolean head(HttpRequest req) {
+        head = req;
         DecoderResult r = req.decoderResult();
         if (r.isFailure()) {
             Throwable cause = r.cause();
@@ -209,6 +219,10 @@ final class RequestGuard extends ChannelDuplexHandler implements ClientConnectio
             log.info("client request refused remote={} status={} reason={} detail=\"{}\"", ctx.channel().remoteAddress(),
                     error.status().code(), reason, error.message());
         }
+        HttpRequest h = head;
+        head = null;
+        tracing.refused(h == null ? null : h.headers(), h == null ? null : h.method().name(),
+                h == null ? null : Routes.pathOf(h.uri()), error.status().code(), error.code(), error.message());
         // written from here, below routing: the response goes straight to the encoder, then a
         // lingering close (the client may still be sending; the rest is discarded in CLOSING)
         Responses.errorThenClose(ctx, error);

@@ -293,10 +293,31 @@ public final class RequestTrace {
         }
     }
 
+    /** The finish reasons of the answer the client got ({@code gen_ai.response.finish_reasons}). */
+    public void finishReasons(List<String> reasons) {
+        if (recording && !reasons.isEmpty()) {
+            server.setAttribute(AttributeKey.stringArrayKey("gen_ai.response.finish_reasons"), List.copyOf(reasons));
+        }
+    }
+
     /** The worker's count of the prompt's tokens (the admission estimate until then). */
     public void inputTokens(long n) {
         if (n > 0) {
             inputTokens = n;
+        }
+    }
+
+    /**
+     * Runs {@code write} (the request's log line and end-of-request metrics) with this request's ids
+     * as the exemplar, then {@link #end}s the trace, which clears them on this thread even if the
+     * write threw: a loop's next request never records under this one's ids.
+     */
+    public void endAfter(Runnable write, int status, String outcome, long outputTokens, String detail) {
+        exemplarOn();
+        try {
+            write.run();
+        } finally {
+            end(status, outcome, outputTokens, detail);
         }
     }
 

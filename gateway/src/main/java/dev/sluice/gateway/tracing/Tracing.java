@@ -140,6 +140,22 @@ public final class Tracing implements AutoCloseable {
         return RequestTrace.start(tracer, parent, facts, receivedNanos);
     }
 
+    /**
+     * A request refused before admission (bad HTTP, bad JSON or field, unknown key, route or model,
+     * body too large, a timeout while reading it, the connection cap): one server span, started and
+     * ended now, with the HTTP status and the error code ({@code error.type}), continuing the
+     * client's {@code traceparent} when its headers were read ({@code clientHeaders} null: none,
+     * {@code method} null: no request line either). Nothing at all when tracing is off.
+     */
+    public void refused(HttpHeaders clientHeaders, String method, String path, int status, String code, String message) {
+        if (tracer == null) {
+            return;
+        }
+        Context parent = clientHeaders == null ? Context.root()
+                : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
+        RefusalSpan.record(tracer, parent, method, path, status, code, message);
+    }
+
     /** Exports what is queued (up to 5 s) and stops. */
     @Override
     public void close() {

@@ -1,0 +1,35 @@
+package dev.sluice.gateway.tracing;
+
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
+import io.opentelemetry.context.Context;
+
+/** The one server span of a request refused before admission ({@link Tracing#refused}). */
+final class RefusalSpan {
+    private RefusalSpan() {
+    }
+
+    static void record(Tracer tracer, Context parent, String method, String path, int status, String code,
+                       String message) {
+        var b = tracer.spanBuilder(method == null ? "refused" : method).setParent(parent).setSpanKind(SpanKind.SERVER)
+                .setAttribute("http.response.status_code", status).setAttribute("error.type", code)
+                .setAttribute("sluice.outcome", "refused").setAttribute("sluice.error.message", bounded(message));
+        if (method != null) {
+            b.setAttribute("http.request.method", method);
+        }
+        if (path != null) {
+            b.setAttribute("url.path", bounded(path)); // a client chose these bytes
+        }
+        Span s = b.startSpan();
+        if (status >= 500) {
+            s.setStatus(StatusCode.ERROR, message); // a server span's 4xx is the client's error, not its own
+        }
+        s.end();
+    }
+
+    private static String bounded(String s) {
+        return s.length() <= 200 ? s : s.substring(0, 200) + "...";
+    }
+}
