@@ -175,6 +175,9 @@ public final class UpstreamCall {
     void onClosed() {
         if (state == State.ACTIVE) {
             state = State.DONE;
+            if (reused && !responseStarted) {
+                UpstreamPool.staleSeen(channel);
+            }
             listener.onFailure(new UpstreamFailure(UpstreamFailure.Kind.RESET, reused && !responseStarted
                     ? "reused keep-alive connection closed by the worker before any response byte"
                     : "connection closed before the response completed", reused && !responseStarted));
@@ -189,6 +192,9 @@ public final class UpstreamCall {
 
     private void fail(UpstreamFailure.Kind kind, String detail) {
         state = State.DONE;
+        if (channel != null && kind == UpstreamFailure.Kind.RESET && reused && !responseStarted) {
+            UpstreamPool.staleSeen(channel);
+        }
         if (channel != null) {
             channel.attr(UpstreamHandler.CALL).set(null);
             channel.close();

@@ -87,6 +87,19 @@ public final class UpstreamPool {
         }
     }
 
+    /**
+     * {@code channel}, reused from the pool, was found closed by its worker before any response byte (the
+     * keep-alive race): the connections idle beside it on its loop were idle at least as long (the idle
+     * list is last in, first out) and are likely closed too, so they are dropped and a retry connects
+     * anew instead of meeting the same race again. Must be called on the channel's loop.
+     */
+    static void staleSeen(Channel channel) {
+        LoopPool p = channel.attr(POOL).get();
+        if (p != null) {
+            p.dropIdle();
+        }
+    }
+
     /** An idle pooled connection to {@code worker}, taken, or null (then {@link #acquire}). Must be called on {@code loop}. */
     public Channel pollIdle(EventLoop loop, Worker worker) {
         LoopPool pool = pools.get().get(worker.name());
@@ -206,6 +219,11 @@ public final class UpstreamPool {
 
         void closeIdle() {
             forgotten = true;
+            dropIdle();
+        }
+
+        /** Closes the idle connections (the pool keeps serving: the next acquire connects anew). */
+        void dropIdle() {
             Channel ch;
             while ((ch = idle.pollFirst()) != null) {
                 ch.close();

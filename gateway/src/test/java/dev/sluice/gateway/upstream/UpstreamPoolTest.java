@@ -246,6 +246,28 @@ class UpstreamPoolTest {
     }
 
     @Test
+    void aStaleConnectionSeenDropsTheConnectionsIdleBesideIt() throws Exception {
+        pool(4, WAIT, Duration.ofMinutes(1));
+        Channel a = acquire(loopA);
+        Channel b = acquire(loopA);
+        Channel c = acquire(loopA);
+        Channel other = acquire(loopB);
+        release(b, true);
+        release(c, true);
+        release(other, true);
+
+        loopA.submit(() -> UpstreamPool.staleSeen(a)).get(5, TimeUnit.SECONDS);
+
+        assertThat(pollIdle(loopA)).as("the idle siblings on its loop are gone").isNull();
+        assertThat(Poll.eventually(WAIT, () -> !b.isActive() && !c.isActive())).isTrue();
+        assertThat(pollIdle(loopB)).as("another loop's pool is its own").isSameAs(other);
+        release(other, true);
+        Channel next = acquire(loopA);
+        assertThat(next).as("the pool still serves, with a new connection").isNotIn(a, b, c);
+        assertAccepted(5);
+    }
+
+    @Test
     void aConnectionTheWorkerClosedIsNotPooledEvenIfReleasedAsReusable() throws Exception {
         pool(4, WAIT, Duration.ofMinutes(1));
         Channel ch = acquire(loopA);
