@@ -1,5 +1,7 @@
 package dev.sluice.gateway.e2e;
 
+import static dev.sluice.gateway.e2e.DiscoveredWorkerChecks.generations;
+import static dev.sluice.gateway.e2e.DiscoveredWorkerChecks.stream;
 import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -46,14 +48,6 @@ class DnsDiscoveryEndToEndTest {
         }
     }
 
-    private static int generations(SimWorker d) {
-        return (int) d.journal().stream().filter(r -> r.path().equals("/generate")).count();
-    }
-
-    private static String stream(int tokens) {
-        return "{\"text\":\"hello\",\"stream\":true,\"sampling_params\":{\"max_new_tokens\":" + tokens + "}}";
-    }
-
     private static String srv(SimWorker w, String target) {
         return URI.create(w.url()).getPort() + " " + target;
     }
@@ -90,43 +84,18 @@ class DnsDiscoveryEndToEndTest {
 
         // the second decode joins the answer: traffic after its checks (the TTL is 1 s)
         dns.srv.put(NAME, List.of(srv(first, "d1.test"), srv(second, "d2.test")));
-        assertThat(eventually(Duration.ofSeconds(10), () -> {
-            try {
-                bed.post("/generate", stream(2));
-            } catch (Exception e) {
-                return false;
-            }
-            return generations(second) > 0;
-        })).as("the new SRV target gets traffic").isTrue();
+        assertThat(DiscoveredWorkerChecks.getsTraffic(bed, second, Duration.ofSeconds(10)))
+                .as("the new SRV target gets traffic").isTrue();
         JsonNode state = new ObjectMapper().readTree(bed.http.send(HttpRequest.newBuilder(URI.create(
                 "http://127.0.0.1:" + gateway.adminPort() + "/admin/state")).build(),
                 HttpResponse.BodyHandlers.ofString()).body());
         assertThat(state.path("workers").findValuesAsText("source")).contains("file", "dns");
 
         // the first leaves the answer while it streams: drained, the stream finishes, nothing new
-        CompletableFuture<HttpResponse<String>> longOne = null;
-        for (int i = 0; i < 4 && first.stats().running() == 0; i++) {
-            CompletableFuture<HttpResponse<String>> f = bed.http.sendAsync(PdTestbed.postRequest(bed.uri("/generate"),
-                    stream(60)), HttpResponse.BodyHandlers.ofString());
-            eventually(Duration.ofSeconds(2), () -> first.stats().running() > 0 || f.isDone());
-            if (first.stats().running() > 0) {
-                longOne = f;
-            } else {
-                f.get();
-            }
-        }
+        CompletableFuture<HttpResponse<String>> longOne = DiscoveredWorkerChecks.streamRunningOn(bed, first);
         assertThat(longOne).as("a stream runs on the first decode").isNotNull();
         dns.srv.put(NAME, List.of(srv(second, "d2.test")));
-        assertThat(eventually(Duration.ofSeconds(5), () -> gateway.drainingWorkers() == 1)).isTrue();
-        int atRemoval = generations(first);
-        for (int i = 0; i < 4; i++) {
-            assertThat(bed.post("/generate", stream(2)).statusCode()).isEqualTo(200);
-        }
-        HttpResponse<String> finished = longOne.get(30, TimeUnit.SECONDS);
-        assertThat(finished.body()).contains("[DONE]").doesNotContain("\"error\"");
-        assertThat(generations(first)).isEqualTo(atRemoval);
-        assertThat(eventually(Duration.ofSeconds(5), () -> gateway.drainingWorkers() == 0
-                && gateway.workers().decode().size() == 1)).isTrue();
+        DiscoveredWorkerChecks.drainedThenRetired(bed, gateway, first, longOne);
 
         // an empty answer keeps the last good set
         dns.srv.put(NAME, List.of());

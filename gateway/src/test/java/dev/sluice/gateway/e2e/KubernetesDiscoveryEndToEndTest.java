@@ -1,5 +1,7 @@
 package dev.sluice.gateway.e2e;
 
+import static dev.sluice.gateway.e2e.DiscoveredWorkerChecks.generations;
+import static dev.sluice.gateway.e2e.DiscoveredWorkerChecks.stream;
 import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -65,14 +67,6 @@ class KubernetesDiscoveryEndToEndTest {
                 .withStatus(ready ? "True" : "False").endCondition().endStatus().build();
     }
 
-    private static int generations(SimWorker d) {
-        return (int) d.journal().stream().filter(r -> r.path().equals("/generate")).count();
-    }
-
-    private static String stream(int tokens) {
-        return "{\"text\":\"hello\",\"stream\":true,\"sampling_params\":{\"max_new_tokens\":" + tokens + "}}";
-    }
-
     @Test
     void readyPodsGetTrafficNotReadyOnesDoNotAndADeletedOneDrainsItsStream() throws Exception {
         api = new KubernetesMockServer(new io.fabric8.mockwebserver.Context(), new io.fabric8.mockwebserver.MockWebServer(),
@@ -121,40 +115,14 @@ class KubernetesDiscoveryEndToEndTest {
             p.getStatus().getConditions().get(0).setStatus("True");
             return p;
         });
-        assertThat(eventually(Duration.ofSeconds(10), () -> {
-            try {
-                bed.post("/generate", stream(2));
-            } catch (Exception e) {
-                return false;
-            }
-            return generations(second) > 0;
-        })).as("the Ready pod gets traffic").isTrue();
+        assertThat(DiscoveredWorkerChecks.getsTraffic(bed, second, Duration.ofSeconds(10)))
+                .as("the Ready pod gets traffic").isTrue();
         assertThat(bed.get("/readiness").statusCode()).isEqualTo(200);
 
         // deleted mid-stream: drained, the stream finishes, nothing new reaches it, then it is retired
-        CompletableFuture<HttpResponse<String>> longOne = null;
-        for (int i = 0; i < 4 && second.stats().running() == 0; i++) {
-            CompletableFuture<HttpResponse<String>> f = bed.http.sendAsync(PdTestbed.postRequest(bed.uri("/generate"),
-                    stream(60)), HttpResponse.BodyHandlers.ofString());
-            eventually(Duration.ofSeconds(2), () -> second.stats().running() > 0 || f.isDone());
-            if (second.stats().running() > 0) {
-                longOne = f;
-            } else {
-                f.get();
-            }
-        }
+        CompletableFuture<HttpResponse<String>> longOne = DiscoveredWorkerChecks.streamRunningOn(bed, second);
         assertThat(longOne).as("a stream runs on the second decode").isNotNull();
         kube.pods().inNamespace("llm").withName("decode-1").delete();
-        assertThat(eventually(Duration.ofSeconds(5), () -> gateway.drainingWorkers() == 1)).isTrue();
-        int atDelete = generations(second);
-        for (int i = 0; i < 4; i++) {
-            assertThat(bed.post("/generate", stream(2)).statusCode()).isEqualTo(200);
-        }
-        HttpResponse<String> finished = longOne.get(30, TimeUnit.SECONDS);
-        assertThat(finished.statusCode()).isEqualTo(200);
-        assertThat(finished.body()).contains("[DONE]").doesNotContain("\"error\"");
-        assertThat(generations(second)).isEqualTo(atDelete);
-        assertThat(eventually(Duration.ofSeconds(5), () -> gateway.drainingWorkers() == 0
-                && gateway.workers().decode().size() == 1)).isTrue();
+        DiscoveredWorkerChecks.drainedThenRetired(bed, gateway, second, longOne);
     }
 }
