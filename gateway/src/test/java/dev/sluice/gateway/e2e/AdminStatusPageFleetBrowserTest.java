@@ -50,12 +50,17 @@ class AdminStatusPageFleetBrowserTest {
                 + "admin: {port: 0}\nadmission: {max_queued_requests: 32}\n" + fleet.coordinationYaml(id, "10s"));
     }
 
+    /** The peers table's rows; the page redraws it every poll, so a read that meets a redraw is tried again. */
     private List<String> peerRows() {
-        try {
-            return browser.findElements(By.cssSelector("#peers tbody tr")).stream().map(WebElement::getText).toList();
-        } catch (WebDriverException e) {
-            return List.of(); // redrawn while read
+        for (int i = 0; i < 20; i++) {
+            try {
+                return browser.findElements(By.cssSelector("#peers tbody tr")).stream().map(WebElement::getText)
+                        .toList();
+            } catch (WebDriverException e) {
+                // redrawn while read (a stale row): read the new table
+            }
         }
+        return List.of();
     }
 
     private String summary() {
