@@ -260,9 +260,8 @@ public final class PdTestbed implements AutoCloseable {
                 gateway.workers().all().stream().allMatch(w -> w.inflight() == 0));
         assertThat(idle).as("gateway in-flight counts back to zero: %s",
                 gateway.workers().all().stream().map(w -> w.name() + "=" + w.inflight()).toList()).isTrue();
-        for (Worker w : gateway.workers().all()) {
-            assertThat(w.inflight()).as("inflight of %s", w).isZero();
-        }
+        // no second per-worker read here: the gateway's own stall probe (health.stall_panic) may start right after
+        // the moment above and count on its pair for a few ms (a CI run read prefill=1 that way after heal)
         assertThat(eventually(Duration.ofSeconds(10), () -> gateway.admission().snapshot().idle()
                 && gateway.liveRequests() == 0))
                 .as("admission back to zero (queue, pending tokens, windows): %s, live requests %d",
