@@ -68,9 +68,16 @@ public final class AdminServer implements AutoCloseable {
 
     private volatile WorkerRoutes workerRoutes;
 
-    /** Enables the worker registration API ({@code /admin/workers}) over {@code directory}. */
+    /** Enables the worker registration API ({@code /admin/workers}) over {@code directory}, the one pool's. */
     public void onWorkers(dev.sluice.gateway.discovery.WorkerDirectory directory) {
-        this.workerRoutes = new WorkerRoutes(directory);
+        onWorkers(java.util.Map.of(dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME, directory),
+                dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+    }
+
+    /** ... over each model pool's directory, by pool name; a call naming no pool goes to {@code defaultPool}. */
+    public void onWorkers(java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> directories,
+                         String defaultPool) {
+        this.workerRoutes = new WorkerRoutes(directories, defaultPool);
     }
 
     /** Enables {@code POST /admin/reload}; the supplier runs the reload and describes its result. */

@@ -73,6 +73,14 @@ public final class StateView {
         return this;
     }
 
+    private volatile java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> pools;
+
+    /** What {@code "pools"} shows: every model pool's models, limits, queue and workers (absent: one pool). */
+    public StateView pools(java.util.function.Supplier<com.fasterxml.jackson.databind.JsonNode> pools) {
+        this.pools = pools;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
@@ -84,6 +92,9 @@ public final class StateView {
         root.put("live_requests", liveRequests.getAsInt());
         if (configInfo != null) {
             root.set("config", configInfo.get());
+        }
+        if (pools != null) {
+            root.set("pools", pools.get());
         }
         ObjectNode limits = root.putObject("limits");
         limits.put("max_queued_requests", a.maxQueuedRequests()).put("max_pending_tokens", a.maxPendingTokens())

@@ -22,17 +22,30 @@ final class WorkerRoutes {
     private static final Logger log = LoggerFactory.getLogger(WorkerRoutes.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     static final String PREFIX = "/admin/workers";
-    /** The one pool of a gateway without {@code pools:}. */
-    static final String DEFAULT_POOL = "default";
 
     /** A status and a JSON body. */
     record Reply(int status, String body) {
     }
 
-    private final WorkerDirectory directory;
+    /** Each model pool's worker directory, by pool name (one, {@code default}, without {@code pools:}). */
+    private final java.util.Map<String, WorkerDirectory> directories;
+    private final String defaultPool;
 
-    WorkerRoutes(WorkerDirectory directory) {
-        this.directory = directory;
+    WorkerRoutes(java.util.Map<String, WorkerDirectory> directories, String defaultPool) {
+        this.directories = java.util.Map.copyOf(directories);
+        this.defaultPool = defaultPool;
+    }
+
+    /** Drain or delete {@code id} in the pool that has it (a worker's name is unique across pools). */
+    private AdminResult inPoolOf(String id, java.util.function.Function<WorkerDirectory, AdminResult> call) {
+        AdminResult last = null;
+        for (WorkerDirectory d : directories.values()) {
+            last = call.apply(d);
+            if (last.status() != 404) {
+                return last;
+            }
+        }
+        return last;
     }
 
     static boolean matches(String path) {
@@ -47,11 +60,11 @@ final class WorkerRoutes {
         String[] parts = rest.substring(1).split("/", -1);
         String id = URLDecoder.decode(parts[0], StandardCharsets.UTF_8);
         if (parts.length == 1) {
-            return method.equals(HttpMethod.DELETE) ? result(directory.delete(id), "deleted")
+            return method.equals(HttpMethod.DELETE) ? result(inPoolOf(id, d -> d.delete(id)), "deleted")
                     : notAllowed("DELETE /admin/workers/{id}");
         }
         if (parts.length == 2 && parts[1].equals("drain")) {
-            return method.equals(HttpMethod.POST) ? result(directory.drain(id), "draining")
+            return method.equals(HttpMethod.POST) ? result(inPoolOf(id, d -> d.drain(id)), "draining")
                     : notAllowed("POST /admin/workers/{id}/drain");
         }
         return error(404, "invalid_request_error", "not_found", "no route for " + path.replace("\"", ""));
@@ -68,10 +81,11 @@ final class WorkerRoutes {
             return error(400, "invalid_request_error", "invalid_json", "expected a JSON object {pool, role, url, "
                     + "bootstrap_port}");
         }
-        String pool = req.path("pool").asText(DEFAULT_POOL);
-        if (!pool.equals(DEFAULT_POOL)) {
-            return error(404, "invalid_request_error", "pool_not_found", "pool: " + pool + " (expected: "
-                    + DEFAULT_POOL + ", the gateway's one pool)");
+        String pool = req.path("pool").asText(defaultPool);
+        WorkerDirectory directory = directories.get(pool);
+        if (directory == null) {
+            return error(404, "invalid_request_error", "pool_not_found", "pool: " + pool + " (expected one of: "
+                    + String.join(", ", new java.util.TreeSet<>(directories.keySet())) + ")");
         }
         JsonNode role = req.get("role");
         JsonNode url = req.get("url");

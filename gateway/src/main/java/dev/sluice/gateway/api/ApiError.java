@@ -57,6 +57,16 @@ public record ApiError(HttpResponseStatus status, String type, String code, Stri
                 "no route for " + path, Outcome.BAD_REQUEST);
     }
 
+    /**
+     * A model no pool serves: 404 with OpenAI's body for it ({@code code: model_not_found}, {@code param: model}),
+     * what the OpenAI SDKs raise as {@code NotFoundError}.
+     */
+    public static ApiError modelNotFound(String model, String served) {
+        return new ApiError(HttpResponseStatus.NOT_FOUND, "invalid_request_error", "model_not_found", "The model `"
+                + model + "` does not exist or you do not have access to it (served here: " + served + ").",
+                Outcome.BAD_REQUEST, 0, "model");
+    }
+
     public static ApiError methodNotAllowed(String method, String path, String allowed) {
         return new ApiError(HttpResponseStatus.METHOD_NOT_ALLOWED, "invalid_request_error", "method_not_allowed",
                 method + " is not allowed on " + path + " (allowed: " + allowed + ")", Outcome.BAD_REQUEST);

@@ -51,6 +51,16 @@ final class ConfigNode {
         return path;
     }
 
+    /** The YAML under this key as written (a model pool's entry is merged over the top level's sections). */
+    JsonNode raw() {
+        return node;
+    }
+
+    /** The same key (path, schema, place in the effective tree) over another tree: a pool's merged sections. */
+    ConfigNode over(JsonNode replacement) {
+        return new ConfigNode(replacement, path, schemaPath, segments, reading);
+    }
+
     ConfigReading reading() {
         return reading;
     }

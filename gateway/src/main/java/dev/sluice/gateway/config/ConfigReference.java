@@ -33,11 +33,13 @@ public final class ConfigReference {
                 out.append(md(section.description())).append("\n\n");
             }
             out.append("| Key | Type | Default | Description |\n|---|---|---|---|\n");
-            List<ConfigKey> rows = section.type() == ConfigKey.Type.OBJECT ? below(model, section) : List.of(section);
+            List<ConfigKey> rows = section.type() == ConfigKey.Type.OBJECT ? below(model, section)
+                    : section.path().equals(POOLS) ? poolRows(model, section) : List.of(section);
             for (ConfigKey k : rows) {
-                out.append("| `").append(k.path()).append("` | ").append(type(k)).append(" | ")
-                        .append(defaultColumn(model, k))
-                        .append(" | ").append(md(k.description())).append(" |\n");
+                String sameAs = sameAsTopLevel(model, k);
+                out.append("| `").append(k.path()).append("` | ").append(sameAs != null ? "mapping" : type(k))
+                        .append(" | ").append(sameAs != null ? "" : defaultColumn(model, k))
+                        .append(" | ").append(md(sameAs != null ? sameAs : k.description())).append(" |\n");
             }
             out.append('\n');
         }
@@ -52,6 +54,47 @@ public final class ConfigReference {
         String parent = cut < 0 ? "" : k.path().substring(0, cut);
         boolean required = model.find(parent).map(p -> p.required().contains(k.name())).orElse(false);
         return required ? "required" : "";
+    }
+
+    static final String POOLS = "pools";
+
+    /** {@code pools}: the list, its item and the item's own keys; a pool's sections are the top level's keys. */
+    private static List<ConfigKey> poolRows(ConfigModel model, ConfigKey section) {
+        List<ConfigKey> out = new java.util.ArrayList<>(List.of(section));
+        for (ConfigKey k : below(model, section)) {
+            String rest = k.path().substring((POOLS + "[]").length());
+            if (rest.isEmpty() || !rest.substring(1).contains(".") || rest.startsWith(".models")) {
+                out.add(k);
+            }
+        }
+        return out;
+    }
+
+    /**
+     * For a pool's section ({@code pools[].admission}): what it is, in place of its rows (the top level's, whose
+     * reference is above); null for any other key.
+     */
+    static String sameAsTopLevel(ConfigModel model, ConfigKey k) {
+        String prefix = POOLS + "[].";
+        if (!k.path().startsWith(prefix) || k.path().indexOf('.', prefix.length()) >= 0
+                || k.type() != ConfigKey.Type.OBJECT) {
+            return null;
+        }
+        String name = k.path().substring(prefix.length());
+        boolean merged = List.of("routing", "health", "admission").contains(name);
+        return "The pool's " + name + ": the keys of the top-level `" + name + "` (reference above)"
+                + (merged ? ", laid key by key over the top level's own, which is every pool's default" : "; "
+                + "required in every pool")
+                + (name.equals("admission") ? ". The gateway's own admission keys (api_keys, require_api_key, "
+                + "priorities, default_priority, tenant_limits, per_class, drain_grace) are refused here" : "") + ".";
+    }
+
+    /** Whether {@code path} is a key the reference shows through its top-level twin ({@link #sameAsTopLevel}). */
+    public static boolean shownAsTopLevel(ConfigModel model, String path) {
+        String prefix = POOLS + "[].";
+        int dot = path.indexOf('.', prefix.length());
+        return path.startsWith(prefix) && dot > 0 && !path.startsWith(prefix + "models")
+                && model.find(path.substring(prefix.length())).isPresent();
     }
 
     private static List<ConfigKey> below(ConfigModel model, ConfigKey section) {

@@ -75,6 +75,20 @@ public record CoordinationConfig(String url, Optional<Secret> password, boolean 
     static final String FLEET_NAME_EXPECTED = "letters, digits, '.', '_' or '-', at most 63, starting with a letter or "
             + "digit";
 
+    /**
+     * The same fleet's leases for one model pool: each pool's budgets are leased apart, under the key
+     * {@code {sluice:<fleet>.pool.<pool>}:fleet} ({@code {sluice:pool.<pool>}:fleet} for an unnamed fleet).
+     */
+    public CoordinationConfig forPool(String pool) {
+        String f = (fleet.isEmpty() ? "" : fleet + ".") + "pool." + pool;
+        if (!f.matches(FLEET_NAME)) {
+            throw KeyCheck.rejected("coordination.fleet", fleet, "a name that with \".pool." + pool
+                    + "\" stays within 63 characters (the pool's fleet key)");
+        }
+        return new CoordinationConfig(url, password, cluster, caFile, replicaId, leaseTtl, renewInterval, f,
+                expectedReplicas, username);
+    }
+
     /** The Redis key of this fleet's members (one hash tag: Redis Cluster keeps it on one node). */
     public String fleetKey() {
         return fleet.isEmpty() ? "{sluice}:fleet" : "{sluice:" + fleet + "}:fleet";

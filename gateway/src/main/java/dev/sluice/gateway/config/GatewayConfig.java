@@ -25,7 +25,8 @@ public record GatewayConfig(
         RoutingConfig routing,
         RequestLogging requestLogging,
         Optional<CoordinationConfig> coordination,
-        Optional<TracingConfig> tracing) {
+        Optional<TracingConfig> tracing,
+        PoolsConfig pools) {
 
     public GatewayConfig {
         Objects.requireNonNull(listen, "listen");
@@ -43,6 +44,7 @@ public record GatewayConfig(
         Objects.requireNonNull(requestLogging, "requestLogging");
         Objects.requireNonNull(coordination, "coordination");
         Objects.requireNonNull(tracing, "tracing");
+        Objects.requireNonNull(pools, "pools");
     }
 
     public static Builder builder() {
@@ -53,7 +55,7 @@ public record GatewayConfig(
         return builder().listen(listen).disaggregation(disaggregation).workers(workers).timeouts(timeouts).http(http)
                 .upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
                 .retries(retries).routing(routing).requestLogging(requestLogging).coordination(coordination)
-                .tracing(tracing);
+                .tracing(tracing).pools(pools);
     }
 
     /**
@@ -76,8 +78,15 @@ public record GatewayConfig(
         private RequestLogging requestLogging;
         private Optional<CoordinationConfig> coordination = Optional.empty();
         private Optional<TracingConfig> tracing = Optional.empty();
+        private PoolsConfig pools = PoolsConfig.IMPLICIT;
 
         private Builder() {
+        }
+
+        /** The model pools; {@link PoolsConfig#IMPLICIT} (the default): one pool that takes any model. */
+        public Builder pools(PoolsConfig v) {
+            pools = KeyCheck.present("pools", v);
+            return this;
         }
 
         /** Fleet coordination; empty (the default): this replica admits the whole budget alone. */
@@ -191,7 +200,7 @@ public record GatewayConfig(
                     KeyCheck.set("http", http), KeyCheck.set("upstream", upstream), KeyCheck.set("health", health),
                     KeyCheck.set("admission", admission), KeyCheck.set("telemetry", telemetry),
                     KeyCheck.set("admin", admin), KeyCheck.set("retries", retries), r,
-                    KeyCheck.set("logging.requests", requestLogging), coordination, tracing);
+                    KeyCheck.set("logging.requests", requestLogging), coordination, tracing, pools);
         }
     }
 
@@ -376,25 +385,9 @@ public record GatewayConfig(
             this(enabled, host, port, recentErrors, Optional.empty());
         }
 
-        /**
-         * Whether {@code host} binds loopback only: {@code localhost} or a loopback literal (127.0.0.0/8, ::1). A
-         * name other than localhost counts as reachable: what it resolves to is not known here, and no lookup is
-         * made for it.
-         */
+        /** Whether {@code host} binds loopback only ({@link Loopback#only}). */
         public static boolean loopback(String host) {
-            String h = host.startsWith("[") && host.endsWith("]") ? host.substring(1, host.length() - 1) : host;
-            if (h.equalsIgnoreCase("localhost")) {
-                return true;
-            }
-            byte[] literal = io.netty.util.NetUtil.createByteArrayFromIpAddressString(h);
-            if (literal == null) {
-                return false;
-            }
-            try {
-                return java.net.InetAddress.getByAddress(literal).isLoopbackAddress();
-            } catch (java.net.UnknownHostException e) {
-                return false; // a length getByAddress refuses: not an address at all
-            }
+            return Loopback.only(host);
         }
     }
 }

@@ -19,38 +19,18 @@ final class GatewayConfigReader {
     static GatewayConfig read(ConfigNode root) {
         root.allowOnly("listen", "disaggregation", "vllm_kv_connector", "workers", "timeouts", "http", "upstream", "health", "retries",
                 "routing", "admission", "telemetry", "admin", "logging", "coordination",
-                "tracing");
+                "tracing", "pools", "default_pool");
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
-        DisaggregationMode mode = root.child("disaggregation", "How the prefill and decode halves hand the KV cache "
-                + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
-                + "with bootstrap_host/bootstrap_port/bootstrap_room added. vllm: vLLM's kv_transfer_params handoff, "
-                + "the prefill leg first (max_tokens 1), then the decode leg. none: no disaggregation; unified SGLang "
-                + "or vLLM servers listed under workers.unified.")
-                .oneOf(DisaggregationMode.SGLANG, List.of(DisaggregationMode.values()), DisaggregationMode::label);
-        ConfigNode connectorNode = root.child("vllm_kv_connector", "The KV connector the vLLM workers run "
-                + "(--kv-transfer-config kv_connector), with disaggregation: vllm. nixl (NixlConnector) is what the "
-                + "gateway speaks; p2p_nccl and mooncake are refused here, with the reason, rather than failing every "
-                + "request (docs/compatibility.md). Ignored in the other modes.");
-        VllmConnector connector = connectorNode.oneOf(VllmConnector.NIXL, List.of(VllmConnector.values()),
-                VllmConnector::label);
-        if (mode == DisaggregationMode.VLLM && connector.unsupported() != null) {
-            connectorNode.reject(connector.label(), "nixl: " + connector.unsupported());
-        }
-        GatewayConfig.WorkersConfig workers = WorkersConfigReader.read(root, mode);
+        boolean pooled = PoolsConfigReader.present(root);
+        // with pools:, the workers and their protocol are each pool's; the top level's sections are their defaults
+        PoolParts parts = pooled ? PoolsConfigReader.refuseTopLevel(root) : poolParts(root);
         TimeoutsConfig timeouts = timeouts(root.child("timeouts", "Deadlines of one request's life."));
         HttpConfig http = http(root.child("http", "The client-facing HTTP server."));
         UpstreamConfig upstream = upstream(root.child("upstream",
                 "Connection pools towards the workers, one per event loop and worker."));
-        HealthConfig health = HealthConfigReader.health(root.child("health", "How the gateway decides each worker's "
-                + "state (healthy, degraded, ejected, half_open, suspect, draining): active checks, passive signals from live "
-                + "traffic, the stall watchdog. Shown in /admin/state and sluice_worker_state; docs/reliability.md."));
         RetryConfig retries = HealthConfigReader.retries(root.child("retries", "Retries on another prefill/decode pair "
                 + "(fresh bootstrap_room and rid), only while nothing has reached the client and after a failure that "
                 + "is safe to retry (docs/reliability.md). The request keeps its admission ticket."));
-        RoutingConfig routing = routing(root.child("routing", "Which worker of each role gets a request, among those "
-                + "with room in their admission window (docs/routing.md)."), mode);
-        AdmissionConfig admission = AdmissionConfigReader.read(root.child("admission", "Admission control: requests "
-                + "wait in the gateway, not in a GPU server's queue (docs/admission.md)."));
         TelemetryConfig telemetry = telemetry(root.child("telemetry", "Polling of every worker's /get_load and "
                 + "/metrics, re-exported as sluice_worker_* gauges and shown in /admin/state."));
         AdminConfig admin = admin(root.child("admin", "The admin listener: GET / (a live status page), GET /admin/state "
@@ -65,9 +45,53 @@ final class GatewayConfigReader {
                 + "traces of every request (docs/observability.md): a server span, its admission, each prefill and "
                 + "decode attempt, the KV handoff, aborts; the workers get a traceparent so their own spans join. "
                 + "Absent: off. Restart to change."));
-        return GatewayConfig.builder().coordination(coordination).tracing(tracing).listen(listen).disaggregation(mode).workers(workers).timeouts(timeouts)
-                .http(http).upstream(upstream).health(health).admission(admission).telemetry(telemetry).admin(admin)
-                .retries(retries).routing(routing).requestLogging(requestLogging).build();
+        java.util.function.Supplier<GatewayConfig.Builder> shared = () -> GatewayConfig.builder()
+                .coordination(coordination).tracing(tracing).listen(listen).timeouts(timeouts).http(http)
+                .upstream(upstream).telemetry(telemetry).admin(admin).retries(retries).requestLogging(requestLogging);
+        if (pooled) {
+            return PoolsConfigReader.read(root, shared);
+        }
+        PoolsConfigReader.describeDefaultPool(root);
+        return parts.applyTo(shared.get()).build();
+    }
+
+    /**
+     * What each model pool has of its own (the whole gateway's, without {@code pools:}): the handoff protocol,
+     * the workers, health, routing and admission, read from {@code n} (the document's root or a pool's entry).
+     */
+    static PoolParts poolParts(ConfigNode n) {
+        DisaggregationMode mode = n.child("disaggregation", "How the prefill and decode halves hand the KV cache "
+                + "over (docs/protocols.md). sglang: SGLang's bootstrap protocol, the same body to both halves at once "
+                + "with bootstrap_host/bootstrap_port/bootstrap_room added. vllm: vLLM's kv_transfer_params handoff, "
+                + "the prefill leg first (max_tokens 1), then the decode leg. none: no disaggregation; unified SGLang "
+                + "or vLLM servers listed under workers.unified.")
+                .oneOf(DisaggregationMode.SGLANG, List.of(DisaggregationMode.values()), DisaggregationMode::label);
+        ConfigNode connectorNode = n.child("vllm_kv_connector", "The KV connector the vLLM workers run "
+                + "(--kv-transfer-config kv_connector), with disaggregation: vllm. nixl (NixlConnector) is what the "
+                + "gateway speaks; p2p_nccl and mooncake are refused here, with the reason, rather than failing every "
+                + "request (docs/compatibility.md). Ignored in the other modes.");
+        VllmConnector connector = connectorNode.oneOf(VllmConnector.NIXL, List.of(VllmConnector.values()),
+                VllmConnector::label);
+        if (mode == DisaggregationMode.VLLM && connector.unsupported() != null) {
+            connectorNode.reject(connector.label(), "nixl: " + connector.unsupported());
+        }
+        GatewayConfig.WorkersConfig workers = WorkersConfigReader.read(n, mode);
+        HealthConfig health = HealthConfigReader.health(n.child("health", "How the gateway decides each worker's "
+                + "state (healthy, degraded, ejected, half_open, suspect, draining): active checks, passive signals from live "
+                + "traffic, the stall watchdog. Shown in /admin/state and sluice_worker_state; docs/reliability.md."));
+        RoutingConfig routing = routing(n.child("routing", "Which worker of each role gets a request, among those "
+                + "with room in their admission window (docs/routing.md)."), mode);
+        AdmissionConfig admission = AdmissionConfigReader.read(n.child("admission", "Admission control: requests "
+                + "wait in the gateway, not in a GPU server's queue (docs/admission.md)."));
+        return new PoolParts(mode, workers, health, routing, admission);
+    }
+
+    /** One pool's own sections (see {@link #poolParts}). */
+    record PoolParts(DisaggregationMode mode, GatewayConfig.WorkersConfig workers, HealthConfig health,
+                     RoutingConfig routing, AdmissionConfig admission) {
+        GatewayConfig.Builder applyTo(GatewayConfig.Builder b) {
+            return b.disaggregation(mode).workers(workers).health(health).routing(routing).admission(admission);
+        }
     }
 
     private static RequestLogging logging(ConfigNode n) {

@@ -51,4 +51,10 @@ public record CoordinationStatus(boolean up, Mode mode, String fleet, boolean se
             return label;
         }
     }
+
+    /** This status, not serving: another model pool of the replica has no correct budget yet. */
+    public CoordinationStatus notServing() {
+        return new CoordinationStatus(up, mode, fleet, false, replicaId, generation, replicas, grants, peers,
+                lastLeaseAgeMillis, serving ? "another pool has no budget yet" : reason, renewalErrors, lateReplies);
+    }
 }

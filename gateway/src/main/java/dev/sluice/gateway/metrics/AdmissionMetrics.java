@@ -18,11 +18,18 @@ import java.util.function.ToDoubleFunction;
  */
 public final class AdmissionMetrics implements AdmissionObserver {
     private final GatewayMetrics metrics;
+    private final String pool;
     private volatile List<String> priorities;
     private final List<io.micrometer.core.instrument.Meter> classGauges = new java.util.ArrayList<>();
 
     public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config) {
+        this(metrics, config, dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+    }
+
+    /** The meters of {@code pool}'s admission: each carries {@code pool="<name>"}. */
+    public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config, String pool) {
         this.metrics = metrics;
+        this.pool = pool;
         this.priorities = config.priorities();
     }
 
@@ -43,7 +50,8 @@ public final class AdmissionMetrics implements AdmissionObserver {
                         int[] byClass = a.snapshot().queuedByClass();
                         return cls < byClass.length ? byClass[cls] : 0;
                     })
-                    .description("requests waiting in the gateway's queue").tag("priority", names.get(i)).register(r));
+                    .description("requests waiting in the gateway's queue").tag("priority", names.get(i))
+                    .tag(PoolLabels.TAG, pool).register(r));
         }
     }
 
@@ -60,7 +68,9 @@ public final class AdmissionMetrics implements AdmissionObserver {
         gauge(r, "sluice.prefill.throughput.tokens.per.second", admission, a -> a.snapshot().prefillTokensPerSecond(),
                 "measured prefill drain rate used for wait predictions and Retry-After");
         Gauge.builder("sluice.token.estimator.bytes.per.token", counter, PromptTokenCounter::bytesPerToken)
-                .description("learned UTF-8 bytes per prompt token").register(r);
+                .description("learned UTF-8 bytes per prompt token").tag(PoolLabels.TAG, pool).register(r);
+        metrics.preRegisterRejections(pool, java.util.Arrays.stream(RejectReason.values()).map(RejectReason::code)
+                .toList());
         // read at scrape time: a reloaded limit shows at once
         limit(r, "max_queued_requests", () -> admission.config().maxQueuedRequests());
         limit(r, "max_pending_tokens", () -> admission.config().maxPendingTokens());
@@ -71,26 +81,26 @@ public final class AdmissionMetrics implements AdmissionObserver {
         limit(r, "queue_timeout_seconds", () -> admission.config().queueTimeout().toMillis() / 1000.0);
     }
 
-    private static void gauge(PrometheusMeterRegistry r, String name, AdmissionController a,
-                              ToDoubleFunction<AdmissionController> f, String description) {
-        Gauge.builder(name, a, f).description(description).register(r);
+    private void gauge(PrometheusMeterRegistry r, String name, AdmissionController a,
+                       ToDoubleFunction<AdmissionController> f, String description) {
+        Gauge.builder(name, a, f).description(description).tag(PoolLabels.TAG, pool).register(r);
     }
 
-    private static void limit(PrometheusMeterRegistry r, String limit, java.util.function.Supplier<Number> value) {
+    private void limit(PrometheusMeterRegistry r, String limit, java.util.function.Supplier<Number> value) {
         Gauge.builder("sluice.admission.limit", value).description("configured admission limits")
-                .tag("limit", limit).register(r);
+                .tag("limit", limit).tag(PoolLabels.TAG, pool).register(r);
     }
 
     @Override
     public void rejected(Ticket ticket, RejectReason reason) {
-        metrics.rejection(reason.code());
+        metrics.rejection(pool, reason.code());
     }
 
     @Override
     public void dispatched(Ticket ticket) {
         List<String> names = priorities;
         int p = ticket.priority();
-        metrics.queueWait(p < names.size() ? names.get(p) : "unknown", Duration.ofNanos(ticket.queuedNanos()));
+        metrics.queueWait(pool, p < names.size() ? names.get(p) : "unknown", Duration.ofNanos(ticket.queuedNanos()));
     }
 
 }

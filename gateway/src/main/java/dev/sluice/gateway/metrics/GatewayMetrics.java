@@ -44,8 +44,10 @@ public final class GatewayMetrics implements AutoCloseable {
     private final Counter completionTokens;
     private final JvmGcMetrics gc = new JvmGcMetrics();
     private final AtomicLong clientBufferedHighWater = new AtomicLong();
+    private final PoolLabels poolLabels = new PoolLabels();
 
     public GatewayMetrics() {
+        registry.config().meterFilter(poolLabels); // before any meter: every worker's series gets its pool
         new JvmMemoryMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
         gc.bindTo(registry);
@@ -64,6 +66,11 @@ public final class GatewayMetrics implements AutoCloseable {
 
     public PrometheusMeterRegistry registry() {
         return registry;
+    }
+
+    /** Which pool each worker's meters carry. */
+    public PoolLabels poolLabels() {
+        return poolLabels;
     }
 
     /** Worker gauges: up, in flight and telemetry, per role and worker. */
@@ -190,17 +197,32 @@ public final class GatewayMetrics implements AutoCloseable {
         promptTokens.increment(tokens);
     }
 
-    public void rejection(String reason) {
-        Counter c = rejectionCounters.get(reason);
+    /** Admission refused a request of {@code pool}'s, for {@code reason}. */
+    public void rejection(String pool, String reason) {
+        String key = pool + '\0' + reason;
+        Counter c = rejectionCounters.get(key);
         if (c == null) {
-            c = rejectionCounters.computeIfAbsent(reason, r -> counter("sluice.rejections", "reason", r));
+            c = rejectionCounters.computeIfAbsent(key, k -> counter("sluice.rejections", "pool", pool, "reason", reason));
         }
         c.increment();
     }
 
-    public void queueWait(String priority, Duration wait) {
-        timer(queueWaitTimers, "sluice.queue.wait", "time a request waited in the gateway's queue before dispatch",
-                "priority", priority).record(wait);
+    /** Exports {@code pool}'s rejection counters at 0, one per reason. */
+    public void preRegisterRejections(String pool, java.util.List<String> reasons) {
+        reasons.forEach(r -> rejectionCounters.computeIfAbsent(pool + '\0' + r,
+                k -> counter("sluice.rejections", "pool", pool, "reason", r)));
+    }
+
+    public void queueWait(String pool, String priority, Duration wait) {
+        String key = pool + '\0' + priority;
+        Timer t = queueWaitTimers.get(key);
+        if (t == null) {
+            t = queueWaitTimers.computeIfAbsent(key, k -> Timer.builder("sluice.queue.wait")
+                    .description("time a request waited in the gateway's queue before dispatch")
+                    .tags("pool", pool, "priority", priority).serviceLevelObjectives(LlmBuckets.LATENCY)
+                    .register(registry));
+        }
+        t.record(wait);
     }
 
     public void retry(String reason) {
@@ -234,11 +256,10 @@ public final class GatewayMetrics implements AutoCloseable {
     /**
      * Exports at 0, from start-up, every counter whose label values are known in advance, so that
      * a dashboard shows 0 rather than "No data" and {@code rate()}/{@code increase()} see the first
-     * event: requests by route and outcome, rejections by reason, aborts by cause, upstream errors
+     * event: requests by route and outcome, aborts by cause, upstream errors
      * by role and kind, KV transfer failures per worker.
      */
-    public void preRegister(java.util.List<String> routes, java.util.List<String> rejectReasons,
-                            java.util.List<String> abortCauses, java.util.List<String> roles,
+    public void preRegister(java.util.List<String> routes, java.util.List<String> abortCauses, java.util.List<String> roles,
                             java.util.List<String> workerNames) {
         for (String route : routes) {
             Counter[] byOutcome = requestCounters.computeIfAbsent(route, r -> new Counter[Outcome.values().length]);
@@ -246,7 +267,6 @@ public final class GatewayMetrics implements AutoCloseable {
                 byOutcome[o.ordinal()] = counter("sluice.requests", "route", route, "outcome", o.label());
             }
         }
-        rejectReasons.forEach(r -> rejectionCounters.computeIfAbsent(r, x -> counter("sluice.rejections", "reason", x)));
         abortCauses.forEach(c -> counter("sluice.aborts", "cause", c));
         for (String where : java.util.List.of("request", "client_handler")) {
             counter("sluice.internal.errors", "where", where);

@@ -27,11 +27,18 @@ public final class RoutingMetrics {
             "prompt characters the cache_aware policy believes the worker holds in its prefix cache (0 under other policies)";
 
     private final MeterRegistry registry;
+    private final String pool;
     /** Per role (by ordinal): the policy in use and its counters; swapped whole on a reload. */
     private final AtomicReferenceArray<Bound> bound = new AtomicReferenceArray<>(WorkerRole.values().length);
 
     public RoutingMetrics(MeterRegistry registry) {
+        this(registry, dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+    }
+
+    /** The routing meters of {@code pool} (each carries {@code pool="<name>"}). */
+    public RoutingMetrics(MeterRegistry registry, String pool) {
         this.registry = Objects.requireNonNull(registry, "registry");
+        this.pool = Objects.requireNonNull(pool, "pool");
     }
 
     /**
@@ -73,7 +80,8 @@ public final class RoutingMetrics {
 
     private Counter counter(WorkerRole role, RoutingPolicy policy, String reason) {
         return Counter.builder(DECISIONS).description(DECISIONS_HELP)
-                .tags("role", role.label(), "policy", policy.name(), "reason", reason).register(registry);
+                .tags("role", role.label(), "policy", policy.name(), "reason", reason).tag(PoolLabels.TAG, pool)
+                .register(registry);
     }
 
     /** The counters of one (role, policy), parallel to the reasons it can give. */

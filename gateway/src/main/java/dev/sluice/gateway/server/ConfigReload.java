@@ -51,7 +51,7 @@ public final class ConfigReload implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(ConfigReload.class);
     private static final long DEBOUNCE_MS = 200;
 
-    private final LiveReconfiguration target;
+    private final Reconfigurable target;
     private final MeterRegistry registry;
     private final Path file;
     private final ConfigOverrides overrides;
@@ -68,7 +68,7 @@ public final class ConfigReload implements AutoCloseable {
      * start-up's environment and {@code --set} overrides, are applied again to every reload;
      * {@code stateView} is told where {@code /admin/state} reads the reload's state.
      */
-    ConfigReload(LiveReconfiguration target, MeterRegistry registry, Consumer<Supplier<JsonNode>> stateView, Path file,
+    ConfigReload(Reconfigurable target, MeterRegistry registry, Consumer<Supplier<JsonNode>> stateView, Path file,
                  ConfigOverrides overrides) {
         this.target = target;
         this.registry = registry;

@@ -125,46 +125,8 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         GenerationRoute route = GenerationRoute.forPath(path);
-        if (route == GenerationRoute.GENERATE && live.config().disaggregation() == DisaggregationMode.VLLM) {
-            reject(ApiError.notFound(path + " (SGLang's native API; in disaggregation: vllm the gateway serves "
-                    + "/v1/chat/completions and /v1/completions)"), req, keepAlive, live);
-            return;
-        }
         if (route != null) {
-            RequestClass cls;
-            GenerationRequest parsed;
-            try {
-                // who is asking first: an unauthenticated request costs no body parse
-                cls = live.classifier().classify(req.headers(), received);
-                parsed = front.requestJson().parse(route, req.content());
-                String className = live.config().admission().priorities().get(cls.priority());
-                parsed = CompletionTokenLimits.apply(parsed, live.config().admission().classPolicy(className), className);
-            } catch (ApiException e) {
-                reject(e.error(), req, keepAlive, live);
-                return;
-            }
-            var unsupported = ModeLimits.check(live.config().disaggregation(), parsed);
-            if (unsupported.isPresent()) {
-                reject(unsupported.get(), req, keepAlive, live);
-                return;
-            }
-            PdExchange ex = new PdExchange(front.pd(), live.exchange(), ctx, parsed, keepAlive, received,
-                    this::requestDone, req.headers());
-            exchange = ex;
-            PromptText prompt = PromptText.of(parsed);
-            CompletableFuture<Long> counted = front.counter().count(prompt);
-            // the token ids for the KV event view: with the model's tokenizer, on its pool too
-            CompletableFuture<int[]> ids = ex.promptIds();
-            if (counted.isDone() && ids.isDone()) {
-                ex.admit(prompt, counted.join(), ids.join(), cls.priority(), cls.tenant(), cls.deadlineNanos(),
-                        cls.queueUpdates());
-            } else {
-                // exact counting or tokenizing ran on a pool: come back to this connection's event loop
-                CompletableFuture.allOf(counted, ids).whenComplete((v, e) -> ctx.executor().execute(() -> ex.admit(
-                        prompt, counted.isCompletedExceptionally() ? front.estimator().estimate(prompt) : counted.join(),
-                        ids.isCompletedExceptionally() ? new int[0] : ids.join(), cls.priority(), cls.tenant(),
-                        cls.deadlineNanos(), cls.queueUpdates())));
-            }
+            generation(req, route, live, keepAlive, received);
         } else if (Routes.INFO.containsKey(path)) {
             try {
                 live.classifier().classify(req.headers(), received); // these reach a worker too
@@ -172,8 +134,17 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
                 reject(e.error(), req, keepAlive, live);
                 return;
             }
+            if (path.equals("/v1/models") && front.pools().explicit()) {
+                // every pool's models: no one pool's workers know them all
+                Responses.json(ctx, HttpResponseStatus.OK, front.pools().models(), keepAlive);
+                front.pd().metrics().requestEnded(Routes.metricLabel(path), Outcome.OK,
+                        Duration.ofNanos(System.nanoTime() - received));
+                requestDone();
+                return;
+            }
             // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
-            InfoProxy.forward(ctx, path, keepAlive, front.pd().workers(), front.pd().pool(),
+            ModelPool pool = front.pools().defaultPool();
+            InfoProxy.forward(ctx, path, keepAlive, pool.workers, pool.pd.pool(),
                     live.config().timeouts().firstToken(), front.pd().metrics(), live.config().requestLogging(),
                     this::requestDone);
         } else {
@@ -181,6 +152,59 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             front.pd().metrics().requestEnded(Routes.metricLabel(path), outcome,
                     Duration.ofNanos(System.nanoTime() - received));
             requestDone();
+        }
+    }
+
+    /** A generation request: who asks, its body, its model's pool, then admission in that pool. */
+    private void generation(FullHttpRequest req, GenerationRoute route, LiveSettings live, boolean keepAlive,
+                            long received) {
+        RequestClass cls;
+        GenerationRequest parsed;
+        try {
+            // who is asking first: an unauthenticated request costs no body parse
+            cls = live.classifier().classify(req.headers(), received);
+            parsed = front.requestJson().parse(route, req.content());
+            String className = live.config().admission().priorities().get(cls.priority());
+            parsed = CompletionTokenLimits.apply(parsed, live.config().admission().classPolicy(className), className);
+        } catch (ApiException e) {
+            reject(e.error(), req, keepAlive, live);
+            return;
+        }
+        // SGLang's native /generate goes to the default pool; the OpenAI routes to their model's
+        ModelPool pool = route == GenerationRoute.GENERATE ? front.pools().defaultPool()
+                : front.pools().of(parsed).orElse(null);
+        if (pool == null) {
+            reject(ApiError.modelNotFound(parsed.body().path("model").asText(), front.pools().modelList()), req,
+                    keepAlive, live);
+            return;
+        }
+        LiveSettings settings = pool.settings(); // the pool's own: its protocol, timeouts, retries
+        if (route == GenerationRoute.GENERATE && settings.config().disaggregation() == DisaggregationMode.VLLM) {
+            reject(ApiError.notFound(Routes.pathOf(req.uri()) + " (SGLang's native API; in disaggregation: vllm the "
+                    + "gateway serves /v1/chat/completions and /v1/completions)"), req, keepAlive, live);
+            return;
+        }
+        var unsupported = ModeLimits.check(settings.config().disaggregation(), parsed);
+        if (unsupported.isPresent()) {
+            reject(unsupported.get(), req, keepAlive, live);
+            return;
+        }
+        PdExchange ex = new PdExchange(pool.pd, settings.exchange(), ctx, parsed, keepAlive, received,
+                this::requestDone, req.headers());
+        exchange = ex;
+        PromptText prompt = PromptText.of(parsed);
+        CompletableFuture<Long> counted = pool.counter().count(prompt);
+        // the token ids for the KV event view: with the model's tokenizer, on its pool too
+        CompletableFuture<int[]> ids = ex.promptIds();
+        if (counted.isDone() && ids.isDone()) {
+            ex.admit(prompt, counted.join(), ids.join(), cls.priority(), cls.tenant(), cls.deadlineNanos(),
+                    cls.queueUpdates());
+        } else {
+            // exact counting or tokenizing ran on a pool: come back to this connection's event loop
+            CompletableFuture.allOf(counted, ids).whenComplete((v, e) -> ctx.executor().execute(() -> ex.admit(
+                    prompt, counted.isCompletedExceptionally() ? pool.estimator().estimate(prompt) : counted.join(),
+                    ids.isCompletedExceptionally() ? new int[0] : ids.join(), cls.priority(), cls.tenant(),
+                    cls.deadlineNanos(), cls.queueUpdates())));
         }
     }
 

@@ -1,20 +1,23 @@
 package dev.sluice.gateway.server;
 
-import dev.sluice.gateway.admission.LearnedRatioCounter;
-import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
+import dev.sluice.gateway.coordination.CoordinationStatus;
 import dev.sluice.gateway.pd.PdServices;
+import java.util.Optional;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
 
 /**
- * What a client connection's handler uses of the running gateway, and
- * nothing else: the live settings, the request parser, the exchange's services, the prompt
- * counters, whether the gateway is draining, and the fleet coordination's state (for /readiness).
- *
- * @param estimator the byte-ratio estimate used when exact counting fails
+ * What a client connection's handler uses of the running gateway, and nothing else: the live
+ * settings (the gateway-wide ones: the default pool's), the request parser, the model pools (each
+ * request's own exchange services, prompt counters and settings), whether the gateway is draining,
+ * and the fleet coordination's state (for /readiness).
  */
-record FrontServices(Supplier<LiveSettings> live, RequestJson requestJson, PdServices pd, PromptTokenCounter counter,
-                     LearnedRatioCounter estimator, BooleanSupplier draining,
-                     Supplier<java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus>> coordination) {
+record FrontServices(Supplier<LiveSettings> live, RequestJson requestJson, Pools pools, BooleanSupplier draining,
+                     Supplier<Optional<CoordinationStatus>> coordination) {
+
+    /** The default pool's exchange services: the metrics, tracing and recent errors every pool shares. */
+    PdServices pd() {
+        return pools.defaultPool().pd;
+    }
 }

@@ -1,7 +1,6 @@
 package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.admission.AdmissionController;
-import dev.sluice.gateway.admission.AdmissionSnapshot;
 import dev.sluice.gateway.admission.RejectReason;
 import dev.sluice.gateway.pd.InFlight;
 import java.time.Duration;
@@ -19,12 +18,12 @@ import org.slf4j.LoggerFactory;
 final class GatewayDrain {
     private static final Logger log = LoggerFactory.getLogger(GatewayDrain.class);
 
-    private final AdmissionController admission;
+    private final List<AdmissionController> admissions; // one per model pool
     private final Set<InFlight> live;
     private volatile boolean draining;
 
-    GatewayDrain(AdmissionController admission, Set<InFlight> live) {
-        this.admission = admission;
+    GatewayDrain(List<AdmissionController> admissions, Set<InFlight> live) {
+        this.admissions = List.copyOf(admissions);
         this.live = live;
     }
 
@@ -34,17 +33,17 @@ final class GatewayDrain {
 
     void drain(Duration grace) throws InterruptedException {
         draining = true;
-        admission.drain();
+        admissions.forEach(AdmissionController::drain);
         long deadline = System.nanoTime() + grace.toNanos();
-        log.info("draining queued={} in_flight={} grace_ms={}", admission.snapshot().queued(), live.size(),
+        log.info("draining queued={} in_flight={} grace_ms={}", queued(), live.size(),
                 grace.toMillis());
-        while (System.nanoTime() < deadline && !(live.isEmpty() && admission.snapshot().idle())) {
+        while (System.nanoTime() < deadline && !(live.isEmpty() && idle())) {
             Thread.sleep(20); // the shutdown thread polls; nothing else waits on it
         }
-        AdmissionSnapshot left = admission.snapshot();
-        if (!live.isEmpty() || !left.idle()) {
-            log.warn("drain grace over: rejecting queued={} aborting in_flight={}", left.queued(), live.size());
-            admission.rejectQueued(RejectReason.DRAINING, "the gateway shut down before this request was served");
+        if (!live.isEmpty() || !idle()) {
+            log.warn("drain grace over: rejecting queued={} aborting in_flight={}", queued(), live.size());
+            admissions.forEach(a -> a.rejectQueued(RejectReason.DRAINING,
+                    "the gateway shut down before this request was served"));
             for (InFlight ex : List.copyOf(live)) {
                 ex.abortOnDrain();
             }
@@ -54,5 +53,13 @@ final class GatewayDrain {
             }
         }
         log.info("drained in_flight={}", live.size());
+    }
+
+    private boolean idle() {
+        return admissions.stream().allMatch(a -> a.snapshot().idle());
+    }
+
+    private int queued() {
+        return admissions.stream().mapToInt(a -> a.snapshot().queued()).sum();
     }
 }

@@ -26,6 +26,9 @@ import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
+import dev.sluice.gateway.config.PoolsConfig;
+import java.util.ArrayList;
+import java.util.List;
 import dev.sluice.gateway.health.HealthChecker;
 import dev.sluice.gateway.health.HealthTable;
 import dev.sluice.gateway.health.StallProbes;
@@ -78,114 +81,44 @@ public final class GatewayServer implements AutoCloseable {
     private final GatewayMetrics metrics = new GatewayMetrics();
     private final BackgroundTasks background = new BackgroundTasks(metrics.registry()); // each counts its failures
     private final ServerLoops loops;
-    private final WorkerSet workers;
-    private final HealthTable health;
     private final UpstreamPool pool;
-    private final AbortSender aborts;
-    private final LearnedRatioCounter estimator;
-    private final PromptTokenCounter counter;
-    private final AdmissionController admission;
-    private final RoutingMetrics routingMetrics;
-    private final Optional<KvEventSubscription> kvEvents;
-    private final Optional<CacheViewMetrics> kvMetrics;
-    private final Optional<ModelTokenizer> modelTokens; // routing.kv_events.tokenizer: hf
     private final RecentErrors recentErrors;
     private final Set<InFlight> live = ConcurrentHashMap.newKeySet();
-    private final AtomicReference<LiveSettings> settings;
+    private final Pools pools; // the model pools: each its workers, health, routing, admission (ModelPool)
+    private final PoolsReconfiguration reconfiguration;
     private final FrontServices front;
     private final GatewayDrain drain;
-    private final WorkerReconciler reconciler;
-    private final WorkerDirectory directory; // the workers' sources: file, dns, kubernetes, admin
-    private final LiveReconfiguration reconfiguration;
     private final ClientListener listener = new ClientListener();
-    private final FleetLeases leases; // coordination: this replica's share of the fleet's budgets, or null
-    private final CoordinationMetrics coordinationMetrics; // or null
-    private HealthChecker checker; // replaced when a reload changes the health settings
-    private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
-    private final PrefillRateState prefillRates;
     private final ReloadEntry reloads;
     private final Tracing tracing; // tracing: (OpenTelemetry), or off
-    private boolean started;
     private ClientConnections clients; // the connection cap and the per-connection deadlines
     private ServerTls serverTls; // listen.tls, or null
-    private TelemetryPoller telemetry;
-    private WorkerIdentityProbe identities;
     private AdminServer adminServer;
 
     public GatewayServer(GatewayConfig config) {
         this.loops = new ServerLoops(transport, config.http().eventLoopThreads());
-        this.workers = new WorkerSet(config.workers());
-        this.health = new HealthTable(workers, config.health(), System::nanoTime);
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout(), FileBackedParts.clientTls(config));
-        this.aborts = new AbortSender(pool, metrics, config.timeouts().abort());
-        aborts.adminKey(config.workers().adminAuthorization());
-        AdmissionConfig ac = config.admission();
-        this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(),
-                ac.tokenizer().chatTokensPerMessage());
-        this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator))
-                .orElse(estimator);
-        AdmissionMetrics admissionMetrics = new AdmissionMetrics(metrics, ac);
-        // the prefill workers' own KV events, when configured: the cache view every replica shares
-        this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
-        this.modelTokens = config.routing().kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF)
-                .flatMap(kv -> ac.tokenizer().tokenizerJson()).map(path -> FileBackedParts.modelTokenizer(path, ac));
-        modelTokens.ifPresent(t -> ModelTokenizerMetrics.bind(metrics.registry(), t));
-        // coordinated replicas: the share guard of cache_aware judges the fleet's recent load (docs/scale-out.md)
-        Optional<FleetRoutedLoad> fleetRouted = config.coordination().map(cc -> new FleetRoutedLoad(
-                config.routing().prefill().cacheAware().shareHalfLife().toNanos(), System::nanoTime));
-        RoutingPolicy prefillPolicy = RoutingPolicies.create(config.routing(),
-                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.PREFILL, kvEvents.map(k -> k.view()), fleetRouted);
-        this.kvMetrics = kvEvents.map(k -> new CacheViewMetrics(metrics.registry(), k.view()));
-        RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
-                workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
-        this.routingMetrics = new RoutingMetrics(metrics.registry());
-        routingMetrics.bind(WorkerRole.PREFILL, prefillPolicy, workers.prefill());
-        if (!workers.unified()) {
-            routingMetrics.bind(WorkerRole.DECODE, decodePolicy, workers.decode());
-        }
-        DemandTally tally = config.coordination().isPresent() ? new DemandTally(admissionMetrics) : null;
-        this.admission = new AdmissionController(ac, workers, tally != null ? tally : admissionMetrics, System::nanoTime,
-                prefillPolicy,
-                decodePolicy, routingMetrics::decided, config.telemetry().staleAfter().toNanos());
-        admissionMetrics.bind(admission, counter);
-        Optional<RedisLeaseStore> redis = config.coordination().map(cc -> new RedisLeaseStore(cc,
-                RedisLeaseStore.commandTimeout(cc)));
-        this.leases = config.coordination().map(cc -> new FleetLeases(cc, ReplicaIdentity.of(cc),
-                this::listenAddress, redis.orElseThrow(), admission,
-                workers, tally, fleetRouted.orElseThrow(), loops.control.next(), System::nanoTime)).orElse(null);
-        if (leases != null) {
-            tally.onUnmet(leases::renewSoon); // a share refusing work asks for more now, not a renewal later
-        }
-        this.coordinationMetrics = leases == null ? null : new CoordinationMetrics(metrics.registry(), leases::status);
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
-        boolean routingUsesPrefix = prefillPolicy.usesPrefix() || decodePolicy.usesPrefix();
-        this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix,
-                modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
-        this.prefillRates = PrefillRateState.of(this::config, admission, redis, loops.fileIo, background);
-        this.drain = new GatewayDrain(admission, live);
-        ServedModel servedModel = new ServedModel();
         this.tracing = config.tracing().map(tc -> Tracing.start(tc, metrics.registry())).orElse(Tracing.off());
-        PdServices pd = new PdServices(workers, pool, aborts, metrics, admission, counter, health, recentErrors, live,
-                servedModel, tracing);
-        this.front = new FrontServices(settings::get, new RequestJson(config.http().json()), pd, counter, estimator,
-                drain::draining, this::coordination);
-        this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics, prefillPolicy,
-                decodePolicy, pool, loops.upstreamLoops(), config.telemetry(), live);
-        this.directory = new WorkerDirectory(workers.unified(), reconciler,
-                DiscoverySources.standard(loops.control::next, transport.datagramChannel()));
-        this.checker = new HealthChecker(workers, pool, loops.control.next(), health, background);
-        // the probes run on the control loop, like the health checks: a busy request loop does not delay them
-        io.netty.channel.EventLoop probeLoop = loops.control.next();
-        this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), pool, aborts, metrics,
-                probeLoop, servedModel), probeLoop, background,
-                (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
-        this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
-                health, this::restartHealthChecks, directory, aborts);
+        PoolsConfig pc = config.pools();
+        metrics.poolLabels().defaultPool(pc.defaultPool());
+        PoolServices shared = new PoolServices(transport, loops, pool, metrics, background, recentErrors, live, tracing,
+                this::listenAddress, pc.defaultPool());
+        List<ModelPool> running = new ArrayList<>();
+        if (pc.explicit()) {
+            pc.pools().forEach(p -> running.add(new ModelPool(p.name(), p.models(), p.view(), shared)));
+        } else {
+            running.add(new ModelPool(pc.defaultPool(), List.of(), config, shared));
+        }
+        this.pools = new Pools(running, running.stream().filter(p -> p.name.equals(pc.defaultPool())).findFirst()
+                .orElseThrow(), pc.explicit());
+        this.reconfiguration = new PoolsReconfiguration(pools, config);
+        this.drain = new GatewayDrain(running.stream().map(p -> p.admission).toList(), live);
+        this.front = new FrontServices(() -> pools.defaultPool().settings(), new RequestJson(config.http().json()),
+                pools, drain::draining, this::coordination);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
-        HealthFollowers.attach(health, metrics, live, admission);
-        StartupMetrics.bind(metrics, workers, config.telemetry(), pool::openConnections,
-                () -> clients == null ? 0 : clients.open());
+        StartupMetrics.bind(metrics, pool::openConnections, () -> clients == null ? 0 : clients.open());
     }
 
     public synchronized GatewayServer start() throws InterruptedException {
@@ -196,55 +129,48 @@ public final class GatewayServer implements AutoCloseable {
         }
         clients = new ClientConnections(config.http().client(), metrics);
         listener.bind(config, transport, loops.boss, loops.requests, clients, serverTls, metrics, front);
-        EventExecutor control = loops.control.next();
         if (serverTls != null) {
             background.every("tls_reload_check", loops.fileIo, config.listen().tls().get().reloadCheck(),
                     () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
         }
-        checker.start();
-        stallProbes.start();
-        ControlTasks.start(config, background, control, admission, reconciler, workers, kvEvents, kvMetrics, leases,
-                coordinationMetrics);
-        started = true;
-        prefillRates.start();
-        telemetry = new TelemetryPoller(workers, pool, loops.control.next(), config.telemetry(), health, background);
-        telemetry.start();
-        identities = new WorkerIdentityProbe(workers, pool, loops.control.next(), config.disaggregation(),
-                config.telemetry().timeout().multipliedBy(5), background);
-        identities.onConfirmed(admission::kick).start();
-        directory.start(config.workers());
+        for (ModelPool p : pools.all()) {
+            p.start();
+        }
         metrics.bindNetty(loops.requests);
         if (config.admin().enabled()) {
-            StateView stateView = new StateView(config, workers, admission, recentErrors, drain::draining, live::size)
-                    .coordination(this::coordination);
-            kvEvents.ifPresent(k -> stateView.kvView(k.view()));
-            stateView.workerSources(w -> directory.source(w.name()).label());
+            ModelPool d = pools.defaultPool();
+            StateView stateView = new StateView(config, d.workers, d.admission, recentErrors, drain::draining,
+                    live::size).coordination(this::coordination);
+            d.kvEvents.ifPresent(k -> stateView.kvView(k.view()));
+            stateView.workerSources(w -> pools.all().stream().filter(p -> p.owns(w)).findFirst()
+                    .map(p -> p.directory.source(w.name()).label()).orElse("file"));
+            stateView.pools(() -> PoolsView.json(pools));
             adminServer = new AdminServer(config.admin(), stateView, metrics);
-            adminServer.onWorkers(directory);
+            java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> directories = new java.util.HashMap<>();
+            pools.all().forEach(p -> directories.put(p.name, p.directory));
+            adminServer.onWorkers(directories, pools.defaultPool().name);
             reloads.admin(adminServer, stateView);
             adminServer.start(loops.boss, loops.admin, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
         }
-        log.info("gateway listening address={} transport={} event_loops={} prefill={} decode={} mode={}",
-                listener.address(), transport.name(), loops.eventLoops, workers.prefill().size(),
-                workers.decode().size(), config.disaggregation().name().toLowerCase());
+        for (ModelPool p : pools.all()) {
+            log.info("pool ready pool={} models={} mode={} prefill={} decode={}", p.name,
+                    p.models.isEmpty() ? "any" : String.join(",", p.models),
+                    p.config().disaggregation().name().toLowerCase(), p.workers.prefill().size(),
+                    p.workers.decode().size());
+        }
+        log.info("gateway listening address={} transport={} event_loops={} pools={} prefill={} decode={} mode={}",
+                listener.address(), transport.name(), loops.eventLoops, pools.all().size(),
+                pools.defaultPool().workers.prefill().size(), pools.defaultPool().workers.decode().size(),
+                config.disaggregation().name().toLowerCase());
         for (String w : ConfigWarnings.of(config)) {
             log.warn("config warning {}", w);
         }
         return this;
     }
 
-    /** Reloaded health settings: the active checks start again with them (once the gateway runs). */
-    private synchronized void restartHealthChecks() {
-        checker.close();
-        checker = new HealthChecker(workers, pool, loops.control.next(), health, background);
-        if (started) {
-            checker.start();
-        }
-    }
-
     /**
-     * Puts a reloaded configuration's live settings in force ({@link LiveReconfiguration}).
+     * Puts a reloaded configuration's live settings in force, in every pool ({@link PoolsReconfiguration}).
      *
      * @throws IllegalArgumentException when a change cannot be applied live (nothing was changed)
      */
@@ -258,9 +184,15 @@ public final class GatewayServer implements AutoCloseable {
         return a.getHostString() + ":" + a.getPort();
     }
 
-    /** The fleet coordination's state, empty without {@code coordination:}. */
+    /**
+     * The fleet coordination's state of the default pool, empty without {@code coordination:}; serving only
+     * while every pool's is (a replica serves on correct budgets or not at all).
+     */
     public java.util.Optional<CoordinationStatus> coordination() {
-        return leases == null ? java.util.Optional.empty() : java.util.Optional.of(leases.status());
+        java.util.Optional<CoordinationStatus> d = pools.defaultPool().coordination();
+        boolean allServing = pools.all().stream().allMatch(p -> p.coordination().map(CoordinationStatus::serving)
+                .orElse(true));
+        return allServing ? d : d.map(CoordinationStatus::notServing);
     }
 
     /** Enables live reload from {@code file}: SIGHUP, a watch on the file, {@code POST /admin/reload}. */
@@ -280,15 +212,13 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Graceful drain ({@link GatewayDrain}); blocks the calling (shutdown) thread, never a loop. */
     public void drain(Duration grace) throws InterruptedException {
-        if (leases != null) {
-            leases.draining(); // what this replica no longer needs goes back to the fleet now, not after the drain
-        }
+        pools.all().forEach(ModelPool::draining); // what this replica no longer needs goes back to the fleet now
         drain.drain(grace);
     }
 
     /** Waits (bounded) until the first health round marked workers of both roles usable. */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
-        return ReadinessReport.await(workers, unit.toNanos(timeout));
+        return ReadinessReport.await(pools.defaultPool().workers, unit.toNanos(timeout));
     }
 
     // ---- for the CLI, the admin views and tests ----
@@ -303,28 +233,41 @@ public final class GatewayServer implements AutoCloseable {
         return adminServer == null ? -1 : adminServer.port();
     }
 
+    /** The running configuration: without {@code pools:}, as written; with them, the default pool's view. */
     public GatewayConfig config() {
-        return settings.get().config();
+        return pools.defaultPool().config();
     }
 
     public GatewayMetrics metrics() {
         return metrics;
     }
 
+    /** The default pool's workers (the gateway's, without {@code pools:}). */
     public WorkerSet workers() {
-        return workers;
+        return pools.defaultPool().workers;
     }
 
     public HealthTable health() {
-        return health;
+        return pools.defaultPool().health;
+    }
+
+    /** The admission of the pool named {@code name} (tests, benchmarks). */
+    public java.util.Optional<AdmissionController> admission(String name) {
+        return pools.named(name).map(p -> p.admission);
+    }
+
+    /** The names of the running pools, in configuration order. */
+    public java.util.List<String> poolNames() {
+        return pools.all().stream().map(p -> p.name).toList();
     }
 
     public UpstreamPool pool() {
         return pool;
     }
 
+    /** The default pool's admission (the gateway's, without {@code pools:}). */
     public AdmissionController admission() {
-        return admission;
+        return pools.defaultPool().admission;
     }
 
     /** Requests whose exchange has not ended (for drain and tests). */
@@ -334,12 +277,12 @@ public final class GatewayServer implements AutoCloseable {
 
     /** Workers a reload removed that still drain (tests, state). */
     public int drainingWorkers() {
-        return reconciler.draining();
+        return pools.all().stream().mapToInt(p -> p.reconciler.draining()).sum();
     }
 
     /** The parts an exchange uses (benchmarks drive one without a client connection). */
     PdServices pdServices() {
-        return front.pd();
+        return pools.defaultPool().pd;
     }
 
     /** What a client connection's handler is given (tests build one on an embedded channel). */
@@ -349,7 +292,7 @@ public final class GatewayServer implements AutoCloseable {
 
     /** The settings new requests get now. */
     LiveSettings liveSettings() {
-        return settings.get();
+        return pools.defaultPool().settings();
     }
 
     /** The loop that runs admission's expiry sweep (tests block it to show what does not wait on it). */
@@ -365,31 +308,16 @@ public final class GatewayServer implements AutoCloseable {
     @Override
     public void close() {
         reloads.close();
-        synchronized (this) {
-            checker.close();
-        }
-        stallProbes.close();
-        directory.close();
-        if (identities != null) {
-            identities.close();
-        }
-        if (telemetry != null) {
-            telemetry.close();
-        }
+        pools.all().forEach(ModelPool::close);
         if (adminServer != null) {
             adminServer.close();
         }
         background.close();
-        prefillRates.close();
-        if (leases != null) {
-            leases.close();
-        }
+        pools.all().forEach(ModelPool::closeAfterTasks);
+        loops.closeFileIo(); // after every pool's last save of its rates
         if (clients != null) {
             clients.close();
         }
-        counter.close();
-        kvEvents.ifPresent(KvEventSubscription::close);
-        modelTokens.ifPresent(ModelTokenizer::close);
         listener.close();
         loops.close();
         tracing.close(); // what is queued goes out (bounded wait)

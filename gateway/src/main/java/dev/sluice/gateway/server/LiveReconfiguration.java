@@ -16,7 +16,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * settings they started with; new ones get the new ones. Works before the gateway starts too.
  * One reload at a time.
  */
-final class LiveReconfiguration {
+final class LiveReconfiguration implements Reconfigurable {
     private final AtomicReference<LiveSettings> live;
     private final boolean routingUsesPrefix;
     private final AdmissionController admission;
@@ -46,7 +46,8 @@ final class LiveReconfiguration {
     /**
      * @throws IllegalArgumentException when a change cannot be applied live (nothing was changed)
      */
-    synchronized AppliedChanges apply(GatewayConfig next) {
+    @Override
+    public synchronized AppliedChanges apply(GatewayConfig next) {
         GatewayConfig cur = live.get().config();
         // what takes effect how is declared once (config.ConfigSection); the plan is checked whole first
         ReloadPlan plan = ReloadPlan.of(cur, next);

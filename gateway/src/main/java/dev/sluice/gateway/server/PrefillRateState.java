@@ -9,10 +9,7 @@ import dev.sluice.gateway.state.PrefillRateStore;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The measured prefill rates kept across restarts (the state file and, with coordination, Redis):
@@ -20,8 +17,6 @@ import org.slf4j.LoggerFactory;
  * writer of the file at a time, never an event loop).
  */
 final class PrefillRateState {
-    private static final Logger log = LoggerFactory.getLogger(PrefillRateState.class);
-
     private final KeptPrefillRates kept;
     private final ScheduledExecutorService fileIo;
     private volatile boolean started;
@@ -35,10 +30,28 @@ final class PrefillRateState {
     static PrefillRateState of(Supplier<GatewayConfig> config, AdmissionController admission,
                                Optional<RedisLeaseStore> redis, ScheduledExecutorService fileIo,
                                BackgroundTasks background) {
+        return of(config, admission, redis, fileIo, background, null);
+    }
+
+    /**
+     * ... for a model pool: {@code pool} null for the default pool (its file as configured), else the pool's
+     * name, put before the file's extension ({@code prefill-rates.json} becomes {@code prefill-rates.small.json}):
+     * pools never write over each other's rates.
+     */
+    static PrefillRateState of(Supplier<GatewayConfig> config, AdmissionController admission,
+                               Optional<RedisLeaseStore> redis, ScheduledExecutorService fileIo,
+                               BackgroundTasks background, String pool) {
         Duration storeWait = config.get().coordination().map(cc -> cc.leaseTtl()).orElse(Duration.ZERO);
         return new PrefillRateState(new KeptPrefillRates(admission::savedRates, admission::measuredRates,
-                () -> config.get().admission().prefillRate().stateFile(), redis.map(r -> (PrefillRateStore) r),
-                storeWait, fileIo, background), fileIo);
+                () -> config.get().admission().prefillRate().stateFile().map(p -> pool == null ? p : ofPool(p, pool)),
+                redis.map(r -> (PrefillRateStore) r), storeWait, fileIo, background), fileIo);
+    }
+
+    static java.nio.file.Path ofPool(java.nio.file.Path file, String pool) {
+        String name = file.getFileName().toString();
+        int dot = name.lastIndexOf('.');
+        return file.resolveSibling(dot > 0 ? name.substring(0, dot) + "." + pool + name.substring(dot)
+                : name + "." + pool);
     }
 
     /** Gives admission the kept rates as priors and starts the periodic saves. */
@@ -49,19 +62,11 @@ final class PrefillRateState {
 
     /**
      * The last save runs on the file IO thread after its periodic save stopped (the background tasks
-     * are closed first), then the thread ends.
+     * are closed first); {@link ServerLoops#closeFileIo} then waits for it.
      */
     void close() {
         if (started) {
             fileIo.execute(kept::saveAtStop);
-        }
-        fileIo.shutdown();
-        try {
-            if (!fileIo.awaitTermination(5, TimeUnit.SECONDS)) {
-                log.warn("file io thread still busy at shutdown wait_seconds=5");
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
         }
     }
 }

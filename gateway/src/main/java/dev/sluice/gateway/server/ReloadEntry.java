@@ -11,18 +11,18 @@ import java.util.function.Supplier;
 
 /**
  * Where a reload comes in (SIGHUP, the file watch, {@code POST /admin/reload}) and what it tells the
- * admin views: builds the {@link ConfigReload} over the server's {@link LiveReconfiguration}, hands it
+ * admin views: builds the {@link ConfigReload} over the server's {@link Reconfigurable}, hands it
  * to the admin listener and keeps {@code /admin/state}'s {@code "config"} object current.
  */
 final class ReloadEntry implements AutoCloseable {
-    private final LiveReconfiguration reconfiguration;
+    private final Reconfigurable reconfiguration;
     private final MeterRegistry registry;
     private Supplier<JsonNode> configInfo;
     private StateView stateView;
     private AdminServer adminServer;
     private ConfigReload reload;
 
-    ReloadEntry(LiveReconfiguration reconfiguration, MeterRegistry registry) {
+    ReloadEntry(Reconfigurable reconfiguration, MeterRegistry registry) {
         this.reconfiguration = reconfiguration;
         this.registry = registry;
     }

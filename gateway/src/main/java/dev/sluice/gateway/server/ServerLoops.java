@@ -47,7 +47,20 @@ final class ServerLoops {
         return loops;
     }
 
-    /** Stops the event loops (the file IO thread is stopped first, by {@link PrefillRateState#close}). */
+    /** Stops the file IO thread once what was given it (every pool's last save of its rates) is done. */
+    void closeFileIo() {
+        fileIo.shutdown();
+        try {
+            if (!fileIo.awaitTermination(5, TimeUnit.SECONDS)) {
+                org.slf4j.LoggerFactory.getLogger(ServerLoops.class).warn("file io thread still busy at shutdown "
+                        + "wait_seconds=5");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /** Stops the event loops (the file IO thread is stopped first, by {@link #closeFileIo}). */
     void close() {
         // a quiet period: closing the listener ends the exchanges in flight, which send their aborts to
         // the workers from these loops; with none, the aborts' connects complete on a loop that no longer

@@ -32,17 +32,14 @@ final class StartupMetrics {
                 metrics.preRegisterStallProbe(w.role().label(), w.name(), result);
             }
         }
-        metrics.preRegister(Routes.metricLabels(), Arrays.stream(RejectReason.values()).map(RejectReason::code).toList(),
-                AbortCause.labels(), workers.unified() ? List.of(WorkerRole.UNIFIED.label())
+        metrics.preRegister(Routes.metricLabels(), AbortCause.labels(), workers.unified() ? List.of(WorkerRole.UNIFIED.label())
                         : List.of(WorkerRole.PREFILL.label(), WorkerRole.DECODE.label()),
                 workers.all().stream().map(Worker::name).toList());
     }
 
-    /** The label values at 0, the workers' gauges, and the connection gauges. */
-    static void bind(GatewayMetrics metrics, WorkerSet workers, dev.sluice.gateway.config.GatewayConfig.TelemetryConfig
-            telemetry, java.util.function.IntSupplier upstream, java.util.function.IntSupplier clients) {
-        preRegister(metrics, workers);
-        metrics.bindWorkers(workers, telemetry);
+    /** The connection gauges (each pool exports its workers' label values and gauges: {@link ModelPool}). */
+    static void bind(GatewayMetrics metrics, java.util.function.IntSupplier upstream,
+                     java.util.function.IntSupplier clients) {
         metrics.gauge("sluice.upstream.connections", "open connections from the gateway to workers", () -> upstream.getAsInt());
         metrics.gauge("sluice.client.connections", "open client connections", () -> clients.getAsInt());
     }

@@ -38,14 +38,16 @@ final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirec
     private final Iterable<EventExecutor> loops;
     private final TelemetryConfig telemetry;
     private final Set<dev.sluice.gateway.pd.InFlight> live;
+    private final String poolName; // the pool label of the workers it adds
     /** Workers a reload removed that still carry requests: retired (pool closed, state dropped) once idle. */
     private final Set<Worker> draining = ConcurrentHashMap.newKeySet();
 
     WorkerReconciler(WorkerSet workers, HealthTable health, AdmissionController admission, GatewayMetrics metrics,
                      RoutingMetrics routingMetrics, RoutingPolicy prefillPolicy, RoutingPolicy decodePolicy,
                      UpstreamPool pool, Iterable<EventExecutor> loops, TelemetryConfig telemetry,
-                     Set<dev.sluice.gateway.pd.InFlight> live) {
+                     Set<dev.sluice.gateway.pd.InFlight> live, String poolName) {
         this.live = live;
+        this.poolName = poolName;
         this.workers = workers;
         this.health = health;
         this.admission = admission;
@@ -113,6 +115,7 @@ final class WorkerReconciler implements dev.sluice.gateway.discovery.WorkerDirec
                 w.awaitIdentity();
                 health.add(w);
                 admission.addWorker(w);
+                metrics.poolLabels().assign(w.name(), poolName);
                 metrics.bindWorker(w, telemetry);
                 for (FailureKind k : FailureKind.values()) {
                     metrics.preRegisterEjection(w.role().label(), w.name(), k.label());

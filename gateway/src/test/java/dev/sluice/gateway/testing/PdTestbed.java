@@ -178,12 +178,18 @@ public final class PdTestbed implements AutoCloseable {
      */
     public double metric(String nameWithLabels) throws IOException, InterruptedException {
         for (String raw : metrics().split("\n")) {
-            String line = raw.replace(",}", "}"); // the simpleclient format writes a trailing comma
+            // the simpleclient format writes a trailing comma; the pool label (one pool here) is left out
+            String line = withoutPool(raw).replace(",}", "}");
             if (line.startsWith(nameWithLabels + " ")) {
                 return Double.parseDouble(line.substring(nameWithLabels.length() + 1).trim());
             }
         }
         return 0;
+    }
+
+    /** A sample line without its {@code pool="..."} label (every series of a one-pool gateway has the same). */
+    public static String withoutPool(String line) {
+        return line.replaceFirst("pool=\"[^\"]*\",?", "").replace(",}", "}").replace("{}", "");
     }
 
     /**
@@ -193,7 +199,8 @@ public final class PdTestbed implements AutoCloseable {
     public java.util.List<Double> samples(String prefix) {
         java.util.List<Double> out = new java.util.ArrayList<>();
         try {
-            for (String line : metrics().split("\n")) {
+            for (String raw : metrics().split("\n")) {
+                String line = withoutPool(raw);
                 if (line.startsWith(prefix)) {
                     out.add(Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1)));
                 }

@@ -1,0 +1,43 @@
+package dev.sluice.gateway.metrics;
+
+import io.micrometer.core.instrument.Meter;
+import io.micrometer.core.instrument.config.MeterFilter;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The {@code pool} label of every meter about a worker: a meter with a {@code worker} tag and no
+ * {@code pool} gets its worker's pool (the default pool's name for a worker no pool claimed), so the
+ * code that counts a worker's ejection or KV transfer failure need not know pools, and every series
+ * of a name has the same label keys (Prometheus requires it). Meters of one pool without a worker
+ * (admission, routing) are tagged by their pool's binders. Thread-safe.
+ */
+public final class PoolLabels implements MeterFilter {
+    public static final String TAG = "pool";
+
+    private final Map<String, String> poolOfWorker = new ConcurrentHashMap<>();
+    private volatile String defaultPool = dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME;
+
+    /** The pool of a worker that names none (the configuration's default pool). */
+    public void defaultPool(String pool) {
+        defaultPool = pool;
+    }
+
+    /** {@code worker} (its name, host:port) belongs to {@code pool}: its meters from now on carry it. */
+    public void assign(String worker, String pool) {
+        poolOfWorker.put(worker, pool);
+    }
+
+    public String poolOf(String worker) {
+        return poolOfWorker.getOrDefault(worker, defaultPool);
+    }
+
+    @Override
+    public Meter.Id map(Meter.Id id) {
+        String worker = id.getTag("worker");
+        if (worker == null || id.getTag(TAG) != null) {
+            return id;
+        }
+        return id.withTag(io.micrometer.core.instrument.Tag.of(TAG, poolOf(worker)));
+    }
+}
