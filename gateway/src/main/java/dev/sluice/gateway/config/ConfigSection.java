@@ -38,7 +38,13 @@ public enum ConfigSection {
     LOGGING("logging", Effect.LIVE, GatewayConfig::requestLogging,
             (b, from) -> b.requestLogging(from.requestLogging())),
     /** Live within a mode: other lists under another disaggregation wait for it, at the next start. */
-    WORKERS("workers", Effect.LIVE_WITHIN_MODE, GatewayConfig::workers, (b, from) -> b.workers(from.workers()));
+    WORKERS("workers", Effect.LIVE_WITHIN_MODE, GatewayConfig::workers, (b, from) -> b.workers(from.workers())),
+    /**
+     * The model pools (and default_pool): each pool's own sections change live as the sections above do (the
+     * server reloads every pool by its view); the list of pools, their models and protocols are refused by the
+     * server when changed (they need a restart).
+     */
+    POOLS("pools", Effect.LIVE, GatewayConfig::pools, (b, from) -> b.pools(from.pools()));
 
     /** How a changed section takes effect. */
     public enum Effect {

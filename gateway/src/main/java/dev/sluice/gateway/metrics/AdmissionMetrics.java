@@ -23,10 +23,10 @@ public final class AdmissionMetrics implements AdmissionObserver {
     private final List<io.micrometer.core.instrument.Meter> classGauges = new java.util.ArrayList<>();
 
     public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config) {
-        this(metrics, config, dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+        this(metrics, config, null);
     }
 
-    /** The meters of {@code pool}'s admission: each carries {@code pool="<name>"}. */
+    /** The meters of {@code pool}'s admission: each carries {@code pool="<name>"} (none when {@code pool} is null). */
     public AdmissionMetrics(GatewayMetrics metrics, AdmissionConfig config, String pool) {
         this.metrics = metrics;
         this.pool = pool;
@@ -51,7 +51,7 @@ public final class AdmissionMetrics implements AdmissionObserver {
                         return cls < byClass.length ? byClass[cls] : 0;
                     })
                     .description("requests waiting in the gateway's queue").tag("priority", names.get(i))
-                    .tag(PoolLabels.TAG, pool).register(r));
+                    .tags(poolTag()).register(r));
         }
     }
 
@@ -68,7 +68,7 @@ public final class AdmissionMetrics implements AdmissionObserver {
         gauge(r, "sluice.prefill.throughput.tokens.per.second", admission, a -> a.snapshot().prefillTokensPerSecond(),
                 "measured prefill drain rate used for wait predictions and Retry-After");
         Gauge.builder("sluice.token.estimator.bytes.per.token", counter, PromptTokenCounter::bytesPerToken)
-                .description("learned UTF-8 bytes per prompt token").tag(PoolLabels.TAG, pool).register(r);
+                .description("learned UTF-8 bytes per prompt token").tags(poolTag()).register(r);
         metrics.preRegisterRejections(pool, java.util.Arrays.stream(RejectReason.values()).map(RejectReason::code)
                 .toList());
         // read at scrape time: a reloaded limit shows at once
@@ -83,12 +83,12 @@ public final class AdmissionMetrics implements AdmissionObserver {
 
     private void gauge(PrometheusMeterRegistry r, String name, AdmissionController a,
                        ToDoubleFunction<AdmissionController> f, String description) {
-        Gauge.builder(name, a, f).description(description).tag(PoolLabels.TAG, pool).register(r);
+        Gauge.builder(name, a, f).description(description).tags(poolTag()).register(r);
     }
 
     private void limit(PrometheusMeterRegistry r, String limit, java.util.function.Supplier<Number> value) {
         Gauge.builder("sluice.admission.limit", value).description("configured admission limits")
-                .tag("limit", limit).tag(PoolLabels.TAG, pool).register(r);
+                .tag("limit", limit).tags(poolTag()).register(r);
     }
 
     @Override
@@ -103,4 +103,8 @@ public final class AdmissionMetrics implements AdmissionObserver {
         metrics.queueWait(pool, p < names.size() ? names.get(p) : "unknown", Duration.ofNanos(ticket.queuedNanos()));
     }
 
+
+    private String[] poolTag() {
+        return pool == null ? new String[0] : new String[]{PoolLabels.TAG, pool};
+    }
 }

@@ -197,20 +197,25 @@ public final class GatewayMetrics implements AutoCloseable {
         promptTokens.increment(tokens);
     }
 
-    /** Admission refused a request of {@code pool}'s, for {@code reason}. */
+    /** Admission refused a request of {@code pool}'s (null: the one implicit pool), for {@code reason}. */
     public void rejection(String pool, String reason) {
         String key = pool + '\0' + reason;
         Counter c = rejectionCounters.get(key);
         if (c == null) {
-            c = rejectionCounters.computeIfAbsent(key, k -> counter("sluice.rejections", "pool", pool, "reason", reason));
+            c = rejectionCounters.computeIfAbsent(key, k -> rejectionCounter(pool, reason));
         }
         c.increment();
     }
 
     /** Exports {@code pool}'s rejection counters at 0, one per reason. */
     public void preRegisterRejections(String pool, java.util.List<String> reasons) {
-        reasons.forEach(r -> rejectionCounters.computeIfAbsent(pool + '\0' + r,
-                k -> counter("sluice.rejections", "pool", pool, "reason", r)));
+        reasons.forEach(r -> rejectionCounters.computeIfAbsent(pool + '\0' + r, k -> rejectionCounter(pool, r)));
+    }
+
+    /** {@code pool} null: the one implicit pool, no pool label. */
+    private Counter rejectionCounter(String pool, String reason) {
+        return pool == null ? counter("sluice.rejections", "reason", reason)
+                : counter("sluice.rejections", "pool", pool, "reason", reason);
     }
 
     public void queueWait(String pool, String priority, Duration wait) {
@@ -219,7 +224,8 @@ public final class GatewayMetrics implements AutoCloseable {
         if (t == null) {
             t = queueWaitTimers.computeIfAbsent(key, k -> Timer.builder("sluice.queue.wait")
                     .description("time a request waited in the gateway's queue before dispatch")
-                    .tags("pool", pool, "priority", priority).serviceLevelObjectives(LlmBuckets.LATENCY)
+                    .tags(pool == null ? new String[]{"priority", priority} : new String[]{"pool", pool, "priority",
+                            priority}).serviceLevelObjectives(LlmBuckets.LATENCY)
                     .register(registry));
         }
         t.record(wait);

@@ -10,17 +10,25 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code pool} gets its worker's pool (the default pool's name for a worker no pool claimed), so the
  * code that counts a worker's ejection or KV transfer failure need not know pools, and every series
  * of a name has the same label keys (Prometheus requires it). Meters of one pool without a worker
- * (admission, routing) are tagged by their pool's binders. Thread-safe.
+ * (admission, routing) are tagged by their pool's binders. Only with {@code pools:} ({@link #enable}):
+ * a gateway of one implicit pool exports its series as they always were, without the label. Thread-safe.
  */
 public final class PoolLabels implements MeterFilter {
     public static final String TAG = "pool";
 
     private final Map<String, String> poolOfWorker = new ConcurrentHashMap<>();
     private volatile String defaultPool = dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME;
+    private volatile boolean on;
 
-    /** The pool of a worker that names none (the configuration's default pool). */
-    public void defaultPool(String pool) {
+    /** Labels from now on (before any meter is registered); {@code pool} is that of a worker no pool claimed. */
+    public void enable(String pool) {
         defaultPool = pool;
+        on = true;
+    }
+
+    /** Whether meters carry the label ({@code pools:} configured). */
+    public boolean on() {
+        return on;
     }
 
     /** {@code worker} (its name, host:port) belongs to {@code pool}: its meters from now on carry it. */
@@ -35,7 +43,7 @@ public final class PoolLabels implements MeterFilter {
     @Override
     public Meter.Id map(Meter.Id id) {
         String worker = id.getTag("worker");
-        if (worker == null || id.getTag(TAG) != null) {
+        if (!on || worker == null || id.getTag(TAG) != null) {
             return id;
         }
         return id.withTag(io.micrometer.core.instrument.Tag.of(TAG, poolOf(worker)));

@@ -32,13 +32,13 @@ public final class RoutingMetrics {
     private final AtomicReferenceArray<Bound> bound = new AtomicReferenceArray<>(WorkerRole.values().length);
 
     public RoutingMetrics(MeterRegistry registry) {
-        this(registry, dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+        this(registry, null);
     }
 
-    /** The routing meters of {@code pool} (each carries {@code pool="<name>"}). */
+    /** The routing meters of {@code pool} (each carries {@code pool="<name>"}; none when {@code pool} is null). */
     public RoutingMetrics(MeterRegistry registry, String pool) {
         this.registry = Objects.requireNonNull(registry, "registry");
-        this.pool = Objects.requireNonNull(pool, "pool");
+        this.pool = pool;
     }
 
     /**
@@ -80,8 +80,8 @@ public final class RoutingMetrics {
 
     private Counter counter(WorkerRole role, RoutingPolicy policy, String reason) {
         return Counter.builder(DECISIONS).description(DECISIONS_HELP)
-                .tags("role", role.label(), "policy", policy.name(), "reason", reason).tag(PoolLabels.TAG, pool)
-                .register(registry);
+                .tags("role", role.label(), "policy", policy.name(), "reason", reason).tags(pool == null ? new String[0]
+                        : new String[]{PoolLabels.TAG, pool}).register(registry);
     }
 
     /** The counters of one (role, policy), parallel to the reasons it can give. */

@@ -102,7 +102,9 @@ public final class GatewayServer implements AutoCloseable {
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
         this.tracing = config.tracing().map(tc -> Tracing.start(tc, metrics.registry())).orElse(Tracing.off());
         PoolsConfig pc = config.pools();
-        metrics.poolLabels().defaultPool(pc.defaultPool());
+        if (pc.explicit()) {
+            metrics.poolLabels().enable(pc.defaultPool()); // every pool's and worker's series get a pool label
+        }
         PoolServices shared = new PoolServices(transport, loops, pool, metrics, background, recentErrors, live, tracing,
                 this::listenAddress, pc.defaultPool());
         List<ModelPool> running = new ArrayList<>();

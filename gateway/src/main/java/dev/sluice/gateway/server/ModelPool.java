@@ -90,7 +90,8 @@ final class ModelPool implements AutoCloseable {
                 ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator))
                 .orElse(estimator);
-        AdmissionMetrics admissionMetrics = new AdmissionMetrics(shared.metrics(), ac, name);
+        String label = shared.metrics().poolLabels().on() ? name : null; // the pool label, with pools: only
+        AdmissionMetrics admissionMetrics = new AdmissionMetrics(shared.metrics(), ac, label);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
         this.modelTokens = config.routing().kvEvents().filter(kv -> kv.tokenizer() == RoutingConfig.Tokenizer.HF)
@@ -104,7 +105,7 @@ final class ModelPool implements AutoCloseable {
         this.kvMetrics = kvEvents.map(k -> new CacheViewMetrics(shared.metrics().registry(), k.view()));
         RoutingPolicy decodePolicy = RoutingPolicies.create(config.routing(),
                 workers.unified() ? WorkerRole.UNIFIED : WorkerRole.DECODE);
-        RoutingMetrics routingMetrics = new RoutingMetrics(shared.metrics().registry(), name);
+        RoutingMetrics routingMetrics = new RoutingMetrics(shared.metrics().registry(), label);
         routingMetrics.bind(WorkerRole.PREFILL, prefillPolicy, workers.prefill());
         if (!workers.unified()) {
             routingMetrics.bind(WorkerRole.DECODE, decodePolicy, workers.decode());

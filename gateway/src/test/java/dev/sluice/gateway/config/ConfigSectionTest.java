@@ -30,21 +30,25 @@ class ConfigSectionTest {
     /** Every section different from {@link #RUNNING}, and valid with either's mode. */
     private static final GatewayConfig OTHER = ConfigLoader.parse("""
             listen: { port: 9090 }
-            disaggregation: vllm
-            workers:
-              prefill: [ { url: "http://10.0.1.1:8100" } ]
-              decode: [ { url: "http://10.0.1.2:8200" } ]
+            pools:
+              - name: big
+                models: [big-model]
+                disaggregation: vllm
+                workers:
+                  prefill: [ { url: "http://10.0.1.1:8100" } ]
+                  decode: [ { url: "http://10.0.1.2:8200" } ]
+                health: { interval: 3s }
+                admission: { max_queued_requests: 7 }
+                routing: { decode: { policy: round_robin } }
             timeouts: { connect: 750ms }
             http: { max_request_body: 1MiB }
             upstream: { idle_timeout: 3s }
-            health: { interval: 3s }
-            admission: { max_queued_requests: 7, tokenizer: { threads: 3 } }
+            admission: { tokenizer: { threads: 3 } }
             telemetry: { interval: 2s }
             admin: { port: 9091 }
             coordination: { redis: { url: "redis://10.0.1.9:6379" } }
             tracing: { otlp: { endpoint: "http://10.0.1.9:4317" } }
             retries: { max_retries: 0 }
-            routing: { decode: { policy: round_robin } }
             logging: { requests: none }
             """, "other.yaml");
 
@@ -71,6 +75,7 @@ class ConfigSectionTest {
         Set<String> keys = new LinkedHashSet<>(ConfigLoader.model().root().properties());
         // checked when the file is read, not held in GatewayConfig: nothing for a reload to apply
         keys.remove("vllm_kv_connector");
+        keys.remove("default_pool"); // held in the pools section (PoolsConfig.defaultPool)
         assertThat(topLevel().stream().map(ConfigSection::key)).containsExactlyInAnyOrderElementsOf(keys);
     }
 

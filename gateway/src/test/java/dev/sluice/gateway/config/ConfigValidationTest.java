@@ -64,8 +64,9 @@ class ConfigValidationTest {
         assertThat(texts(WORKERS + "listen: { prot: 8080 }\nhelth: {}\nadmission: { prefill: { max_inflight: 3 } }\n"))
                 .containsExactly(
                         "listen.prot: unknown key (expected one of: host, internal_endpoints, port, tls)",
-                        "helth: unknown key (expected one of: admin, admission, coordination, disaggregation, health, http, listen, logging, "
-                                + "retries, routing, telemetry, timeouts, tracing, upstream, vllm_kv_connector, workers)",
+                        "helth: unknown key (expected one of: admin, admission, coordination, default_pool, disaggregation, health, "
+                                + "http, listen, logging, pools, retries, routing, telemetry, timeouts, tracing, upstream, "
+                                + "vllm_kv_connector, workers)",
                         "admission.prefill.max_inflight: unknown key (expected one of: max_inflight_requests, "
                                 + "max_inflight_time, max_inflight_tokens)");
         assertThat(texts(WORKERS.replace("bootstrap_port: 8998", "bootstrap: 8998")))
