@@ -218,9 +218,15 @@ public final class GatewayServer implements AutoCloseable {
         drain.drain(grace);
     }
 
-    /** Waits (bounded) until the first health round marked workers of both roles usable. */
+    /** Waits (bounded) until the first health round marked workers of both roles usable, in every pool. */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
-        return ReadinessReport.await(pools.defaultPool().workers, unit.toNanos(timeout));
+        long deadline = System.nanoTime() + unit.toNanos(timeout);
+        for (ModelPool p : pools.all()) {
+            if (!ReadinessReport.await(p.workers, Math.max(0, deadline - System.nanoTime()))) {
+                return false;
+            }
+        }
+        return true;
     }
 
     // ---- for the CLI, the admin views and tests ----
