@@ -56,6 +56,18 @@ final class ConfigNode {
         return node;
     }
 
+    /** Puts this key in the effective configuration as written (the top level's sections under pools:). */
+    void effectiveAsWritten() {
+        if (!isMissing()) {
+            reading.effective(segments, node.deepCopy());
+        }
+    }
+
+    /** Leaves this key out of the effective configuration (read from the top level, not this place's to set). */
+    void forgetEffective() {
+        reading.forget(segments);
+    }
+
     /** The same key (path, schema, place in the effective tree) over another tree: a pool's merged sections. */
     ConfigNode over(JsonNode replacement) {
         return new ConfigNode(replacement, path, schemaPath, segments, reading);

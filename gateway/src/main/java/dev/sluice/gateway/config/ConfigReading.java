@@ -167,6 +167,18 @@ final class ConfigReading {
     }
 
     /** Records the value in force at {@code segments} (keys and list indexes). */
+    /** Takes the value at {@code segments} out of the effective configuration (a key read, but not the file's to set). */
+    void forget(List<Object> segments) {
+        JsonNode parent = effective;
+        for (int i = 0; i < segments.size() - 1 && parent != null; i++) {
+            Object s = segments.get(i);
+            parent = s instanceof Integer idx ? parent.get(idx) : parent.get(String.valueOf(s));
+        }
+        if (parent instanceof ObjectNode o && !segments.isEmpty()) {
+            o.remove(String.valueOf(segments.get(segments.size() - 1)));
+        }
+    }
+
     void effective(List<Object> segments, JsonNode value) {
         if (segments.isEmpty()) {
             return;

@@ -90,6 +90,8 @@ final class PoolsConfigReader {
     /** The document with pools: the default pool's view, carrying every pool. */
     static GatewayConfig read(ConfigNode root, java.util.function.Supplier<GatewayConfig.Builder> shared) {
         ConfigNode poolsNode = root.child("pools", POOLS);
+        // the top level's routing, health and admission are the pools' defaults: check-config shows them as written
+        MERGED.forEach(section -> root.child(section).effectiveAsWritten());
         Set<String> names = new HashSet<>();
         Map<String, String> modelOwner = new HashMap<>();
         List<PoolsConfig.Pool> pools = new ArrayList<>();
@@ -150,16 +152,19 @@ final class PoolsConfigReader {
         if (root.reading().explore() && !merged.has("disaggregation") && !root.child("disaggregation").isMissing()) {
             merged.set("disaggregation", root.child("disaggregation").raw()); // each mode's keys, in the schema
         }
-        GatewayConfigReader.PoolParts parts = GatewayConfigReader.poolParts(item.over(merged));
+        ConfigNode sections = item.over(merged);
+        GatewayConfigReader.PoolParts parts = GatewayConfigReader.poolParts(sections);
+        // the gateway's own admission keys were read (the pool's admission holds them) but are not the pool's to set
+        GATEWAY_WIDE_ADMISSION.forEach(k -> sections.child("admission").child(k).forgetEffective());
         if (name == null || models.isEmpty() || root.reading().explore()) {
             return Optional.empty();
         }
         try {
             GatewayConfig.Builder b = parts.applyTo(shared.get());
             GatewayConfig base = b.build();
-            String pool = name;
+            String poolName = name;
             return Optional.of(new PoolsConfig.Pool(name, models, base.toBuilder()
-                    .coordination(base.coordination().map(c -> c.forPool(pool))).build()));
+                    .coordination(base.coordination().map(c -> c.forPool(poolName))).build()));
         } catch (IllegalArgumentException e) {
             if (!item.reading().hasProblems()) {
                 item.reading().problem(item.path(), item.path() + ": " + e.getMessage());
