@@ -218,8 +218,13 @@ public final class AdmissionController {
             long now = clock.getAsLong();
             // before a dispatch has shown the lead: the window in time, which binds only once the rates are known
             double window = prefill.known() ? inForce().prefillMaxInflightTime().toNanos() / 1e9 : 0;
-            QueueStatus.report(queue.serviceOrder(), only, prefill.remainingTokens(now), prefill.clusterRate(),
-                    ledger.lead.seconds(window), after);
+            double remaining = prefill.remainingTokens(now);
+            double lead = ledger.lead.seconds(window);
+            if (only != null) {
+                QueueStatus.report(only, queue.place(only), remaining, prefill.clusterRate(), lead, after);
+            } else {
+                QueueStatus.report(queue.serviceOrder(), remaining, prefill.clusterRate(), lead, after);
+            }
         }
     }
 
