@@ -197,12 +197,16 @@ public final class AdmissionController {
     public Rejection submit(Ticket t) {
         Rejection r = door.atTheDoor(t);
         if (r == null) {
-            r = decisions.decide(after -> door.admit(t, after));
+            r = decisions.decide(after -> {
+                Rejection no = door.admit(t, after);
+                if (no == null && t.watch != null) {
+                    reportQueue(t, after); // its first queue update, at once (under the same hold of the lock)
+                }
+                return no;
+            });
         }
         if (r != null) {
             observer.rejected(t, r.reason());
-        } else if (t.watch != null) {
-            decisions.act(after -> reportQueue(t, after)); // its first queue update, at once
         }
         return r;
     }

@@ -70,28 +70,50 @@ final class TenantQueue extends AbstractCollection<Ticket> {
         seed ^= seed << 13; // xorshift: the heap weights that keep the tree balanced in expectation
         seed ^= seed >>> 17;
         seed ^= seed << 5;
-        Node[] parts = split(root, t);
-        root = merge(merge(parts[0], new Node(t, seed)), parts[1]);
+        root = insert(root, new Node(t, seed));
         return true;
     }
 
-    /** Splits {@code n} into the tickets before {@code t} and the others (in order). */
-    private Node[] split(Node n, Ticket t) {
+    /** Inserts {@code x} under {@code n}: down to its weight's level, there the subtree split around it. */
+    private Node insert(Node n, Node x) {
         if (n == null) {
-            return new Node[2];
+            return x;
         }
-        if (order.compare(n.t, t) < 0) {
-            Node[] parts = split(n.right, t);
-            n.right = parts[0];
-            n.pull();
-            parts[0] = n;
-            return parts;
+        if (x.weight > n.weight) {
+            split(n, x.t);
+            x.left = splitBefore;
+            x.right = splitAfter;
+            x.pull();
+            return x;
         }
-        Node[] parts = split(n.left, t);
-        n.left = parts[1];
+        if (order.compare(x.t, n.t) < 0) {
+            n.left = insert(n.left, x);
+        } else {
+            n.right = insert(n.right, x);
+        }
         n.pull();
-        parts[1] = n;
-        return parts;
+        return n;
+    }
+
+    private Node splitBefore; // split's answer: the tickets before t, and the others (no array per level)
+    private Node splitAfter;
+
+    /** Splits {@code n} into the tickets before {@code t} and the others (in order). */
+    private void split(Node n, Ticket t) {
+        if (n == null) {
+            splitBefore = null;
+            splitAfter = null;
+        } else if (order.compare(n.t, t) < 0) {
+            split(n.right, t);
+            n.right = splitBefore;
+            n.pull();
+            splitBefore = n;
+        } else {
+            split(n.left, t);
+            n.left = splitAfter;
+            n.pull();
+            splitAfter = n;
+        }
     }
 
     private static Node merge(Node a, Node b) {
