@@ -16,7 +16,7 @@ import java.util.Map;
  * sweep, and each tenant's queued count and tokens over all classes, for tenant shares; both are
  * kept in step by every add and removal, so neither needs a walk of the queue. A tenant's queue is
  * an indexed sorted set ({@link TenantQueue}: a retry first, then deadline or arrival), and each
- * lane keeps its tickets longest prompt first too: adding, removing, finding the longest and what is
+ * tenant queue knows its longest prompt: adding, removing, finding the longest and what is
  * served before a ticket ({@link #place}) cost O(log n), whatever the depth. The {@link Headroom}
  * bound is told of every change that can add work before a queued ticket. Not thread-safe: the
  * controller's lock guards it.
@@ -158,7 +158,7 @@ final class PriorityQueues {
             // its tenant move a round back, behind one more ticket of each other tenant of the class
             int others = lane.tenants.size() - 1;
             boolean tenantsLast = lane.tenants.get(t.tenant).last() == t;
-            headroom.owe(t.tokens + (others > 0 && !tenantsLast ? others * lane.longest.first().tokens : 0));
+            headroom.owe(t.tokens + (others > 0 && !tenantsLast ? others * lane.longest().tokens : 0));
         }
         size++;
         deadlines.add(t);
@@ -247,7 +247,7 @@ final class PriorityQueues {
     /** The longest queued prompt of class {@code priority} (the later arrival among equals), or null. */
     Ticket longestOf(int priority) {
         QueueLane lane = lanes[priority];
-        return lane.longest.isEmpty() ? null : lane.longest.first();
+        return lane.longest();
     }
 
     /**
@@ -281,9 +281,9 @@ final class PriorityQueues {
 
     boolean remove(Ticket t) {
         QueueLane lane = lanes[t.priority];
-        if (lane.tenants.size() > 1 && !lane.longest.isEmpty()) {
+        if (lane.tenants.size() > 1) {
             // a later ticket of its tenant moves up a round: ahead of one more of the others
-            headroom.owe(lane.longest.first().tokens);
+            headroom.owe(lane.longest().tokens);
         }
         if (lane.remove(t)) {
             left(t);

@@ -6,20 +6,16 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableSet;
-import java.util.TreeSet;
 
 /**
  * One priority class's waiting tickets: a queue per tenant (a retry first, then deadline or
- * arrival, indexed: {@link TenantQueue}), the tenants' turns round robin, and the same tickets
- * longest prompt first. Its count and tokens are kept in step. Under the admission lock, through
+ * arrival, indexed: {@link TenantQueue}) and the tenants' turns round robin. Its count and tokens
+ * are kept in step; its longest prompt is the longest of its tenants' (each indexed). Under the admission lock, through
  * {@link PriorityQueues}.
  */
 final class QueueLane {
     final Map<String, TenantQueue> tenants = new HashMap<>();
     final ArrayDeque<String> rotation = new ArrayDeque<>();
-    /** The lane's tickets, longest prompt first (shed: longest). */
-    final NavigableSet<Ticket> longest = new TreeSet<>(Ticket.LONGEST_FIRST);
     int size;
     long tokens;
 
@@ -35,7 +31,6 @@ final class QueueLane {
             rotation.remove(t.tenant);
             rotation.addFirst(t.tenant);
         }
-        longest.add(t);
         size++;
         tokens += t.tokens;
     }
@@ -76,6 +71,15 @@ final class QueueLane {
         }
     }
 
+    /** The longest queued prompt here (the later arrival among equals), or null: O(tenants). */
+    Ticket longest() {
+        Ticket longest = null;
+        for (TenantQueue q : tenants.values()) {
+            longest = TenantQueue.longer(longest, q.longest());
+        }
+        return longest;
+    }
+
     Ticket peek() {
         return tenants.get(rotation.peekFirst()).first();
     }
@@ -84,7 +88,6 @@ final class QueueLane {
         String tenant = rotation.pollFirst();
         TenantQueue q = tenants.get(tenant);
         Ticket t = q.pollFirst();
-        longest.remove(t);
         if (q.isEmpty()) {
             tenants.remove(tenant);
         } else {
@@ -100,7 +103,6 @@ final class QueueLane {
         if (q == null || !q.remove(t)) {
             return false;
         }
-        longest.remove(t);
         if (q.isEmpty()) {
             tenants.remove(t.tenant);
             rotation.remove(t.tenant);

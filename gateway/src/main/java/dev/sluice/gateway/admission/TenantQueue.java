@@ -19,20 +19,44 @@ final class TenantQueue extends AbstractCollection<Ticket> {
         final int weight;
         Node left;
         Node right;
+        final long ownTokens; // the ticket's, read here (not through it) when the subtree is summed
+        final long ownArrival;
         int count;
         long tokens;
         Ticket longest;
+        long longestTokens;
+        long longestArrival;
 
         Node(Ticket t, int weight) {
             this.t = t;
             this.weight = weight;
-            pull();
+            ownTokens = t.tokens;
+            ownArrival = t.arrival;
+            count = 1; // a leaf: its subtree is itself
+            tokens = ownTokens;
+            longest = t;
+            longestTokens = ownTokens;
+            longestArrival = ownArrival;
         }
 
         void pull() {
             count = 1 + count(left) + count(right);
-            tokens = t.tokens + tokens(left) + tokens(right);
-            longest = longer(longer(t, left == null ? null : left.longest), right == null ? null : right.longest);
+            tokens = ownTokens + tokens(left) + tokens(right);
+            longest = t;
+            longestTokens = ownTokens;
+            longestArrival = ownArrival;
+            take(left);
+            take(right);
+        }
+
+        /** The child's longest if it is longer ({@link Ticket#LONGEST_FIRST}), from the numbers kept here. */
+        private void take(Node child) {
+            if (child != null && (child.longestTokens > longestTokens
+                    || child.longestTokens == longestTokens && child.longestArrival > longestArrival)) {
+                longest = child.longest;
+                longestTokens = child.longestTokens;
+                longestArrival = child.longestArrival;
+            }
         }
     }
 
@@ -164,23 +188,21 @@ final class TenantQueue extends AbstractCollection<Ticket> {
     }
 
     Ticket first() {
-        Node n = root;
-        if (n == null) {
-            throw new NoSuchElementException();
-        }
-        while (n.left != null) {
-            n = n.left;
-        }
-        return n.t;
+        return end(true);
     }
 
     Ticket last() {
+        return end(false);
+    }
+
+    /** The first (leftmost) or the last ticket; NoSuchElementException when empty, as a sorted set's. */
+    private Ticket end(boolean leftmost) {
         Node n = root;
         if (n == null) {
             throw new NoSuchElementException();
         }
-        while (n.right != null) {
-            n = n.right;
+        for (Node next = leftmost ? n.left : n.right; next != null; next = leftmost ? n.left : n.right) {
+            n = next;
         }
         return n.t;
     }
