@@ -21,8 +21,9 @@ import org.junit.jupiter.api.Test;
  * here as the reference ({@link #reference}: a walk of the queue in service order, or for the
  * newcomer last in that order the running sum), over random queues as the door, the dispatcher, the
  * reviews and departures leave them: classes, tenants sharing a class, deadlines early and late,
- * non-streamed answers, retries put back in front, prefills in flight and finishing, the decode pace
- * and the prediction margin moving, time passing, both queue orders and both shedding rules. The
+ * non-streamed answers, retries put back in front, prefills in flight and finishing (the rates
+ * measured), early rejection's moving bound, the decode pace and the prediction margin moving, time
+ * passing, both queue orders and both shedding rules. The
  * same requests late or shed, with the same work ahead and the same predicted seconds, to the bit.
  * And a newcomer's first queue report from the indexes is the walk's.
  */
@@ -70,10 +71,12 @@ class QueueJudgeDifferentialTest {
         int indexedNotEmpty = 0;
         int walked = 0;
         int reports = 0;
+        java.util.Set<Double> judgedRates = new java.util.HashSet<>();
         for (int round = 0; round < 400; round++) {
             WorkerSet workers = workers(2, 1);
+            boolean early = round % 4 == 3; // early rejection: judged at the rate's bound, which moves with time
             PrefillRates rates = new PrefillRates(workers, new PrefillRateConfig(OptionalDouble.of(1_000), Map.of(),
-                    false, Optional.empty()), 8_000, Map.of());
+                    false, Optional.empty(), early), 8_000, Map.of());
             PrefillLedger ledger = new PrefillLedger(rates);
             QueueJudge judge = new QueueJudge(rates, ledger, AdmissionObserver.NONE);
             boolean edf = random.nextBoolean();
@@ -100,8 +103,11 @@ class QueueJudgeDifferentialTest {
                     queue.add(t);
                     long walksBefore = judge.walks;
                     long indexedBefore = judge.indexedVerdicts;
-                    List<String> expected = verdict(reference(queue, t, shedLongest, new Forecast(now,
-                            rates.remainingTokens(now), rates.clusterRate(), ledger.pace, ledger.slack.seconds())));
+                    double rate = judge.judgedRate(now);
+                    double remaining = early ? rates.upperRemainingTokens(now) : rates.remainingTokens(now);
+                    judgedRates.add(rate);
+                    List<String> expected = Double.isNaN(rate) ? List.of() : verdict(reference(queue, t, shedLongest,
+                            new Forecast(now, remaining, rate, ledger.pace, ledger.slack.seconds())));
                     List<Forecast.Late> late = judge.late(queue, t, shedLongest, now);
                     assertThat(verdict(late)).as("round %d step %d: %d queued, %d classes, %d tenants, edf %s, shed %s",
                             round, i, queue.size(), classes, tenants, edf, shedLongest).isEqualTo(expected);
@@ -155,6 +161,7 @@ class QueueJudgeDifferentialTest {
         assertThat(indexedNotEmpty).as("of which refused or shedding one").isGreaterThan(100);
         assertThat(walked).as("newcomers judged by a walk (the bound could not vouch)").isGreaterThan(100);
         assertThat(reports).isGreaterThan(10_000);
+        assertThat(judgedRates).as("rates judged at (measured, bounds)").hasSizeGreaterThan(100);
         System.out.printf("newcomers %d, from the indexes %d (%d refused or shedding), walked %d, reports %d%n",
                 newcomers, indexed, indexedNotEmpty, walked, reports);
     }
