@@ -28,10 +28,10 @@ final class TenantQueue extends AbstractCollection<Ticket> {
         long longestArrival;
 
         Node(Ticket t, int weight) {
+            ownTokens = t.tokens; // its key and length are fixed while it is queued
+            ownArrival = t.arrival;
             this.t = t;
             this.weight = weight;
-            ownTokens = t.tokens;
-            ownArrival = t.arrival;
             count = 1; // a leaf: its subtree is itself
             tokens = ownTokens;
             longest = t;
