@@ -197,12 +197,16 @@ public final class AdmissionController {
     public Rejection submit(Ticket t) {
         Rejection r = door.atTheDoor(t);
         if (r == null) {
-            r = decisions.decide(after -> door.admit(t, after));
+            r = decisions.decide(after -> {
+                Rejection no = door.admit(t, after);
+                if (no == null && t.watch != null) {
+                    reportQueue(t, after); // its first queue update, at once (under the same hold of the lock)
+                }
+                return no;
+            });
         }
         if (r != null) {
             observer.rejected(t, r.reason());
-        } else if (t.watch != null) {
-            decisions.act(after -> reportQueue(t, after)); // its first queue update, at once
         }
         return r;
     }
@@ -218,8 +222,13 @@ public final class AdmissionController {
             long now = clock.getAsLong();
             // before a dispatch has shown the lead: the window in time, which binds only once the rates are known
             double window = prefill.known() ? inForce().prefillMaxInflightTime().toNanos() / 1e9 : 0;
-            QueueStatus.report(queue.serviceOrder(), only, prefill.remainingTokens(now), prefill.clusterRate(),
-                    ledger.lead.seconds(window), after);
+            double remaining = prefill.remainingTokens(now);
+            double lead = ledger.lead.seconds(window);
+            if (only != null) {
+                QueueStatus.report(only, queue.place(only), remaining, prefill.clusterRate(), lead, after);
+            } else {
+                QueueStatus.report(queue.serviceOrder(), remaining, prefill.clusterRate(), lead, after);
+            }
         }
     }
 

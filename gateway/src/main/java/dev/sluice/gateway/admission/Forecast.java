@@ -8,7 +8,9 @@ import java.util.List;
  * at the rates known now: the work still in
  * prefill first, then the queue in the order it will be served, each request's prompt at the
  * cluster's rate. A request that cannot make its deadline adds no work for those behind it: it
- * will be answered, not prefilled. One walk of the queue, O(n); under the admission lock.
+ * will be answered, not prefilled. One walk of the queue, O(n); under the admission lock. The work
+ * ahead is what the workers hold plus a whole number of queued tokens, summed as an integer: the
+ * same request gets the same prediction, to the bit, from a walk and from the queue's indexes.
  */
 final class Forecast {
     /**
@@ -22,7 +24,9 @@ final class Forecast {
     private final double rate;
     private final DecodePace pace;
     private final double slackSeconds;
-    private double ahead; // prompt tokens to compute before the next request in order
+    private final double remaining; // what the prefill workers hold
+    private long queued; // queued prompt tokens to compute before the next request in order
+    private Headroom covering; // told of each request found in time, or null
 
     /**
      * @param remainingTokens what the prefill workers still have to compute of what they hold
@@ -34,7 +38,19 @@ final class Forecast {
         this.rate = rate;
         this.pace = pace;
         this.slackSeconds = slackSeconds;
-        this.ahead = remainingTokens;
+        this.remaining = remainingTokens;
+    }
+
+    /** From here on, {@code tokens} queued prompt tokens are served before the next request. */
+    Forecast after(long tokens) {
+        queued = tokens;
+        return this;
+    }
+
+    /** From here on, each request found in time is covered by {@code headroom}. */
+    Forecast covering(Headroom headroom) {
+        covering = headroom;
+        return this;
     }
 
     /**
@@ -42,20 +58,24 @@ final class Forecast {
      * non-streamed request its whole answer after that (which delays no one else's prefill).
      */
     double secondsFor(Ticket t) {
-        return (ahead + t.tokens) / rate + slackSeconds + pace.seconds(t.answerTokens);
+        return (tokensAhead() + t.tokens) / rate + slackSeconds + pace.seconds(t.answerTokens);
     }
 
     /** Whether {@code t}, next in order, would get its first token by its deadline; if so its work counts for those behind. */
     boolean take(Ticket t) {
         boolean inTime = Nanos.plusSeconds(now, secondsFor(t)) <= t.waitDeadline;
         if (inTime) {
-            ahead += t.tokens;
+            queued += t.tokens;
+            if (covering != null) {
+                covering.cover(t, queued);
+            }
         }
         return inTime;
     }
 
+    /** Prompt tokens to compute before the next request: what the workers hold and the queued ones taken. */
     double tokensAhead() {
-        return ahead;
+        return remaining + queued;
     }
 
     /**
@@ -75,7 +95,7 @@ final class Forecast {
                 lane = t.priority;
             }
             double seconds = secondsFor(t);
-            double before = ahead;
+            double before = tokensAhead();
             if (take(t)) {
                 if (taken != null) {
                     taken.add(t);
@@ -84,14 +104,14 @@ final class Forecast {
             }
             Ticket longest = taken == null ? null : taken.peek();
             if (longest != null && longest.tokens > t.tokens) {
-                ahead -= longest.tokens;
+                queued -= longest.tokens;
                 if (take(t)) {
                     taken.poll();
                     taken.add(t);
                     out.add(new Late(longest, Double.NaN, before, true));
                     continue;
                 }
-                ahead += longest.tokens;
+                queued += longest.tokens;
             }
             out.add(new Late(t, seconds, before, false));
         }

@@ -6,7 +6,6 @@ import java.util.HashMap;
 import java.util.LinkedList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeSet;
 
 /**
  * The waiting room: one lane per priority class (index 0 is served first), and inside a lane one
@@ -16,13 +15,16 @@ import java.util.TreeSet;
  * lanes, the same tickets in order of their deadlines ({@link DeadlineHeap}), for the expiry
  * sweep, and each tenant's queued count and tokens over all classes, for tenant shares; both are
  * kept in step by every add and removal, so neither needs a walk of the queue. A tenant's queue is
- * a sorted set (a retry first, then deadline or arrival), and each lane keeps its tickets longest
- * prompt first too: adding, removing and finding the longest cost O(log n), whatever the depth. Not
- * thread-safe: the controller's lock guards it.
+ * an indexed sorted set ({@link TenantQueue}: a retry first, then deadline or arrival), and each
+ * tenant queue knows its longest prompt: adding, removing, finding the longest and what is
+ * served before a ticket ({@link #place}) cost O(log n), whatever the depth. The {@link Headroom}
+ * bound is told of every change that can add work before a queued ticket. Not thread-safe: the
+ * controller's lock guards it.
  */
 final class PriorityQueues {
     private QueueLane[] lanes;
     private final DeadlineHeap deadlines = new DeadlineHeap();
+    private final Headroom headroom = new Headroom();
     private final Map<String, long[]> tenantUse = new HashMap<>(); // tenant -> {queued, tokens}
     private long queueTimeoutNanos;
     private boolean edf;
@@ -61,6 +63,7 @@ final class PriorityQueues {
             t.priority = remap.applyAsInt(t);
             add(t);
         }
+        headroom.invalidate();
     }
 
     /** A reload changed admission.queue_timeout: every waiting ticket's wait ends by the new one. */
@@ -89,10 +92,11 @@ final class PriorityQueues {
     }
 
     private void resort() {
+        headroom.invalidate();
         Comparator<Ticket> c = comparator();
         for (QueueLane lane : lanes) {
             lane.tenants.replaceAll((tenant, q) -> {
-                TreeSet<Ticket> sorted = new TreeSet<>(c);
+                TenantQueue sorted = new TenantQueue(c);
                 for (Ticket x : q) { // one by one: the old set's order may no longer be the new one
                     sorted.add(x);
                 }
@@ -103,6 +107,11 @@ final class PriorityQueues {
 
     int size() {
         return size;
+    }
+
+    /** The bound on every queued ticket's headroom before its deadline (the judge's to start and read). */
+    Headroom headroom() {
+        return headroom;
     }
 
     int size(int priority) {
@@ -140,7 +149,17 @@ final class PriorityQueues {
         } else {
             t.frontRank = -(++retries);
         }
-        lanes[t.priority].add(t, front, comparator());
+        QueueLane lane = lanes[t.priority];
+        lane.add(t, front, comparator());
+        if (front) {
+            headroom.invalidate(); // it goes ahead of its whole class, and its tenant's turn comes first
+        } else if (!isLast(t)) {
+            // it is served before others: its prompt, and if it is not its tenant's last, the later ones of
+            // its tenant move a round back, behind one more ticket of each other tenant of the class
+            int others = lane.tenants.size() - 1;
+            boolean tenantsLast = lane.tenants.get(t.tenant).last() == t;
+            headroom.owe(t.tokens + (others > 0 && !tenantsLast ? others * lane.longest().tokens : 0));
+        }
         size++;
         deadlines.add(t);
         long[] use = tenantUse.computeIfAbsent(t.tenant, k -> new long[2]);
@@ -210,14 +229,25 @@ final class PriorityQueues {
             }
         }
         QueueLane lane = lanes[t.priority];
-        TreeSet<Ticket> q = lane.tenants.get(t.tenant);
+        TenantQueue q = lane.tenants.get(t.tenant);
         return lane.tenants.size() == 1 && q != null && q.last() == t;
+    }
+
+    /** What is served before queued {@code t}: O(tenants of its class x log n), no walk ({@link QueueLane#before}). */
+    QueuePlace place(Ticket t) {
+        QueuePlace p = new QueuePlace();
+        for (int i = 0; i < t.priority; i++) {
+            p.count += lanes[i].size;
+            p.tokens += lanes[i].tokens;
+        }
+        lanes[t.priority].before(t, p);
+        return p;
     }
 
     /** The longest queued prompt of class {@code priority} (the later arrival among equals), or null. */
     Ticket longestOf(int priority) {
         QueueLane lane = lanes[priority];
-        return lane.longest.isEmpty() ? null : lane.longest.first();
+        return lane.longest();
     }
 
     /**
@@ -250,7 +280,12 @@ final class PriorityQueues {
     }
 
     boolean remove(Ticket t) {
-        if (lanes[t.priority].remove(t)) {
+        QueueLane lane = lanes[t.priority];
+        if (lane.tenants.size() > 1) {
+            // a later ticket of its tenant moves up a round: ahead of one more of the others
+            headroom.owe(lane.longest().tokens);
+        }
+        if (lane.remove(t)) {
             left(t);
             return true;
         }
@@ -300,16 +335,9 @@ final class PriorityQueues {
      * newcomer of its own class and tenant when there is no room (Moore–Hodgson's move at the door).
      */
     Ticket longestLongerThan(int priority, String tenant, long tokens) {
-        TreeSet<Ticket> q = lanes[priority].tenants.get(tenant);
-        Ticket longest = null;
-        if (q != null) {
-            for (Ticket c : q) {
-                if (c.tokens > tokens && (longest == null || Ticket.LONGEST_FIRST.compare(c, longest) < 0)) {
-                    longest = c;
-                }
-            }
-        }
-        return longest;
+        TenantQueue q = lanes[priority].tenants.get(tenant);
+        Ticket longest = q == null ? null : q.longest(); // indexed: no walk of the tenant's queue
+        return longest != null && longest.tokens > tokens ? longest : null;
     }
 
     /** Every queued ticket, class by class (a copy: for the rare paths, tenant-share eviction and a drain). */

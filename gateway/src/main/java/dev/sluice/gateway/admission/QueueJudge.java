@@ -13,6 +13,9 @@ final class QueueJudge {
     private final PrefillRates prefill;
     private final PrefillLedger ledger;
     private final AdmissionObserver observer;
+    /** Verdicts for a newcomer that goes ahead of others: from the indexes, and by a walk (tests, the benchmark). */
+    long indexedVerdicts;
+    long walks;
 
     QueueJudge(PrefillRates prefill, PrefillLedger ledger, AdmissionObserver observer) {
         this.prefill = prefill;
@@ -60,32 +63,67 @@ final class QueueJudge {
      * under load), only its own fate is open: the work ahead of it is everything queued and in
      * prefill, and the longest prompt of its class is indexed, so the verdict costs O(log n) however
      * deep the queue. It is the verdict the walk gives as long as no queued request is already
-     * predicted late (each review answers those, at least every {@code review_interval}). Otherwise
-     * the whole queue is walked in service order, O(n).
+     * predicted late (each review answers those, at least every {@code review_interval}).
+     *
+     * <p>When it goes ahead of others, the {@link Headroom} bound decides: while it shows every
+     * queued request in time even with the work {@code t} puts before them, the walk would find only
+     * {@code t}'s own fate open, and that is judged from the queue's indexes ({@link
+     * PriorityQueues#place}: what is served before it, and the longest prompt of its class among
+     * those): O(tenants of its class x log n). Otherwise the whole queue is walked in service order,
+     * O(n), and the walk starts the bound over.
      */
     List<Forecast.Late> late(PriorityQueues queue, Ticket t, boolean shedLongest, long now) {
         double rate = judgedRate(now);
+        Headroom headroom = queue.headroom();
         if (Double.isNaN(rate)) {
+            headroom.invalidate(); // let in unjudged: nothing bounds its headroom
             return List.of();
         }
-        if (!queue.isLast(t)) {
-            return judged(now).late(queue.serviceOrder(), shedLongest);
+        double remaining = judgedRemaining(now);
+        if (queue.isLast(t)) {
+            Ticket longest = shedLongest ? queue.longestOf(t.priority) : null;
+            return alone(t, queue.tokensAtOrAbove(t.priority) - t.tokens, longest == t ? null : longest,
+                    remaining, rate, now, headroom);
         }
-        double ahead = judgedRemaining(now) + queue.tokensAtOrAbove(t.priority) - t.tokens;
-        Forecast f = new Forecast(now, ahead, rate, ledger.pace, ledger.slack.seconds());
+        if (headroom.holds(now, remaining, rate, ledger.slack.seconds(), ledger.pace.secondsPerToken())) {
+            indexedVerdicts++;
+            QueuePlace place = queue.place(t);
+            return alone(t, place.tokens, shedLongest ? place.longestOfClass : null, remaining, rate, now, headroom);
+        }
+        walks++;
+        headroom.restart(now, rate, ledger.pace.secondsPerToken());
+        List<Forecast.Late> late = judged(now, remaining, rate).covering(headroom).late(queue.serviceOrder(),
+                shedLongest);
+        if (late.size() > 1 && late.stream().anyMatch(l -> l.ticket() == t)) {
+            headroom.invalidate(); // refused, and others late too: they stay queued until the review
+        }
+        return late;
+    }
+
+    /**
+     * The verdict of the walk for {@code t} when nobody else's fate is open: {@code aheadTokens} queued
+     * tokens are served before it, {@code longest} is the longest prompt of its class among them
+     * (null: none, or no shedding). Covers {@code t} when it is let in.
+     */
+    private List<Forecast.Late> alone(Ticket t, long aheadTokens, Ticket longest, double remaining, double rate,
+                                      long now, Headroom headroom) {
+        Forecast f = judged(now, remaining, rate).after(aheadTokens);
         double seconds = f.secondsFor(t);
+        double before = f.tokensAhead();
         if (f.take(t)) {
+            headroom.cover(t, aheadTokens + t.tokens);
             return List.of();
         }
-        Ticket longest = shedLongest ? queue.longestOf(t.priority) : null;
-        if (longest != null && longest != t && longest.tokens > t.tokens) {
-            Forecast without = new Forecast(now, ahead - longest.tokens, rate, ledger.pace,
-                    ledger.slack.seconds());
-            if (without.take(t)) {
-                return List.of(new Forecast.Late(longest, Double.NaN, ahead, true));
-            }
+        if (longest != null && longest.tokens > t.tokens
+                && judged(now, remaining, rate).after(aheadTokens - longest.tokens).take(t)) {
+            headroom.cover(t, aheadTokens + t.tokens); // the longest's removal only takes work away
+            return List.of(new Forecast.Late(longest, Double.NaN, before, true));
         }
-        return List.of(new Forecast.Late(t, seconds, ahead, false));
+        return List.of(new Forecast.Late(t, seconds, before, false));
+    }
+
+    private Forecast judged(long now, double remaining, double rate) {
+        return new Forecast(now, remaining, rate, ledger.pace, ledger.slack.seconds());
     }
 
     /**
@@ -95,11 +133,15 @@ final class QueueJudge {
      * stops counting as work ahead of the others. Off while the rates are only guessed.
      */
     void review(PriorityQueues queue, AdmissionConfig config, long now, After after) {
-        Forecast f = queue.size() == 0 ? null : judged(now);
+        Forecast f = judged(now);
         if (f == null) {
             return;
         }
-        notServed(queue, f.late(queue.serviceOrder(), shedLongest(config)), config, now, after);
+        queue.headroom().restart(now, judgedRate(now), ledger.pace.secondsPerToken());
+        if (queue.size() > 0) {
+            notServed(queue, f.covering(queue.headroom()).late(queue.serviceOrder(), shedLongest(config)), config,
+                    now, after);
+        }
     }
 
     /** Answers the queued requests a forecast says are not to be served. */

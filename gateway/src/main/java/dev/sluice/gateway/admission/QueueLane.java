@@ -6,26 +6,23 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
-import java.util.NavigableSet;
-import java.util.TreeSet;
 
 /**
  * One priority class's waiting tickets: a queue per tenant (a retry first, then deadline or
- * arrival), the tenants' turns round robin, and the same tickets longest prompt first. Its count
- * and tokens are kept in step. Under the admission lock, through {@link PriorityQueues}.
+ * arrival, indexed: {@link TenantQueue}) and the tenants' turns round robin. Its count and tokens
+ * are kept in step; its longest prompt is the longest of its tenants' (each indexed). Under the admission lock, through
+ * {@link PriorityQueues}.
  */
 final class QueueLane {
-    final Map<String, TreeSet<Ticket>> tenants = new HashMap<>();
+    final Map<String, TenantQueue> tenants = new HashMap<>();
     final ArrayDeque<String> rotation = new ArrayDeque<>();
-    /** The lane's tickets, longest prompt first (shed: longest). */
-    final NavigableSet<Ticket> longest = new TreeSet<>(Ticket.LONGEST_FIRST);
     int size;
     long tokens;
 
     void add(Ticket t, boolean front, Comparator<Ticket> order) {
-        TreeSet<Ticket> q = tenants.get(t.tenant);
+        TenantQueue q = tenants.get(t.tenant);
         if (q == null) {
-            q = new TreeSet<>(order);
+            q = new TenantQueue(order);
             tenants.put(t.tenant, q);
             rotation.addLast(t.tenant);
         }
@@ -34,7 +31,6 @@ final class QueueLane {
             rotation.remove(t.tenant);
             rotation.addFirst(t.tenant);
         }
-        longest.add(t);
         size++;
         tokens += t.tokens;
     }
@@ -53,15 +49,45 @@ final class QueueLane {
         }
     }
 
+    /**
+     * Adds what this lane serves before {@code t} (queued here) to {@code place}. The tenants' turns
+     * are rounds: the k-th ticket of each tenant is served in round k, the tenants of a round in
+     * rotation order. So before the r-th ticket of its tenant come the first r of every tenant, and
+     * the (r+1)-th of those ahead of its tenant in the rotation: one indexed prefix per tenant,
+     * O(tenants of the class x log n), never a walk of the tickets.
+     */
+    void before(Ticket t, QueuePlace place) {
+        TenantQueue own = tenants.get(t.tenant);
+        int round = own.rank(t);
+        boolean ownPassed = false;
+        for (String tenant : rotation) {
+            if (tenant.equals(t.tenant)) {
+                own.first(round, place);
+                ownPassed = true;
+            } else {
+                TenantQueue q = tenants.get(tenant);
+                q.first(Math.min(q.size(), ownPassed ? round : round + 1), place);
+            }
+        }
+    }
+
+    /** The longest queued prompt here (the later arrival among equals), or null: O(tenants). */
+    Ticket longest() {
+        Ticket longest = null;
+        for (TenantQueue q : tenants.values()) {
+            longest = TenantQueue.longer(longest, q.longest());
+        }
+        return longest;
+    }
+
     Ticket peek() {
         return tenants.get(rotation.peekFirst()).first();
     }
 
     Ticket poll() {
         String tenant = rotation.pollFirst();
-        TreeSet<Ticket> q = tenants.get(tenant);
+        TenantQueue q = tenants.get(tenant);
         Ticket t = q.pollFirst();
-        longest.remove(t);
         if (q.isEmpty()) {
             tenants.remove(tenant);
         } else {
@@ -73,11 +99,10 @@ final class QueueLane {
     }
 
     boolean remove(Ticket t) {
-        TreeSet<Ticket> q = tenants.get(t.tenant);
+        TenantQueue q = tenants.get(t.tenant);
         if (q == null || !q.remove(t)) {
             return false;
         }
-        longest.remove(t);
         if (q.isEmpty()) {
             tenants.remove(t.tenant);
             rotation.remove(t.tenant);

@@ -7,8 +7,9 @@ import java.util.List;
  * Where each queued request that asked for queue updates stands: its place in the order the
  * dispatcher would take the queue if nothing else arrived ({@link PriorityQueues#serviceOrder}), and
  * when it should be dispatched: the prompt tokens the prefill workers still hold and those queued
- * ahead of it, at the cluster's measured rate, less the window's lead ({@link DispatchLead}). One
- * walk of the queue under the admission lock; the watchers are told after it, on their executors.
+ * ahead of it, at the cluster's measured rate, less the window's lead ({@link DispatchLead}). A
+ * newcomer's first report is read from the queue's indexes; the periodic one is one walk of the
+ * queue for all watchers. Under the admission lock; the watchers are told after it, on their executors.
  * See docs/admission.md ("Queue updates") for the estimate and when it is wrong.
  */
 final class QueueStatus {
@@ -16,25 +17,32 @@ final class QueueStatus {
     }
 
     /**
-     * Tells every watched ticket of {@code order} (or only {@code only}, when not null) where it stands.
+     * Tells every watched ticket of {@code order} (service order) where it stands: one walk, for the
+     * periodic report (about once a second, whatever the number of watchers).
      *
      * @param remainingTokens what the prefill workers still have to compute of what they hold
      * @param rate            the cluster's prompt tokens per second
      * @param leadSeconds     the window's lead: how much work a worker still holds when it takes the next one
      */
-    static void report(List<Ticket> order, Ticket only, double remainingTokens, double rate, double leadSeconds,
-                       After after) {
-        double ahead = remainingTokens;
+    static void report(List<Ticket> order, double remainingTokens, double rate, double leadSeconds, After after) {
+        long queued = 0;
         for (int i = 0; i < order.size(); i++) {
             Ticket t = order.get(i);
-            if (t.watch != null && (only == null || only == t)) {
-                tell(t, i, etaMillis(ahead, rate, leadSeconds), after);
-                if (only != null) {
-                    return;
-                }
+            if (t.watch != null) {
+                tell(t, i, etaMillis(remainingTokens + queued, rate, leadSeconds), after);
             }
-            ahead += t.tokens;
+            queued += t.tokens;
         }
+    }
+
+    /**
+     * Tells {@code t} alone where it stands (its first report, at admission): from what the queue's
+     * indexes say is served before it ({@link PriorityQueues#place}), no walk; the same figures the
+     * walk gives it.
+     */
+    static void report(Ticket t, QueuePlace place, double remainingTokens, double rate, double leadSeconds,
+                       After after) {
+        tell(t, place.count, etaMillis(remainingTokens + place.tokens, rate, leadSeconds), after);
     }
 
     /** Milliseconds until a request with {@code aheadTokens} of prefill work before it is dispatched. */

@@ -2,6 +2,7 @@ package dev.sluice.gateway.bench;
 
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.AdmissionObserver;
+import dev.sluice.gateway.admission.QueueWatch;
 import dev.sluice.gateway.admission.Rejection;
 import dev.sluice.gateway.admission.Ticket;
 import dev.sluice.gateway.admission.TicketListener;
@@ -30,11 +31,14 @@ import org.openjdk.jmh.annotations.Warmup;
 
 /**
  * One admission decision at a queue depth of 32, 1,000 and 10,000, from 1 and 8 threads: the
- * prefill windows are held full, so every newcomer is queued behind {@code depth} others and judged
- * against its deadline at a known prefill rate (a configured prior: the deadline checks are on from
- * the first request), then its client leaves (release). The queue's depth stays where it was. The
- * clock stands still, so nothing expires and every op meets the same queue. The goal: the cost
- * flat (within 2x) from 32 to 10,000. Run: {@code scripts/bench-jmh AdmissionDepth}.
+ * prefill windows are held full, so every newcomer is queued among {@code depth} others (of class
+ * {@code normal}) and judged against its deadline at a known prefill rate (a configured prior: the
+ * deadline checks are on from the first request), then its client leaves (release). The queue's
+ * depth stays where it was. The clock stands still, so nothing expires and every op meets the same
+ * queue. Three newcomers: {@code last} (of class {@code normal}: served after all the queued),
+ * {@code ahead} (of class {@code high}: served before all of them, so their fate is open too), and
+ * {@code report} (as {@code last}, asking for queue updates: its first report, where it stands).
+ * The goal: the cost flat (within 2x) from 32 to 10,000. Run: {@code scripts/bench-jmh AdmissionDepth}.
  */
 @BenchmarkMode(Mode.AverageTime)
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
@@ -56,6 +60,12 @@ public class AdmissionDepthBenchmark {
 
     @Param({"32", "1000", "10000"})
     public int depth;
+
+    @Param({"last", "ahead", "report"})
+    public String newcomer;
+
+    private static final QueueWatch WATCH = (ahead, etaMillis) -> {
+    };
 
     private AdmissionController controller;
     private final AtomicLong ids = new AtomicLong();
@@ -91,12 +101,20 @@ public class AdmissionDepthBenchmark {
     }
 
     private Ticket ticket() {
-        return new Ticket("r" + ids.incrementAndGet(), 1000, 1, "t", Long.MAX_VALUE, Runnable::run, IGNORE);
+        return ticket(1);
     }
 
-    /** Submit (queued at its place, judged against its deadline), then its client leaves. */
+    private Ticket ticket(int priority) {
+        return new Ticket("r" + ids.incrementAndGet(), 1000, priority, "t", Long.MAX_VALUE, Runnable::run, IGNORE);
+    }
+
+    /** Submit (queued at its place, judged against its deadline, maybe told where it stands), then its client leaves. */
     private boolean decide() {
-        Ticket t = ticket();
+        Ticket t = switch (newcomer) {
+            case "ahead" -> ticket(0);
+            case "report" -> ticket(1).watch(WATCH);
+            default -> ticket(1);
+        };
         Rejection r = controller.submit(t);
         return r == null && controller.release(t);
     }
