@@ -141,7 +141,12 @@ public abstract class SimWorker {
         return journal.aborts();
     }
 
-    /** Clears the journal and the abort records (not the counters). */
+    /** The data-parallel rank each recent request (batch item) was given, oldest first. */
+    public List<RankAssignment> rankAssignments() {
+        return journal.ranks();
+    }
+
+    /** Clears the journal, the abort records and the rank assignments (not the counters). */
     public void clear() {
         journal.clear();
     }
