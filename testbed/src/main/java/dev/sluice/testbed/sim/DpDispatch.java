@@ -20,6 +20,7 @@ import java.util.List;
  * Event loop only.
  */
 final class DpDispatch {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(DpDispatch.class);
     static final String ROUTED = "routed_dp_rank";
     static final String DEPRECATED = "data_parallel_rank";
     static final String PREFILL_RANK = "disagg_prefill_dp_rank";
@@ -34,8 +35,10 @@ final class DpDispatch {
     }
 
     /**
-     * The body's rank fields. A rank outside [0, dp_size) is refused: SGLang's controller would index
-     * its workers with it ({@code self.workers[rank]}, an IndexError); the simulator answers 400 instead.
+     * The body's rank fields. A rank outside [0, dp_size) is ignored with a warning, the server
+     * choosing as if none was named (sgl-project/sglang PR #19762, "Fix routed_dp_rank boundary
+     * validation": {@code maybe_external_dp_rank_routing} falls back to load balancing instead of the
+     * IndexError of {@code self.workers[rank]}); a value that is not an integer is refused (400).
      */
     static Requested read(JsonNode body, int dpSize) throws GenerationRequest.BadRequest {
         Integer routed = rank(body, ROUTED, dpSize);
@@ -55,7 +58,8 @@ final class DpDispatch {
         }
         int r = v.asInt();
         if (r < 0 || r >= dpSize) {
-            throw new GenerationRequest.BadRequest(field + " " + r + " is out of range: dp_size is " + dpSize);
+            log.warn("{} {} is out of range (dp_size {}): the server picks the rank", field, r, dpSize);
+            return null;
         }
         return r;
     }
