@@ -43,6 +43,8 @@ public final class Ticket {
     State state = State.NEW;
     Worker prefill;
     Worker decode;
+    /** The data-parallel ranks of its pair it holds ({@link RankWindows}); read by the exchange after the grant. */
+    volatile dev.sluice.gateway.routing.RankChoice ranks = dev.sluice.gateway.routing.RankChoice.NONE;
     boolean prefillReleased;
     long dispatchedNanos;
     /** When its prefill should be done, predicted at dispatch (0: no prediction); see {@link PredictionSlack}. */
@@ -80,6 +82,11 @@ public final class Ticket {
         this.executor = Objects.requireNonNull(executor, "executor");
         this.listener = Objects.requireNonNull(listener, "listener");
         this.routing = new RoutingRequest("", tokens);
+    }
+
+    /** The ranks of its granted pair, {@link dev.sluice.gateway.routing.RankChoice#NONE} for workers routed whole. */
+    public dev.sluice.gateway.routing.RankChoice ranks() {
+        return ranks;
     }
 
     public String id() {

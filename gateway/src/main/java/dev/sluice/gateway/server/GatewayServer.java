@@ -211,7 +211,8 @@ public final class GatewayServer implements AutoCloseable {
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, pool, loops.control.next(), config.disaggregation(),
                 config.telemetry().timeout().multipliedBy(5), background);
-        identities.onConfirmed(admission::kick).start();
+        identities.onConfirmed(admission::kick).ranks(new dev.sluice.gateway.routing.RankPlanner(
+                config.routing().dpAware(), config.routing().kvEvents().map(k -> k.dpRanks()).orElse(0))).start();
         directory.start(config.workers());
         metrics.bindNetty(loops.requests);
         if (config.admin().enabled()) {
