@@ -174,7 +174,7 @@ final class RankWindows {
 
     /** Per rank, the requests {@code w} holds for its role (prefill window or streams); empty when routed whole. */
     List<Integer> snapshot(Worker w, boolean prefillRole) {
-        Ranks r = w.rankPlan().perRank() ? byWorker.get(w) : null;
+        Ranks r = byWorker.containsKey(w) ? of(w) : null;
         List<Integer> out = new ArrayList<>();
         if (r != null) {
             for (int i = 0; i < r.streams.length; i++) {
