@@ -101,4 +101,20 @@ class DpDispatchTest {
         HttpResponse<String>[] out = new HttpResponse[] {pr.get(), dr.get()};
         return out;
     }
+
+    @Test
+    void eachRankHasItsOwnPrefixCache() throws Exception {
+        cluster = SimCluster.start(0, 1, 0, SimConfig.defaults().withDpSize(2).withPrefixCacheTokens(8192),
+                SimMode.UNIFIED);
+        UnifiedServer u = cluster.unified().get(0);
+        String prompt = "p".repeat(4 * 640); // 640 tokens: 40 blocks
+        for (int rank : new int[] {0, 1, 0}) {
+            HttpResponse<String> r = client.postNow(u, "/generate", json("{\"text\":\"" + prompt
+                    + "\",\"routed_dp_rank\":" + rank + ",\"sampling_params\":{\"max_new_tokens\":1}}"));
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        }
+        // the first on each rank computes it all; the second on rank 0 finds all but its last token
+        assertThat(u.stats().prefixCacheQueryTokens()).isEqualTo(3 * 640);
+        assertThat(u.stats().prefixCacheHitTokens()).isEqualTo(639);
+    }
 }
