@@ -32,6 +32,7 @@ final class RankWindows {
     }
 
     private final Map<Worker, Ranks> byWorker = new HashMap<>();
+    private final RankAffinity affinity = new RankAffinity();
     private final long staleNanos;
 
     RankWindows(long staleNanos) {
@@ -73,34 +74,53 @@ final class RankWindows {
 
     void remove(Worker w) {
         byWorker.remove(w);
+        affinity.remove(w);
     }
 
     /** The rank of {@code w} that takes {@code need} within {@code caps}, {@link #NO_ROOM}, or {@link #WHOLE}. */
     int pick(Worker w, Need need, Caps caps) {
+        return pick(w, need, caps, new long[0]);
+    }
+
+    /**
+     * As above, for a prompt of these {@link RankAffinity#blocks}: a prefill (PD) goes to the rank last
+     * sent its longest known prefix whenever that rank has room (its share of the window bounds it); a
+     * unified worker's request, whose stream holds the rank until it ends, goes there only among the
+     * ranks with the fewest streams.
+     */
+    int pick(Worker w, Need need, Caps caps, long[] blocks) {
         Ranks r = of(w);
         if (r == null) {
             return WHOLE;
         }
         int n = r.streams.length;
-        int requestCap = ceilDiv(caps.prefillRequests(), n);
-        long tokenCap = ceilDiv(caps.prefillTokens(), n);
-        int streamCap = ceilDiv(caps.streams(), n);
         long now = System.nanoTime();
         int best = NO_ROOM;
         for (int k = 0; k < n; k++) {
             int i = (r.cursor + k) % n;
-            if (need.stream() && r.streams[i] >= streamCap) {
-                continue;
-            }
-            if (need.prefill() && (r.prefillRequests[i] >= requestCap
-                    || r.prefillRequests[i] > 0 && r.prefillTokens[i] + need.tokens() > tokenCap)) {
+            if (!roomAt(r, i, need, caps)) {
                 continue;
             }
             if (best == NO_ROOM || lighter(w, r, need, i, best, now)) {
                 best = i;
             }
         }
+        int cached = need.prefill() ? affinity.rankOf(w, blocks, n) : -1;
+        if (cached >= 0 && cached != best && best >= 0 && roomAt(r, cached, need, caps)
+                && (!need.stream() || r.streams[cached] == r.streams[best])) {
+            return cached;
+        }
         return best;
+    }
+
+    /** Whether rank {@code i} has room for {@code need} in its share of the window (the caps divided by the ranks, rounded up). */
+    private static boolean roomAt(Ranks r, int i, Need need, Caps caps) {
+        int n = r.streams.length;
+        if (need.stream() && r.streams[i] >= ceilDiv(caps.streams(), n)) {
+            return false;
+        }
+        return !need.prefill() || r.prefillRequests[i] < ceilDiv(caps.prefillRequests(), n)
+                && (r.prefillRequests[i] == 0 || r.prefillTokens[i] + need.tokens() <= ceilDiv(caps.prefillTokens(), n));
     }
 
     /** Whether rank {@code i} holds less than rank {@code j}: the gateway's own work first, then what the worker reports. */
@@ -121,20 +141,22 @@ final class RankWindows {
     }
 
     /** The pair was dispatched with {@code t}: each picks its rank (one for a unified worker) and holds it. */
-    RankChoice dispatched(Worker p, Worker d, long tokens, Caps prefillCaps, Caps decodeCaps) {
+    RankChoice dispatched(Worker p, Worker d, long tokens, long[] blocks, Caps prefillCaps, Caps decodeCaps) {
         if (p == d) {
-            int rank = pick(p, new Need(true, true, tokens), prefillCaps);
+            int rank = pick(p, new Need(true, true, tokens), prefillCaps, blocks);
             if (rank < 0) {
                 return RankChoice.NONE;
             }
             hold(p, rank, true, true, tokens);
+            affinity.dispatched(p, blocks, rank);
             int n = p.rankPlan().ranks();
             return new RankChoice(rank, n, rank, n);
         }
-        int pr = pick(p, new Need(true, false, tokens), prefillCaps);
+        int pr = pick(p, new Need(true, false, tokens), prefillCaps, blocks);
         int dr = pick(d, new Need(false, true, 0), decodeCaps);
         if (pr >= 0) {
             hold(p, pr, true, false, tokens);
+            affinity.dispatched(p, blocks, pr);
         }
         if (dr >= 0) {
             hold(d, dr, false, true, 0);

@@ -51,6 +51,8 @@ public final class Ticket {
     long predictedPrefillDoneNanos;
     /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
     long windowTokensAtDispatch;
+    /** Its prompt's blocks for prefix affinity per data-parallel rank ({@link RankAffinity}), set before submit. */
+    long[] rankBlocks = new long[0];
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
     RoutingRequest routing;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
@@ -103,6 +105,7 @@ public final class Ticket {
      */
     public Ticket prefixKey(String key) {
         this.routing = new RoutingRequest(key, tokens);
+        this.rankBlocks = RankAffinity.blocks(key);
         return this;
     }
 
@@ -112,6 +115,7 @@ public final class Ticket {
      */
     public Ticket prefix(String key, int[] promptIds) {
         this.routing = new RoutingRequest(key, tokens, promptIds);
+        this.rankBlocks = RankAffinity.blocks(key);
         return this;
     }
 

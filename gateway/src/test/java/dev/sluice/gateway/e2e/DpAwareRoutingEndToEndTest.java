@@ -84,6 +84,39 @@ class DpAwareRoutingEndToEndTest {
         assertThat(bed.prefill().stats().kvTransferFailures()).isZero();
     }
 
+    /** Each rank has its own prefix cache: a conversation's next turn goes back to the prefill rank holding it. */
+    @Test
+    void aConversationsTurnsStayOnThePrefillRankThatCachedThem() throws Exception {
+        bed = PdTestbed.start(SimMode.SGLANG, 1, 1, DP4.withPrefixCacheTokens(1 << 16), TIMEOUTS,
+                "routing: {prefill: {policy: cache_aware}, decode: {policy: least_load}}\n");
+        awaitRanks(4);
+        int conversations = 3; // not a multiple of the ranks: taking ranks in turn would move every conversation
+        int turns = 3;
+        for (int turn = 0; turn < turns; turn++) {
+            for (int c = 0; c < conversations; c++) {
+                StringBuilder prompt = new StringBuilder(("system prompt " + c + " ").repeat(120));
+                for (int k = 0; k <= turn; k++) {
+                    prompt.append(" user turn ").append(k).append(" of conversation ").append(c).append(" ".repeat(300));
+                }
+                HttpResponse<String> r = bed.post("/v1/completions", "{\"model\":\"m\",\"max_tokens\":2,\"prompt\":\""
+                        + prompt + "\"}");
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+            }
+        }
+        List<RankAssignment> prefill = routed(bed.prefill());
+        assertThat(prefill).hasSize(conversations * turns);
+        for (int c = 0; c < conversations; c++) {
+            int rank = prefill.get(c).rank();
+            for (int turn = 1; turn < turns; turn++) {
+                assertThat(prefill.get(turn * conversations + c).rank()).as("conversation %d turn %d", c, turn)
+                        .isEqualTo(rank);
+            }
+        }
+        // every turn after the first found its conversation's prefix cached on its rank
+        assertThat(bed.prefill().stats().prefixCacheHitTokens()).isGreaterThan(
+                (long) conversations * (turns - 1) * 500);
+    }
+
     @Test
     void neverLeavesTheRankToTheWorkerAndDropsTheClientsRank() throws Exception {
         bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, DP4, TIMEOUTS, "routing: {dp_aware: never}\n");
