@@ -31,12 +31,14 @@ import org.junit.jupiter.api.Test;
 class DpAwareRoutingEndToEndTest {
     private static final String TIMEOUTS = "{connect: 1s, first_token: 20s, idle_stream: 10s}";
     private static final ObjectMapper JSON = new ObjectMapper();
-    /** 40 tokens 40 ms apart: every stream of a burst is still running when the last one is dispatched. */
-    private static final SimConfig DP4 = SimConfig.defaults().withDpSize(4).withDecodeStep(Duration.ofMillis(40));
+    /** 40 tokens 50 ms apart: every stream of a burst is still running when the last one is dispatched. */
+    private static final SimConfig DP4 = SimConfig.defaults().withDpSize(4).withDecodeStep(Duration.ofMillis(50));
 
     @Test
     void unifiedWorkerGetsEveryRankItsShareAndAdminStateShowsThem() throws Exception {
-        try (PdTestbed bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, DP4, TIMEOUTS, "")) {
+        // a prefill window of 16 a rank: the burst is dispatched at once, each request where the fewest streams run
+        try (PdTestbed bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, DP4, TIMEOUTS,
+                "admission: {prefill: {max_inflight_requests: 64}}\n")) {
             SimWorker u = bed.cluster.decodeWorkers().get(0);
             awaitRanks(bed, 4);
 
@@ -71,7 +73,7 @@ class DpAwareRoutingEndToEndTest {
             List<RankAssignment> prefill = routed(bed.prefill());
             List<RankAssignment> decode = routed(bed.decode());
             assertThat(prefill).hasSize(8).allSatisfy(a -> assertThat(a.room() % 4).isEqualTo(a.rank()));
-            // 8 streams of 1.6 s dispatched within the prefill's window: two on each decode rank
+            // 8 streams of 2 s dispatched within the prefill's window: two on each decode rank
             assertThat(perRank(decode)).containsExactlyInAnyOrderEntriesOf(Map.of(0, 2L, 1, 2L, 2, 2L, 3, 2L));
             assertThat(bed.prefill().stats().kvTransferFailures()).isZero();
         }
