@@ -18,13 +18,15 @@ final class RankAffinity {
     static final int BLOCK_CHARS = 256;
     /** Blocks remembered per worker: 16 Mi prompt characters, about 4M tokens. */
     static final int MAX_BLOCKS = 1 << 16;
-    private static final long[] NONE = new long[0];
+    /** Blocks hashed per prompt: the first 64 Ki characters, so a huge prompt costs its event loop ~0.1 ms at most. */
+    static final int MAX_PROMPT_BLOCKS = 256;
+    static final long[] NONE = new long[0];
 
     private final Map<Worker, LinkedHashMap<Long, Integer>> byWorker = new HashMap<>();
 
     /** The chained hashes of {@code key}'s whole blocks (a shorter prompt has none: no affinity). */
     static long[] blocks(String key) {
-        int n = key.length() / BLOCK_CHARS;
+        int n = Math.min(MAX_PROMPT_BLOCKS, key.length() / BLOCK_CHARS);
         if (n == 0) {
             return NONE;
         }

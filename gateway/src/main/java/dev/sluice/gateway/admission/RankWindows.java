@@ -79,7 +79,7 @@ final class RankWindows {
 
     /** The rank of {@code w} that takes {@code need} within {@code caps}, {@link #NO_ROOM}, or {@link #WHOLE}. */
     int pick(Worker w, Need need, Caps caps) {
-        return pick(w, need, caps, new long[0]);
+        return pick(w, need, caps, RankAffinity.NONE);
     }
 
     /**

@@ -52,7 +52,7 @@ public final class Ticket {
     /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
     long windowTokensAtDispatch;
     /** Its prompt's blocks for prefix affinity per data-parallel rank ({@link RankAffinity}), set before submit. */
-    long[] rankBlocks = new long[0];
+    long[] rankBlocks = RankAffinity.NONE;
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
     RoutingRequest routing;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
