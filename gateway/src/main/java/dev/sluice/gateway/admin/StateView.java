@@ -129,6 +129,7 @@ public final class StateView {
             w.suspectProbe().ifPresent(p -> stallProbe(o.putObject("stall_probe"), p));
             WorkerWindow window = s.perWorker().getOrDefault(w, new WorkerWindow(w.role(), 0, 0, 0));
             o.putObject("window").put("requests", window.requests()).put("tokens", window.tokens());
+            ranks(o.putObject("dp_ranks"), w, window);
             AdmissionSnapshot.PrefillRate rate = s.prefillRates().get(w);
             if (rate != null) {
                 o.putObject("prefill_rate").put("tokens_per_second", Math.round(rate.tokensPerSecond()))
@@ -200,6 +201,14 @@ public final class StateView {
      * Where the panic mode's probing of a suspect worker stands: by when the next probe starts
      * (while one runs: should it fail), the running one's verdict, how many failed since the verdict.
      */
+    /** How the worker's data-parallel ranks are routed: how many, why, and what each holds (the gateway's own and reported). */
+    private static void ranks(ObjectNode o, Worker w, WorkerWindow window) {
+        dev.sluice.gateway.routing.RankPlan plan = w.rankPlan();
+        o.put("routed", plan.ranks()).put("detail", plan.note());
+        window.rankRequests().forEach(o.putArray("window_requests")::add);
+        w.telemetry().rankRequests().forEach(o.putArray("reported_requests")::add);
+    }
+
     private static void stallProbe(ObjectNode o, SuspectProbe p) {
         long now = System.nanoTime();
         long nextIn = Math.max(0, p.nextNanos() - now);

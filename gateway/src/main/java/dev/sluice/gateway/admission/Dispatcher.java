@@ -92,7 +92,7 @@ final class Dispatcher {
             ledger.lead.observed(ledger.rates.secondsUntilDone(p, 0, now));
         }
         ledger.dispatched(head, now);
-        windows.dispatched(p, d, head.tokens);
+        head.ranks = windows.dispatched(p, d, head.tokens, head.rankBlocks);
         windows.routed(head);
         head.windowTokensAtDispatch = windows.windowTokens(p);
         head.state = Ticket.State.DISPATCHED;

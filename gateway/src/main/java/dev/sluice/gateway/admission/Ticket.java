@@ -43,12 +43,16 @@ public final class Ticket {
     State state = State.NEW;
     Worker prefill;
     Worker decode;
+    /** The data-parallel ranks of its pair it holds ({@link RankWindows}); read by the exchange after the grant. */
+    volatile dev.sluice.gateway.routing.RankChoice ranks = dev.sluice.gateway.routing.RankChoice.NONE;
     boolean prefillReleased;
     long dispatchedNanos;
     /** When its prefill should be done, predicted at dispatch (0: no prediction); see {@link PredictionSlack}. */
     long predictedPrefillDoneNanos;
     /** Prompt tokens in the prefill's window (this request's included) when it was dispatched. */
     long windowTokensAtDispatch;
+    /** Its prompt's blocks for prefix affinity per data-parallel rank ({@link RankAffinity}), set before submit. */
+    long[] rankBlocks = RankAffinity.NONE;
     /** What routing sees of the request (its rendered prompt, for prefix affinity), set before submit. */
     RoutingRequest routing;
     /** Short enough to skip the prefill hop (routing.direct_decode_max_tokens): sent to a decode alone. */
@@ -82,6 +86,11 @@ public final class Ticket {
         this.routing = new RoutingRequest("", tokens);
     }
 
+    /** The ranks of its granted pair, {@link dev.sluice.gateway.routing.RankChoice#NONE} for workers routed whole. */
+    public dev.sluice.gateway.routing.RankChoice ranks() {
+        return ranks;
+    }
+
     public String id() {
         return id;
     }
@@ -96,6 +105,7 @@ public final class Ticket {
      */
     public Ticket prefixKey(String key) {
         this.routing = new RoutingRequest(key, tokens);
+        this.rankBlocks = RankAffinity.blocks(key);
         return this;
     }
 
@@ -105,6 +115,7 @@ public final class Ticket {
      */
     public Ticket prefix(String key, int[] promptIds) {
         this.routing = new RoutingRequest(key, tokens, promptIds);
+        this.rankBlocks = RankAffinity.blocks(key);
         return this;
     }
 

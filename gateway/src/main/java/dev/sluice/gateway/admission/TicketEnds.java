@@ -39,7 +39,7 @@ final class TicketEnds {
             case QUEUED -> judge.removeQueued(queue, t);
             case DISPATCHED -> {
                 releasePrefill(t, now, false);
-                windows.decodeEnded(t.decode);
+                windows.decodeEnded(t);
                 ledger.undispatched();
             }
             default -> {
@@ -64,7 +64,8 @@ final class TicketEnds {
             ledger.prefillEnded(t, now, false);
         }
         t.prefillReleased = false;
-        windows.decodeEnded(t.decode);
+        windows.decodeEnded(t);
+        t.ranks = dev.sluice.gateway.routing.RankChoice.NONE;
         ledger.undispatched();
         failed.forEach(t::avoid);
         t.prefill = null;

@@ -48,6 +48,7 @@ final class WorkerWindows {
     private final List<Worker> candidates = new ArrayList<>();
     private RoutingPolicy.Choice prefillChoice;
     private RoutingPolicy.Choice decodeChoice;
+    private final RankWindows ranks;
 
     /** A worker added by a reload gets an empty window (under the admission lock). */
     void add(Worker w) {
@@ -57,6 +58,7 @@ final class WorkerWindows {
     /** A drained worker's window goes (under the admission lock). */
     void remove(Worker w) {
         windows.remove(w);
+        ranks.remove(w);
     }
 
     /** New window limits (under the admission lock); windows already holding more keep what they hold. */
@@ -74,6 +76,7 @@ final class WorkerWindows {
         this.workers = workers;
         this.routing = routing;
         this.rates = rates;
+        this.ranks = new RankWindows(routing.staleNanos());
         for (Worker w : workers.all()) {
             windows.put(w, new Window());
         }
@@ -199,10 +202,21 @@ final class WorkerWindows {
             // a decode prefilling a short prompt itself (direct) is not held to the window in time
             boolean fits = prefillRole == null ? fits(w, false, 0) && fits(w, true, tokens)
                     : fits(w, prefillRole, tokens) && (!prefillRole || withinTime(w, tokens));
-            if (w.routable() && avoid.contains(w) == avoidedToo && fits) {
+            if (w.routable() && avoid.contains(w) == avoidedToo && fits && rankRoom(w, prefillRole, tokens)) {
                 candidates.add(w);
             }
         }
+    }
+
+    /** A worker routed per data-parallel rank has room only when one of its ranks has (its share of the window). */
+    private boolean rankRoom(Worker w, Boolean prefillRole, long tokens) {
+        boolean prefill = !Boolean.FALSE.equals(prefillRole);
+        boolean stream = !Boolean.TRUE.equals(prefillRole) || workers.unified();
+        return ranks.pick(w, new RankWindows.Need(prefill, stream, prefill ? tokens : 0), caps(w)) != RankWindows.NO_ROOM;
+    }
+
+    private RankWindows.Caps caps(Worker w) {
+        return new RankWindows.Caps(windowRequests(w), tokenLimit(w), streamCap(w));
     }
 
     private boolean fits(Worker w, boolean prefill, long tokens) {
@@ -306,11 +320,13 @@ final class WorkerWindows {
         }
     }
 
-    void dispatched(Worker prefill, Worker decode, long tokens) {
+    /** The pair takes the request: the windows hold it, and each worker routed per rank gives it a rank. */
+    dev.sluice.gateway.routing.RankChoice dispatched(Worker prefill, Worker decode, long tokens, long[] blocks) {
         Window p = windows.get(prefill);
         p.prefillRequests++;
         p.prefillTokens += tokens;
         windows.get(decode).streams++;
+        return ranks.dispatched(prefill, decode, tokens, blocks, caps(prefill), caps(decode));
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */
@@ -323,6 +339,7 @@ final class WorkerWindows {
     }
 
     void prefillDone(Ticket t) {
+        ranks.prefillDone(t.prefill, t.ranks.prefillRank(), t.tokens);
         Window p = windows.get(t.prefill);
         p.prefillRequests--;
         p.prefillTokens -= t.tokens;
@@ -330,15 +347,16 @@ final class WorkerWindows {
         t.uncachedHeld = 0;
     }
 
-    void decodeEnded(Worker decode) {
-        windows.get(decode).streams--;
+    void decodeEnded(Ticket t) {
+        ranks.streamEnded(t.decode, t.ranks.decodeRank());
+        windows.get(t.decode).streams--;
     }
 
     /** Each worker's window and streams as they are now. */
     Map<Worker, WorkerWindow> snapshot() {
         Map<Worker, WorkerWindow> out = new HashMap<>();
         windows.forEach((w, win) -> out.put(w, new WorkerWindow(w.role(), win.prefillRequests, win.prefillTokens,
-                win.streams)));
+                win.streams, ranks.snapshot(w, w.role() != WorkerRole.DECODE && !workers.unified()))));
         return out;
     }
 

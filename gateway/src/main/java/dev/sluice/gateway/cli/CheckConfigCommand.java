@@ -37,6 +37,11 @@ public final class CheckConfigCommand implements Callable<Integer> {
         // this JVM's heap may not be serve's (another -Xmx): a warning here; serve checks its own and refuses
         KvViewCapacity.problem(loaded.config(), Runtime.getRuntime().maxMemory()).ifPresent(p -> spec.commandLine()
                 .getErr().println("sluice-gateway: warning: " + p + " (serve started with this heap refuses it)"));
+        if (!quiet) { // a note is no problem: --quiet says nothing about it
+            for (String note : dev.sluice.gateway.config.ConfigNotes.of(loaded.config())) {
+                spec.commandLine().getErr().println("sluice-gateway: note: " + note);
+            }
+        }
         spec.commandLine().getErr().flush();
         if (!quiet) {
             source.printEffective(spec.commandLine().getOut(), loaded);

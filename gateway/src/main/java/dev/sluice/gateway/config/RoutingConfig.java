@@ -20,9 +20,11 @@ import java.util.Optional;
  * @param decode                the decode workers' policy
  * @param directDecodeMaxTokens conditional disaggregation: a prompt of at most this many tokens
  *                              skips the prefill worker and goes to a decode alone; 0 = off
+ * @param dpAware               whether requests go to a data-parallel rank of a worker, or to the
+ *                              worker, its own balancer picking the rank ({@code routing.dp_aware})
  */
 public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDecodeMaxTokens,
-                            Optional<KvEventsConfig> kvEvents) {
+                            Optional<KvEventsConfig> kvEvents, DpAware dpAware) {
     /**
      * Prefill: prompt tokens apart before load beats a prefix hit; half the default prefill window
      * ({@code admission.prefill.max_inflight_tokens} 32768), about as much prefill as a long cached
@@ -38,11 +40,12 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
         Objects.requireNonNull(prefill, "prefill");
         Objects.requireNonNull(decode, "decode");
         Objects.requireNonNull(kvEvents, "kvEvents");
+        Objects.requireNonNull(dpAware, "dpAware");
     }
 
     /** Without the workers' KV events (cache_aware on its own prefix tree). */
     public RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDecodeMaxTokens) {
-        this(prefill, decode, directDecodeMaxTokens, Optional.empty());
+        this(prefill, decode, directDecodeMaxTokens, Optional.empty(), DpAware.AUTO);
     }
 
     /** Everything at its default (what an absent {@code routing:} section means). */
@@ -61,7 +64,7 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
 
     public Builder toBuilder() {
         return builder().prefill(prefill).decode(decode).directDecodeMaxTokens(directDecodeMaxTokens)
-                .kvEvents(kvEvents);
+                .kvEvents(kvEvents).dpAware(dpAware);
     }
 
     /** Checks each value as {@code routing:} does (whether the mode allows direct decodes: {@link GatewayConfig.Builder}). */
@@ -70,6 +73,7 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
         private RolePolicy decode;
         private Long directDecodeMaxTokens;
         private Optional<KvEventsConfig> kvEvents = Optional.empty();
+        private DpAware dpAware = DpAware.AUTO;
 
         private Builder() {
         }
@@ -96,9 +100,15 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
             return this;
         }
 
+        /** Data-parallel ranks as routing targets: auto (the default), always, never. */
+        public Builder dpAware(DpAware v) {
+            dpAware = KeyCheck.present("routing.dp_aware", v);
+            return this;
+        }
+
         public RoutingConfig build() {
             return new RoutingConfig(KeyCheck.set("routing.prefill", prefill), KeyCheck.set("routing.decode", decode),
-                    KeyCheck.set("routing.direct_decode_max_tokens", directDecodeMaxTokens), kvEvents);
+                    KeyCheck.set("routing.direct_decode_max_tokens", directDecodeMaxTokens), kvEvents, dpAware);
         }
     }
 
@@ -246,6 +256,27 @@ public record RoutingConfig(RolePolicy prefill, RolePolicy decode, long directDe
                         KeyCheck.set(key + "balance_share_half_life", shareHalfLife),
                         KeyCheck.set(key + "balance_share_max_recompute", shareMaxRecompute));
             }
+        }
+    }
+
+    /**
+     * Whether the gateway sends each request to a data-parallel rank of a worker
+     * ({@code routing.dp_aware}). A worker with attention data parallelism is several schedulers, each
+     * with its own running batch and KV cache; per worker, its own balancer picks the rank without
+     * knowing the gateway's other requests or their prefixes.
+     */
+    public enum DpAware {
+        /** Ranks for a worker whose own description reports {@code dp_size > 1} and that takes a rank per request (SGLang). */
+        AUTO,
+        /** As auto, and a worker that reports no {@code dp_size} is taken at {@code routing.kv_events.dp_ranks}. */
+        ALWAYS,
+        /** Per worker: the worker's own balancer picks the rank (not "off": YAML 1.1 reads a bare off as false). */
+        NEVER;
+
+        private final String label = name().toLowerCase(Locale.ROOT);
+
+        public String label() {
+            return label;
         }
     }
 

@@ -30,6 +30,7 @@ import java.util.Optional;
  *   decode:
  *     policy: least_load
  *   direct_decode_max_tokens: 0      # 0 = always disaggregate
+ *   dp_aware: auto                   # auto | always | never: route to a worker's data-parallel ranks
  *   kv_events:                       # absent: no subscription
  *     endpoints: {"http://p0:30000": "tcp://p0:5557"}
  *     endpoint_pattern: "tcp://{host}:5557"
@@ -58,7 +59,7 @@ public final class RoutingConfigReader {
     }
 
     static RoutingConfig read(ConfigNode n) {
-        n.allowOnly("prefill", "decode", "direct_decode_max_tokens", "kv_events");
+        n.allowOnly("prefill", "decode", "direct_decode_max_tokens", "kv_events", "dp_aware");
         RoutingConfig defaults = RoutingConfig.defaults();
         return RoutingConfig.builder()
                 .prefill(role(n.child("prefill", "The prefill workers' policy (and the unified workers', in "
@@ -71,6 +72,14 @@ public final class RoutingConfigReader {
                         + "and vLLM's --kv-events-config, ZMQ + msgpack) so that cache_aware routes by what the workers "
                         + "hold, the same on every gateway replica; the local prefix tree stays the fallback when a "
                         + "worker's view is missing or stale (docs/cache-affinity.md). Absent: off.")))
+                .dpAware(n.child("dp_aware", "Send each request to a data-parallel rank of a worker, not to the worker: "
+                        + "auto (for an SGLang worker whose /server_info reports dp_size > 1; the rank goes in "
+                        + "routed_dp_rank, and on a PD pair the bootstrap room is chosen so that room % dp_size is the "
+                        + "prefill's rank), always (as auto, and an SGLang worker that reports no dp_size is taken at "
+                        + "kv_events.dp_ranks), or never (the worker's own balancer picks the rank). vLLM workers are "
+                        + "routed per worker (docs/routing.md). Takes a restart.")
+                        .oneOf(RoutingConfig.DpAware.AUTO, List.of(RoutingConfig.DpAware.values()),
+                                RoutingConfig.DpAware::label))
                 .build();
     }
 

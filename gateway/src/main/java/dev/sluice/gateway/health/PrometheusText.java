@@ -27,7 +27,42 @@ final class PrometheusText {
      */
     private static final Map<String, String> SPLIT_BY = Map.of(
             "sglang:realtime_tokens_total", "mode",
-            "sglang:gpu_execution_seconds_total", "category");
+            "sglang:gpu_execution_seconds_total", "category",
+            "sglang:num_running_reqs", "dp_rank",
+            "sglang:num_queue_reqs", "dp_rank",
+            "sglang:num_prefill_bootstrap_queue_reqs", "dp_rank",
+            "sglang:num_decode_prealloc_queue_reqs", "dp_rank",
+            "sglang:num_decode_transfer_queue_reqs", "dp_rank");
+
+    /**
+     * The gauges that count a rank's requests, running or waiting wherever its scheduler keeps them
+     * (a PD prefill's bootstrap queue, a decode's prealloc and transfer queues), one series per
+     * {@code dp_rank} with DP attention (sgl-project/sglang python/sglang/srt/metrics/collector.py).
+     */
+    static final java.util.List<String> RANK_REQUESTS = java.util.List.of("sglang:num_running_reqs",
+            "sglang:num_queue_reqs", "sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_decode_prealloc_queue_reqs",
+            "sglang:num_decode_transfer_queue_reqs");
+
+    /** Per {@code dp_rank} (index), the {@link #RANK_REQUESTS} summed; empty when no series carries a rank. */
+    static java.util.List<Double> rankRequests(Map<String, Aggregate> m) {
+        java.util.List<Double> out = new java.util.ArrayList<>();
+        for (int rank = 0; rank < 4096; rank++) {
+            double sum = 0;
+            boolean any = false;
+            for (String name : RANK_REQUESTS) {
+                Aggregate a = m.get(name + "{dp_rank=\"" + rank + "\"}");
+                if (a != null) {
+                    sum += a.sum();
+                    any = true;
+                }
+            }
+            if (!any) {
+                return out;
+            }
+            out.add(sum);
+        }
+        return out;
+    }
 
     /**
      * GPU forward time of prefill passes, summed over the categories that name one. SGLang's label

@@ -113,9 +113,11 @@ public final class TelemetryPoller implements AutoCloseable {
             return;
         }
         Map<Field, Double> values = new EnumMap<>(Field.class);
+        java.util.List<Double> ranks = previous.rankRequests();
         if (metricsOk) {
             Map<String, PrometheusText.Aggregate> parsed = PrometheusText.read(metrics.text());
             values.putAll(fromMetrics(parsed));
+            ranks = PrometheusText.rankRequests(parsed);
             double rate = prefillRate(w, parsed);
             Double before = previous.values().get(Field.PREFILL_COMPUTE_RATE);
             if (!Double.isNaN(rate)) {
@@ -130,7 +132,7 @@ public final class TelemetryPoller implements AutoCloseable {
         if (!previous.lastPollOk() && previous.fetchedAtNanos() != 0) {
             log.info("worker telemetry readable again role={} worker={}", w.role().label(), w.name());
         }
-        w.telemetry(new WorkerTelemetry(System.nanoTime(), metricsOk, values));
+        w.telemetry(new WorkerTelemetry(System.nanoTime(), metricsOk, values, ranks));
     }
 
     /** Two polls of the same counters. */

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.background.PeriodicTask;
 import dev.sluice.gateway.config.DisaggregationMode;
+import dev.sluice.gateway.routing.RankPlan;
+import dev.sluice.gateway.routing.RankPlanner;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerIdentity;
 import dev.sluice.gateway.routing.WorkerRole;
@@ -55,6 +57,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private final BackgroundTasks background;
     private PeriodicTask task;
     private Runnable onConfirmed = () -> { };
+    private RankPlanner ranks = RankPlanner.OFF;
 
     public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
                                Duration timeout, BackgroundTasks background) {
@@ -69,6 +72,12 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     /** Runs (on the probe's loop) when a worker waiting for its identity check passed it. */
     public WorkerIdentityProbe onConfirmed(Runnable r) {
         this.onConfirmed = java.util.Objects.requireNonNull(r, "r");
+        return this;
+    }
+
+    /** How a worker's reported {@code dp_size} becomes its {@link RankPlan} ({@code routing.dp_aware}). */
+    public WorkerIdentityProbe ranks(RankPlanner planner) {
+        this.ranks = java.util.Objects.requireNonNull(planner, "planner");
         return this;
     }
 
@@ -131,6 +140,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
         }
         WorkerIdentity before = w.identity();
         w.identity(id);
+        planRanks(w, id);
         if (w.identityPending() && !id.misconfigured()) {
             w.identityConfirmed();
             log.info("worker identity check passed role={} worker={} (in rotation once its health check passes)",
@@ -154,6 +164,21 @@ public final class WorkerIdentityProbe implements AutoCloseable {
         if (!id.misconfigured()) {
             log.info("worker identity role={} worker={} server={} version={} mode={} dp_size={}", w.role().label(),
                     w.name(), id.server(), id.version(), id.mode().isEmpty() ? "-" : id.mode(), id.dpSize());
+        }
+        String mismatch = ranks.mismatch(id);
+        if (mismatch != null) {
+            log.warn("worker dp_size differs from the config role={} worker={} detail=\"{}\"", w.role().label(),
+                    w.name(), mismatch);
+        }
+    }
+
+    /** The worker's ranks as routing targets, from what it just said it is; logged when that changes. */
+    private void planRanks(Worker w, WorkerIdentity id) {
+        RankPlan plan = ranks.plan(id);
+        if (!plan.equals(w.rankPlan())) {
+            w.rankPlan(plan);
+            log.info("worker dp routing role={} worker={} ranks={} detail=\"{}\"", w.role().label(), w.name(),
+                    plan.ranks(), plan.note());
         }
     }
 

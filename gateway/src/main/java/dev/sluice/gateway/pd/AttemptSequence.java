@@ -52,9 +52,9 @@ final class AttemptSequence {
         return retry;
     }
 
-    /** The key of the next attempt on {@code p}/{@code d}. */
-    AttemptKey nextKey(Worker p, Worker d) {
-        return new AttemptKey(all.isEmpty() ? firstRid : RequestIds.next(), p, d);
+    /** The key of the next attempt on {@code p}/{@code d}, at the ranks admission chose there. */
+    AttemptKey nextKey(Worker p, Worker d, dev.sluice.gateway.routing.RankChoice ranks) {
+        return new AttemptKey(all.isEmpty() ? firstRid : RequestIds.next(), p, d, ranks);
     }
 
     /** {@code a} now speaks for the request. */

@@ -83,6 +83,11 @@ final class ExchangeTicket implements TicketListener {
         return r;
     }
 
+    /** The data-parallel ranks of the pair just granted (read on the grant, before a retry could requeue it). */
+    dev.sluice.gateway.routing.RankChoice ranks() {
+        return ticket == null ? dev.sluice.gateway.routing.RankChoice.NONE : ticket.ranks();
+    }
+
     Optional<Ticket> ticket() {
         return Optional.ofNullable(ticket);
     }

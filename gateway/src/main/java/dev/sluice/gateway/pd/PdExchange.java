@@ -148,7 +148,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
 
     /** Rewrites the body for the granted pair (fresh rid and rooms on a retry) and sends both halves. */
     private void start(Worker p, Worker d) {
-        Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d));
+        Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d, ticket.ranks()));
         attempts.begin(a);
         services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
         timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(),

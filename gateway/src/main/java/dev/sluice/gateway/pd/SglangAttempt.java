@@ -3,6 +3,7 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.routing.RankChoice;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.tracing.RequestTrace;
 import io.netty.buffer.ByteBuf;
@@ -30,35 +31,62 @@ final class SglangAttempt extends Attempt {
         super(scope, key);
     }
 
-    /** Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends the same bytes to both halves. */
+    /**
+     * Rewrites the body for this pair (this attempt's rid, fresh rooms) and sends it to both halves: the
+     * same bytes, or, on workers routed per data-parallel rank, each half its own rank fields
+     * ({@link DpRankFields}; a batch gets rooms at the prefill's rank and no rank fields).
+     */
     @Override
     boolean send() {
         GenerationRequest request = scope.request();
+        RankChoice ranks = key.ranks();
+        boolean ranked = request.batchSize() == 0 && (ranks.prefillRanked() || ranks.decodeRanked());
         ByteBuf body = null;
+        ByteBuf decodeBody = null;
         if (request.batchSize() == 0) {
             // the fast path: the client's bytes with the four bootstrap fields spliced in
-            assignment = SglangBootstrap.single(rid);
-            body = WorkerBodies.spliced(scope.alloc(), request, SglangBootstrap.singleFields(prefill, assignment));
+            assignment = SglangBootstrap.single(rid, ranks);
+            String fields = SglangBootstrap.singleFields(prefill, assignment);
+            body = WorkerBodies.spliced(scope.alloc(), request, fields + (ranked ? DpRankFields.prefillMembers(ranks) : ""));
+            if (body != null && ranked) {
+                decodeBody = WorkerBodies.spliced(scope.alloc(), request, fields + DpRankFields.decodeMembers(ranks));
+            }
         }
         if (body == null) {
-            assignment = SglangBootstrap.assign(request, prefill, rid);
-            byte[] bytes;
+            assignment = SglangBootstrap.assign(request, prefill, rid, ranks);
             try {
-                bytes = JSON.writeValueAsBytes(request.body());
+                if (ranked) {
+                    DpRankFields.forPrefill(request.body(), ranks);
+                    body = bytes(request.body());
+                    DpRankFields.forDecode(request.body(), ranks);
+                    decodeBody = bytes(request.body());
+                } else {
+                    body = bytes(request.body());
+                }
             } catch (JsonProcessingException e) {
+                if (body != null) {
+                    body.release();
+                }
                 return false;
             }
-            body = scope.alloc().buffer(bytes.length).writeBytes(bytes);
+        }
+        if (decodeBody == null) {
+            decodeBody = body.retainedDuplicate();
         }
         prefillHalf = new PrefillHalf(this, this::prefillLogprobsReady);
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        prefillHalf.start(workerRequest(body.retainedDuplicate(), prefill, request.stream(), RequestTrace.Call.PREFILL));
-        decodeHalf.start(workerRequest(body, decode, request.stream(), RequestTrace.Call.DECODE));
+        prefillHalf.start(workerRequest(body, prefill, request.stream(), RequestTrace.Call.PREFILL));
+        decodeHalf.start(workerRequest(decodeBody, decode, request.stream(), RequestTrace.Call.DECODE));
         for (RequestTrace.Call call : new RequestTrace.Call[] {RequestTrace.Call.PREFILL, RequestTrace.Call.DECODE}) {
             scope.trace().callAttribute(key, call, "sluice.sglang.bootstrap_room", assignment.rooms().get(0));
         }
         return true;
+    }
+
+    private ByteBuf bytes(com.fasterxml.jackson.databind.node.ObjectNode tree) throws JsonProcessingException {
+        byte[] bytes = JSON.writeValueAsBytes(tree);
+        return scope.alloc().buffer(bytes.length).writeBytes(bytes);
     }
 
     /** The decode half, or null before the attempt is sent (tests). */

@@ -3,6 +3,7 @@ package dev.sluice.gateway.pd;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sluice.gateway.api.GenerationRequest;
+import dev.sluice.gateway.routing.RankChoice;
 import dev.sluice.gateway.routing.Worker;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,6 +25,11 @@ public final class SglangBootstrap {
         return ThreadLocalRandom.current().nextLong() & Long.MAX_VALUE;
     }
 
+    /** A fresh room; on a prefill routed per rank, one that {@code bootstrap_room % dp_size} maps to its rank. */
+    static long newRoom(RankChoice ranks) {
+        return ranks.prefillRanked() ? DpRankFields.room(ranks) : newRoom();
+    }
+
     /**
      * A single request's assignment as JSON members to splice into the client's bytes
      * ({@link WorkerBodies#spliced}); the tree is left alone.
@@ -37,16 +43,30 @@ public final class SglangBootstrap {
 
     /** A single request's rid and fresh room. */
     static BootstrapAssignment single(String rid) {
-        return new BootstrapAssignment(rid, List.of(rid), List.of(newRoom()), false);
+        return single(rid, RankChoice.NONE);
+    }
+
+    /** A single request's rid and fresh room (at the prefill's rank). */
+    static BootstrapAssignment single(String rid, RankChoice ranks) {
+        return new BootstrapAssignment(rid, List.of(rid), List.of(newRoom(ranks)), false);
     }
 
     /** Rewrites {@code request}'s body in place and says what it wrote. */
     public static BootstrapAssignment assign(GenerationRequest request, Worker prefill, String rid) {
+        return assign(request, prefill, rid, RankChoice.NONE);
+    }
+
+    /**
+     * As above, each room at the prefill's rank when it is routed per rank. The rank fields are the
+     * attempt's to add per half ({@link DpRankFields}); a client's are dropped here.
+     */
+    static BootstrapAssignment assign(GenerationRequest request, Worker prefill, String rid, RankChoice ranks) {
         ObjectNode body = request.body();
         body.remove("kv_transfer_params");
+        body.remove(DpRankFields.OWNED);
         int items = request.batchSize();
         if (items == 0) {
-            long room = newRoom();
+            long room = newRoom(ranks);
             body.put("bootstrap_host", prefill.host());
             putPort(body, prefill.bootstrapPort());
             body.put("bootstrap_room", room);
@@ -60,7 +80,7 @@ public final class SglangBootstrap {
         ArrayNode roomArray = body.putArray("bootstrap_room");
         ArrayNode ridArray = body.putArray("rid");
         for (int i = 0; i < items; i++) {
-            long room = newRoom();
+            long room = newRoom(ranks);
             String itemRid = rid + "-" + i;
             rooms.add(room);
             rids.add(itemRid);

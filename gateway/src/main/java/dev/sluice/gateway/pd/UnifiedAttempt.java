@@ -23,11 +23,18 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
 
     @Override
     boolean send() {
-        ByteBuf body = WorkerBodies.spliced(scope.alloc(), scope.request(), ""); // the client's bytes as they came
+        // the client's bytes as they came, with the worker's data-parallel rank when it is routed per rank
+        dev.sluice.gateway.routing.RankChoice ranks = key.ranks();
+        boolean ranked = ranks.decodeRanked() && scope.request().batchSize() == 0;
+        ByteBuf body = WorkerBodies.spliced(scope.alloc(), scope.request(), ranked ? DpRankFields.unifiedMembers(ranks) : "");
         if (body == null) {
             byte[] bytes;
             try {
-                bytes = JSON.writeValueAsBytes(WorkerBodies.clientCopy(scope.request().body()));
+                var copy = WorkerBodies.clientCopy(scope.request().body());
+                if (ranked) {
+                    copy.put(DpRankFields.ROUTED, ranks.decodeRank());
+                }
+                bytes = JSON.writeValueAsBytes(copy);
             } catch (JsonProcessingException e) {
                 return false;
             }

@@ -13,11 +13,12 @@ import java.util.List;
  * The fields of a worker request that belong to the gateway, never to the client: a client's copy
  * of any of them is dropped before its body reaches a worker (a client-chosen bootstrap host would
  * point a decode at a host of its choosing; a client-chosen {@code kv_transfer_params} would point a
- * vLLM decode at someone else's KV blocks).
+ * vLLM decode at someone else's KV blocks; a client-chosen data-parallel rank would undo the
+ * gateway's per-rank admission).
  */
 final class WorkerBodies {
     static final List<String> GATEWAY_OWNED = List.of("bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
-            "kv_transfer_params");
+            "kv_transfer_params", DpRankFields.ROUTED, "data_parallel_rank", DpRankFields.PREFILL_RANK);
 
     private WorkerBodies() {
     }

@@ -19,6 +19,8 @@ public final class Worker {
     private final AtomicInteger trialPermits = new AtomicInteger();
     private volatile WorkerTelemetry telemetry = WorkerTelemetry.NONE;
     private volatile WorkerIdentity identity = WorkerIdentity.UNKNOWN;
+    /** How many of its data-parallel ranks requests are sent to (set by the identity probe). */
+    private volatile RankPlan rankPlan = RankPlan.PER_WORKER;
     /**
      * A worker found at run time (discovery, the admin API, a reload) takes no request until its identity
      * check passed ({@code health.WorkerIdentityProbe}), besides its first health check.
@@ -173,6 +175,15 @@ public final class Worker {
 
     public void identity(WorkerIdentity id) {
         this.identity = id;
+    }
+
+    /** How requests are routed to the worker's data-parallel ranks ({@link RankPlanner}). */
+    public RankPlan rankPlan() {
+        return rankPlan;
+    }
+
+    public void rankPlan(RankPlan plan) {
+        this.rankPlan = Objects.requireNonNull(plan, "plan");
     }
 
     /** From now on the worker waits for a passing identity check before it takes requests. */

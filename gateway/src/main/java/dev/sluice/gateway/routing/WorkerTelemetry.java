@@ -10,8 +10,11 @@ import java.util.Map;
  *
  * @param fetchedAtNanos  when the last successful poll completed ({@code System.nanoTime()}), 0 if never
  * @param lastPollOk      whether the most recent poll succeeded
+ * @param rankRequests    per data-parallel rank (index: SGLang's {@code dp_rank} label), the requests it
+ *                        reports running or waiting; empty when the worker reports no rank
  */
-public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field, Double> values) {
+public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field, Double> values,
+                              List<Double> rankRequests) {
 
     /** How a number's series (one per rank) become one number: counts add up, a ratio is the fullest rank's. */
     public enum Over { SUM, MAX }
@@ -96,6 +99,19 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
 
     public WorkerTelemetry {
         values = Map.copyOf(values);
+        rankRequests = List.copyOf(rankRequests);
+    }
+
+    public WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field, Double> values) {
+        this(fetchedAtNanos, lastPollOk, values, List.of());
+    }
+
+    /** Requests the worker reports at {@code rank} (running and waiting), NaN when unknown or stale. */
+    public double rankRequests(int rank, long nowNanos, long staleAfterNanos) {
+        if (fetchedAtNanos == 0 || nowNanos - fetchedAtNanos > staleAfterNanos || rank >= rankRequests.size()) {
+            return Double.NaN;
+        }
+        return rankRequests.get(rank);
     }
 
     /** Seconds since the last successful poll, or +Inf if there never was one. */

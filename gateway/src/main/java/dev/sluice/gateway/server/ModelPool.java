@@ -165,7 +165,8 @@ final class ModelPool implements AutoCloseable {
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, shared.upstream(), shared.loops().control.next(),
                 config.disaggregation(), config.telemetry().timeout().multipliedBy(5), shared.background());
-        identities.onConfirmed(admission::kick).start();
+        identities.onConfirmed(admission::kick).ranks(new dev.sluice.gateway.routing.RankPlanner(
+                config.routing().dpAware(), config.routing().kvEvents().map(k -> k.dpRanks()).orElse(0))).start();
         directory.start(config.workers());
     }
 

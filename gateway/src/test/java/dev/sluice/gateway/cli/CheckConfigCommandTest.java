@@ -144,6 +144,19 @@ class CheckConfigCommandTest {
         assertThat(out.toString()).isEmpty();
     }
 
+    /** On vLLM, DP-aware routing falls back to per-worker routing: check-config says so (a note, silent under -q). */
+    @Test
+    void aVllmFleetIsNotedAsRoutedPerWorker() throws IOException {
+        Path f = file("disaggregation: vllm\nworkers: {prefill: [{url: 'http://127.0.0.1:30000'}], "
+                + "decode: [{url: 'http://127.0.0.1:30001'}]}\n");
+        assertThat(run(new CheckConfigCommand(), Map.of(), "--config", f.toString())).isZero();
+        assertThat(err.toString()).contains("sluice-gateway: note: routing.dp_aware: auto (disaggregation: vllm): "
+                + "vLLM reports no dp_size");
+        err.getBuffer().setLength(0);
+        assertThat(run(new CheckConfigCommand(), Map.of(), "-q", "--config", f.toString())).isZero();
+        assertThat(err.toString()).isEmpty();
+    }
+
     @Test
     void serveCheckStillValidatesAndPrints() throws IOException {
         Path f = file(VALID);

@@ -48,4 +48,20 @@ class ConfigWarningsTest {
         // in SGLang mode the key is not the workers' (SGLang's transfer backend is invisible to the gateway)
         assertThat(parse("vllm_kv_connector: mooncake\n" + WORKERS).disaggregation()).isEqualTo(DisaggregationMode.SGLANG);
     }
+
+    /** A rank per request where the workers take none falls back to per-worker routing, and check-config says so. */
+    @Test
+    void dpRanksOnVllmFallBackPerWorkerAndSaySo() throws Exception {
+        String vllm = "disaggregation: vllm\n" + WORKERS;
+        assertThat(ConfigNotes.of(parse(vllm))).singleElement().asString()
+                .startsWith("routing.dp_aware: auto (disaggregation: vllm): vLLM reports no dp_size")
+                .contains("routed per worker");
+        assertThat(ConfigWarnings.of(parse(vllm + "routing: {dp_aware: always}\n"))).singleElement().asString()
+                .startsWith("routing.dp_aware: always (disaggregation: vllm)");
+        assertThat(ConfigNotes.of(parse(vllm + "routing: {dp_aware: never}\n"))).isEmpty();
+        assertThat(ConfigWarnings.of(parse(vllm + "routing: {dp_aware: never}\n"))).isEmpty();
+        assertThat(ConfigNotes.of(parse(WORKERS))).as("SGLang takes a rank").isEmpty();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse(WORKERS + "routing: {dp_aware: off}\n"))
+                .hasMessageContaining("routing.dp_aware: false (expected: one of auto, always, never)");
+    }
 }

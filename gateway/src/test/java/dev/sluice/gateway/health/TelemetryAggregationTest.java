@@ -128,4 +128,19 @@ class TelemetryAggregationTest {
         assertThat(dev.sluice.gateway.routing.WorkerTelemetry.Field.PREFILL_BOOTSTRAP_QUEUE_REQUESTS.names())
                 .containsExactly("sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_prefill_prealloc_queue_reqs");
     }
+
+    /** With DP attention each rank has its own series: its running and waiting requests, kept per rank. */
+    @Test
+    void requestsAreKeptPerDataParallelRank() {
+        Map<String, PrometheusText.Aggregate> m = PrometheusText.read("""
+                sglang:num_running_reqs{engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="0"} 3
+                sglang:num_running_reqs{engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="1"} 1
+                sglang:num_queue_reqs{engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="1"} 2
+                sglang:num_decode_transfer_queue_reqs{engine_type="decode",tp_rank="0",pp_rank="0",dp_rank="0"} 1
+                """);
+        assertThat(PrometheusText.rankRequests(m)).containsExactly(4.0, 3.0);
+        assertThat(m.get("sglang:num_running_reqs").sum()).as("the worker's total is kept").isEqualTo(4.0);
+        assertThat(PrometheusText.rankRequests(PrometheusText.read("vllm:num_requests_running{engine=\"0\"} 2\n")))
+                .isEmpty();
+    }
 }

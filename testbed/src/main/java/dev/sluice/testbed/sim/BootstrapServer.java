@@ -44,6 +44,13 @@ final class BootstrapServer {
     private static final AttributeKey<Boolean> FAIL_TRANSFER = AttributeKey.valueOf("simFailTransfer");
     /** Query parameter of a decode whose transfer of this room starts and never ends ({@code kvStall}). */
     static final String STALL_PARAM = "sim_stall_transfer";
+    /**
+     * Query parameter: the prefill DP rank the decode expects the room's KV on ({@link DpDispatch}). A
+     * room computed on another rank fails its transfer, as SGLang's decode then talks to the wrong
+     * rank's KV sender and never gets the room.
+     */
+    static final String RANK_PARAM = "sim_prefill_dp_rank";
+    private static final AttributeKey<Integer> EXPECTED_RANK = AttributeKey.valueOf("simExpectedPrefillRank");
     private static final AttributeKey<Boolean> STALL_TRANSFER = AttributeKey.valueOf("simStallTransfer");
     /**
      * SGLang's bootstrap host for requests that transfer nothing (health checks, warmups): it selects the
@@ -199,8 +206,12 @@ final class BootstrapServer {
             return;
         }
         rooms.remove(RoomKey.of(item));
-        boolean fail = prefill.faults.kvFails(item.room) || waiter.hasAttr(FAIL_TRANSFER);
-        String gone = fail ? "KV transfer of room " + item.room + " failed (simulated: kvFailFraction)"
+        Integer expectedRank = waiter.attr(EXPECTED_RANK).get();
+        boolean wrongRank = expectedRank != null && expectedRank != item.dpRank;
+        boolean fail = prefill.faults.kvFails(item.room) || waiter.hasAttr(FAIL_TRANSFER) || wrongRank;
+        String gone = wrongRank ? "KV transfer of room " + item.room + " failed: the decode expected it on prefill "
+                + "dp rank " + expectedRank + ", it was computed on rank " + item.dpRank
+                : fail ? "KV transfer of room " + item.room + " failed (simulated: kvFailFraction)"
                 : "KV of room " + item.room + " was already transferred";
         tombstones.put(RoomKey.of(item), gone);
         answer(waiter, fail ? 500 : 200, fail ? gone : null, item);
@@ -253,8 +264,12 @@ final class BootstrapServer {
         Responses.json(ch, status, o, false);
     }
 
-    private void fetch(Channel ch, long roomId, int sample, boolean failTransfer, boolean stallTransfer) {
+    private void fetch(Channel ch, long roomId, int sample, boolean failTransfer, boolean stallTransfer,
+                       Integer expectedRank) {
         RoomKey key = new RoomKey(roomId, sample);
+        if (expectedRank != null) {
+            ch.attr(EXPECTED_RANK).set(expectedRank);
+        }
         if (failTransfer) {
             ch.attr(FAIL_TRANSFER).set(Boolean.TRUE);
         }
@@ -313,8 +328,10 @@ final class BootstrapServer {
                     List<String> fail = uri.parameters().getOrDefault(FAIL_PARAM, List.of());
                     List<String> stall = uri.parameters().getOrDefault(STALL_PARAM, List.of());
                     List<String> sample = uri.parameters().getOrDefault(SAMPLE_PARAM, List.of("0"));
+                    List<String> rank = uri.parameters().getOrDefault(RANK_PARAM, List.of());
                     fetch(ctx.channel(), Long.parseLong(path.substring(4)), Integer.parseInt(sample.get(0)),
-                            fail.contains("true"), stall.contains("true"));
+                            fail.contains("true"), stall.contains("true"),
+                            rank.isEmpty() ? null : Integer.valueOf(rank.get(0)));
                     return;
                 } catch (NumberFormatException e) {
                     // falls through to 404

@@ -58,7 +58,8 @@ public final class DecodeServer extends SimWorker {
             return;
         }
         String uri = "/kv/" + item.room + "?rid=" + URLEncoder.encode(item.rid, StandardCharsets.UTF_8)
-                + (item.sample == 0 ? "" : "&" + BootstrapServer.SAMPLE_PARAM + "=" + item.sample);
+                + (item.sample == 0 ? "" : "&" + BootstrapServer.SAMPLE_PARAM + "=" + item.sample)
+                + (item.prefillDpRank < 0 ? "" : "&" + BootstrapServer.RANK_PARAM + "=" + item.prefillDpRank);
         if (faults.kvStall()) {
             // the handshake completes, the transfer itself never does (FaultKnobs.kvStall)
             uri += "&" + BootstrapServer.STALL_PARAM + "=true";

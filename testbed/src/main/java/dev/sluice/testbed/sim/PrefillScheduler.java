@@ -77,7 +77,7 @@ final class PrefillScheduler {
         current.state = SimItem.State.PREFILLING;
         // looked up when the prefill starts, not on arrival: a request queued behind one with the
         // same prefix finds it cached, as in a real scheduler
-        current.cachedTokens = server.prefixCache.lookup(current.prefix, current.promptTokens);
+        current.cachedTokens = server.prefixCache.lookup(current.dpRank, current.prefix, current.promptTokens);
         current.remainingPrefill = current.promptTokens - current.cachedTokens;
         scheduleSlice(true);
     }
@@ -111,7 +111,7 @@ final class PrefillScheduler {
         item.remainingPrefill = 0;
         current = null;
         slice = null;
-        server.prefixCache.insert(item.prefix, item.blockTokens);
+        server.prefixCache.insert(item.dpRank, item.prefix, item.blockTokens);
         prefilled.accept(item);
         startNext();
         server.publishGauges();

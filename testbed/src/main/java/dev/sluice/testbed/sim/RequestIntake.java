@@ -29,7 +29,10 @@ final class RequestIntake {
             return;
         }
         GenerationRequest request;
+        DpDispatch.Requested ranks;
         try {
+            // vLLM takes a rank only from its X-data-parallel-rank header, never from the body
+            ranks = w.isVllm() ? DpDispatch.NONE : DpDispatch.read(body, w.cfg.dpSize());
             request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens(),
                     w.requestId(route, requestIdHeader), w.cfg.contextLength());
             w.validate(request);
@@ -39,9 +42,7 @@ final class RequestIntake {
             return;
         }
         Exchange ex = new Exchange(w, ch, request, keepAlive, now);
-        for (SimItem item : ex.items) {
-            w.assignRank(item);
-        }
+        DpDispatch.assign(w, ranks, ex.items);
         handler.current = ex;
         w.live.addAll(ex.items);
         ex.begin();

@@ -9,6 +9,7 @@ final class RequestJournal {
     private final int limit;
     private final ArrayDeque<RecordedRequest> requests = new ArrayDeque<>();
     private final ArrayDeque<AbortRecord> aborts = new ArrayDeque<>();
+    private final ArrayDeque<RankAssignment> ranks = new ArrayDeque<>();
 
     RequestJournal(int limit) {
         this.limit = limit;
@@ -28,6 +29,17 @@ final class RequestJournal {
         aborts.addLast(a);
     }
 
+    synchronized void record(RankAssignment a) {
+        if (ranks.size() == limit) {
+            ranks.removeFirst();
+        }
+        ranks.addLast(a);
+    }
+
+    synchronized List<RankAssignment> ranks() {
+        return List.copyOf(new ArrayList<>(ranks));
+    }
+
     synchronized List<RecordedRequest> requests() {
         return List.copyOf(new ArrayList<>(requests));
     }
@@ -39,5 +51,6 @@ final class RequestJournal {
     synchronized void clear() {
         requests.clear();
         aborts.clear();
+        ranks.clear();
     }
 }

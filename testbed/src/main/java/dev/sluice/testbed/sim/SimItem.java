@@ -53,6 +53,8 @@ final class SimItem {
     boolean pumpScheduled;
     /** The data-parallel rank serving the item ({@link SimWorker#assignRank}). */
     int dpRank;
+    /** A PD decode's item: the prefill rank it fetches its KV from ({@link DpDispatch}); -1 otherwise. */
+    int prefillDpRank = -1;
     /** Why the server aborted the item (FINISH_ABORT's message), null when it was not aborted by the server. */
     String abortMessage;
     /** FINISH_ABORT's status_code, null when the abort carries none (an /abort_request). */

@@ -58,7 +58,7 @@ public abstract class SimWorker {
     volatile long lastOutputNanos = System.nanoTime() - (1L << 40);
     /** The data-parallel rank the next item goes to (round-robin; loop-confined). */
     int nextDpRank;
-    final PrefixCache prefixCache;
+    final PrefixCaches prefixCache;
     private volatile KvEventPublisher kvEvents;
     volatile long promptTokensProcessed;
     /** Written by the prefill scheduler on the event loop only. */
@@ -79,7 +79,7 @@ public abstract class SimWorker {
         this.ordinal = ordinal;
         this.loop = Objects.requireNonNull(loop, "loop");
         this.journal = new RequestJournal(cfg.journalLimit());
-        this.prefixCache = new PrefixCache(cfg.prefixCacheTokens());
+        this.prefixCache = new PrefixCaches(cfg.prefixCacheTokens(), cfg.dpSize());
     }
 
     // ---- public API ------------------------------------------------------------------------
@@ -141,7 +141,12 @@ public abstract class SimWorker {
         return journal.aborts();
     }
 
-    /** Clears the journal and the abort records (not the counters). */
+    /** The data-parallel rank each recent request (batch item) was given, oldest first. */
+    public List<RankAssignment> rankAssignments() {
+        return journal.ranks();
+    }
+
+    /** Clears the journal, the abort records and the rank assignments (not the counters). */
     public void clear() {
         journal.clear();
     }

@@ -1,0 +1,88 @@
+package dev.sluice.testbed.sim;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.util.List;
+
+/**
+ * How a simulated SGLang server with attention data parallelism gives each request a rank, as
+ * SGLang's {@code DataParallelController} does (sgl-project/sglang@000a3db1c0c42140f14ddab7b4c6dda86de1fa4b
+ * python/sglang/srt/managers/data_parallel_controller.py): a request that names a rank goes there
+ * ({@code maybe_external_dp_rank_routing}, ahead of every load-balance method); otherwise a PD
+ * prefill follows {@code bootstrap_room % dp_size} ({@code follow_bootstrap_room_scheduler}, the
+ * prefill's method: {@code server_args.py} turns a prefill's {@code round_robin}/{@code auto} into
+ * {@code follow_bootstrap_room}) and every other server takes its ranks in turn
+ * ({@code round_robin_scheduler}). The rank's field is {@code routed_dp_rank}; {@code data_parallel_rank}
+ * is its deprecated name, migrated to it (sgl-project/sglang@004c82e0
+ * python/sglang/srt/entrypoints/openai/protocol.py). A PD decode fetches its KV from the prefill rank
+ * named by {@code disagg_prefill_dp_rank}, else {@code bootstrap_room % dp_size} of the prefill
+ * ({@code DecodePreallocQueue._resolve_prefill_dp_rank} in python/sglang/srt/disaggregation/decode.py);
+ * the simulated cluster shares one {@code dpSize}, so the decode's own stands for the prefill's.
+ * Event loop only.
+ */
+final class DpDispatch {
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(DpDispatch.class);
+    static final String ROUTED = "routed_dp_rank";
+    static final String DEPRECATED = "data_parallel_rank";
+    static final String PREFILL_RANK = "disagg_prefill_dp_rank";
+
+    /** The rank fields of one body, checked against the server's {@code dp_size}. */
+    record Requested(Integer routed, Integer prefillRank) {
+    }
+
+    static final Requested NONE = new Requested(null, null);
+
+    private DpDispatch() {
+    }
+
+    /**
+     * The body's rank fields. A rank outside [0, dp_size) is ignored with a warning, the server
+     * choosing as if none was named (sgl-project/sglang PR #19762, "Fix routed_dp_rank boundary
+     * validation": {@code maybe_external_dp_rank_routing} falls back to load balancing instead of the
+     * IndexError of {@code self.workers[rank]}); a value that is not an integer is refused (400).
+     */
+    static Requested read(JsonNode body, int dpSize) throws GenerationRequest.BadRequest {
+        Integer routed = rank(body, ROUTED, dpSize);
+        if (routed == null) {
+            routed = rank(body, DEPRECATED, dpSize);
+        }
+        return new Requested(routed, rank(body, PREFILL_RANK, dpSize));
+    }
+
+    private static Integer rank(JsonNode body, String field, int dpSize) throws GenerationRequest.BadRequest {
+        JsonNode v = body == null ? null : body.get(field);
+        if (v == null || v.isNull()) {
+            return null;
+        }
+        if (!v.isIntegralNumber()) {
+            throw new GenerationRequest.BadRequest(field + ": " + v + " (expected: an integer)");
+        }
+        int r = v.asInt();
+        if (r < 0 || r >= dpSize) {
+            log.warn("{} {} is out of range (dp_size {}): the server picks the rank", field, r, dpSize);
+            return null;
+        }
+        return r;
+    }
+
+    /** Gives each item its rank and records it (and, on a decode, the prefill rank it will fetch from). */
+    static void assign(SimWorker w, Requested req, List<SimItem> items) {
+        int dp = w.cfg.dpSize();
+        for (SimItem item : items) {
+            RankAssignment.How how;
+            if (req.routed() != null) {
+                item.dpRank = req.routed();
+                how = RankAssignment.How.ROUTED;
+            } else if (w instanceof PrefillServer && item.room >= 0) {
+                item.dpRank = (int) (item.room % dp);
+                how = RankAssignment.How.BOOTSTRAP_ROOM;
+            } else {
+                w.assignRank(item);
+                how = RankAssignment.How.ROUND_ROBIN;
+            }
+            if (item.room >= 0) {
+                item.prefillDpRank = req.prefillRank() != null ? req.prefillRank() : (int) (item.room % dp);
+            }
+            w.journal.record(new RankAssignment(item.rid, item.room, item.dpRank, how));
+        }
+    }
+}
