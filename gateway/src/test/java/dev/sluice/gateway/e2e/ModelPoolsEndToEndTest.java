@@ -42,6 +42,7 @@ class ModelPoolsEndToEndTest {
     private SimCluster small;
     private SimCluster spare;
     private GatewayServer gw;
+    private String yaml;
 
     @BeforeEach
     void start() throws Exception {
@@ -52,7 +53,7 @@ class ModelPoolsEndToEndTest {
                 .withDecodeStep(Duration.ofMillis(1)), SimMode.UNIFIED);
         spare = SimCluster.start(0, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("small-model")
                 .withDecodeStep(Duration.ofMillis(1)), SimMode.UNIFIED);
-        String yaml = "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\n"
+        yaml = "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\n"
                 + "health: {interval: 200ms}\n"
                 + "admission: {queue_timeout: 20s}\n"
                 + "pools:\n"
@@ -205,6 +206,34 @@ class ModelPoolsEndToEndTest {
             }
         })).as("the spare unified server, added to small, serves small-model").isTrue();
         assertThat(modelsSeen(spare.unified())).containsOnly("small-model");
+    }
+
+    @Test
+    void aReloadChangesEachPoolsOwnLimitsAndRefusesANewListOfPools() throws Exception {
+        String raised = yaml.replace("admission: {max_queued_requests: 1,", "admission: {max_queued_requests: 5,")
+                .replace("      unified: [{url: " + small.unified().get(0).url() + "}]\n",
+                        "      unified: [{url: " + small.unified().get(0).url() + "}]\n"
+                                + "    admission: {max_queued_requests: 3}\n");
+        var applied = gw.apply(dev.sluice.gateway.config.ConfigLoader.parse(raised, "raised.yaml"));
+        assertThat(applied.applied()).contains("admission");
+        assertThat(gw.admission("big").orElseThrow().config().maxQueuedRequests()).isEqualTo(5);
+        assertThat(gw.admission("small").orElseThrow().config().maxQueuedRequests()).isEqualTo(3);
+        assertThat(chat("small-model").statusCode()).isEqualTo(200);
+
+        String renamed = raised.replace("models: [small-model]", "models: [small-model, tiny]");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
+                        dev.sluice.gateway.config.ConfigLoader.parse(renamed, "renamed.yaml")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("small")
+                .hasMessageContaining("restart");
+        String added = raised + "  - name: extra\n    models: [extra-model]\n    disaggregation: none\n"
+                + "    workers: {unified: [{url: " + spare.unified().get(0).url() + "}]}\n";
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
+                        dev.sluice.gateway.config.ConfigLoader.parse(added, "added.yaml")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("restart");
+        // nothing of the refused files was applied
+        assertThat(gw.admission("small").orElseThrow().config().maxQueuedRequests()).isEqualTo(3);
+        assertThat(chat("tiny").statusCode()).isEqualTo(404);
+        assertThat(gw.poolNames()).containsExactly("big", "small");
     }
 
     private static double sum(String metrics, String seriesPattern) {
