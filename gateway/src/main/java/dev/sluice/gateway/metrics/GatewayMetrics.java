@@ -28,10 +28,10 @@ import java.util.function.Supplier;
  */
 public final class GatewayMetrics implements AutoCloseable {
     // the latency histograms carry a sampled request's trace id as an exemplar (OpenMetrics format only)
-    private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT,
-            new io.prometheus.client.CollectorRegistry(true), io.micrometer.core.instrument.Clock.SYSTEM,
-            new io.prometheus.client.exemplars.DefaultExemplarSampler(new Exemplars()));
-    private final GenAiMetrics genAi = new GenAiMetrics(registry);
+    private final PrometheusMeterRegistry registry;
+    private final GenAiMetrics genAi;
+    private final GatewayMetrics root; // this, or the gateway's when this is one pool's view (forPool)
+    private final String pool; // null, or the pool whose request meters this view labels
     private final ConcurrentMap<String, Counter> counters = new ConcurrentHashMap<>();
     // hot-path meters, looked up by a plain String key (no key building, no registry lookup per call)
     private final ConcurrentMap<String, Timer> firstTokenTimers = new ConcurrentHashMap<>();
@@ -42,11 +42,20 @@ public final class GatewayMetrics implements AutoCloseable {
     private final ConcurrentMap<String, Counter> rejectionCounters = new ConcurrentHashMap<>();
     private final Counter promptTokens;
     private final Counter completionTokens;
-    private final JvmGcMetrics gc = new JvmGcMetrics();
-    private final AtomicLong clientBufferedHighWater = new AtomicLong();
-    private final PoolLabels poolLabels = new PoolLabels();
+    private final JvmGcMetrics gc;
+    private final AtomicLong clientBufferedHighWater;
+    private final PoolLabels poolLabels;
 
     public GatewayMetrics() {
+        this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT,
+                new io.prometheus.client.CollectorRegistry(true), io.micrometer.core.instrument.Clock.SYSTEM,
+                new io.prometheus.client.exemplars.DefaultExemplarSampler(new Exemplars()));
+        this.genAi = new GenAiMetrics(registry);
+        this.root = this;
+        this.pool = null;
+        this.gc = new JvmGcMetrics();
+        this.clientBufferedHighWater = new AtomicLong();
+        this.poolLabels = new PoolLabels();
         registry.config().meterFilter(poolLabels); // before any meter: every worker's series gets its pool
         new JvmMemoryMetrics().bindTo(registry);
         new JvmThreadMetrics().bindTo(registry);
@@ -57,6 +66,35 @@ public final class GatewayMetrics implements AutoCloseable {
                 .register(registry);
         promptTokens = counter("sluice.prompt.tokens");
         completionTokens = counter("sluice.completion.tokens");
+    }
+
+    /** One model pool's view: the same registry; its request meters ({@link PoolLabels#POOLED}) carry {@code pool}. */
+    private GatewayMetrics(GatewayMetrics root, String pool) {
+        this.registry = root.registry;
+        this.genAi = root.genAi;
+        this.root = root;
+        this.pool = pool;
+        this.gc = root.gc;
+        this.clientBufferedHighWater = root.clientBufferedHighWater;
+        this.poolLabels = root.poolLabels;
+        promptTokens = counter("sluice.prompt.tokens");
+        completionTokens = counter("sluice.completion.tokens");
+    }
+
+    /** The meters of {@code pool}'s requests (with {@code pools:}); closing it closes nothing. */
+    public GatewayMetrics forPool(String name) {
+        return new GatewayMetrics(root, name);
+    }
+
+    /** {@code tags}, with this view's pool when {@code name} is a request meter of a pool. */
+    private String[] pooled(String name, String... tags) {
+        if (pool == null || !PoolLabels.POOLED.contains(name)) {
+            return tags;
+        }
+        String[] t = java.util.Arrays.copyOf(tags, tags.length + 2);
+        t[tags.length] = PoolLabels.TAG;
+        t[tags.length + 1] = pool;
+        return t;
     }
 
     /** Called after each write to a client; keeps the high-water mark of bytes the gateway buffered. */
@@ -91,25 +129,7 @@ public final class GatewayMetrics implements AutoCloseable {
 
     /** Netty's own memory and each event loop's backlog: the first things to look at when latency creeps. */
     public void bindNetty(EventLoopGroup loops) {
-        Gauge.builder("sluice.netty.direct.memory.used", PlatformDependent::usedDirectMemory).baseUnit("bytes")
-                .description("direct memory Netty has reserved (-1 when not tracked)").register(registry);
-        // the allocator the channels use (Netty 4.2: the adaptive one), not PooledByteBufAllocator.DEFAULT
-        io.netty.buffer.ByteBufAllocatorMetric alloc = io.netty.buffer.ByteBufAllocator.DEFAULT
-                instanceof io.netty.buffer.ByteBufAllocatorMetricProvider p ? p.metric() : null;
-        Gauge.builder("sluice.netty.pooled.memory", () -> alloc == null ? Double.NaN : alloc.usedDirectMemory())
-                .baseUnit("bytes").tag("type", "direct").description("memory held by Netty's buffer allocator")
-                .register(registry);
-        Gauge.builder("sluice.netty.pooled.memory", () -> alloc == null ? Double.NaN : alloc.usedHeapMemory())
-                .baseUnit("bytes").tag("type", "heap").description("memory held by Netty's buffer allocator")
-                .register(registry);
-        int i = 0;
-        for (EventExecutor e : loops) {
-            if (e instanceof SingleThreadEventExecutor loop) {
-                Gauge.builder("sluice.event.loop.pending.tasks", loop, SingleThreadEventExecutor::pendingTasks)
-                        .tag("loop", "io-" + i).description("tasks waiting on the event loop").register(registry);
-            }
-            i++;
-        }
+        NettyMetrics.bind(registry, loops);
     }
 
     public void firstToken(String route, Duration sinceReceived) {
@@ -137,7 +157,7 @@ public final class GatewayMetrics implements AutoCloseable {
         Timer t = cache.get(value);
         if (t == null) {
             t = cache.computeIfAbsent(value, v -> Timer.builder(name).description(description)
-                    .tags(tag, v).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry));
+                    .tags(pooled(name, tag, v)).serviceLevelObjectives(LlmBuckets.LATENCY).register(registry));
         }
         return t;
     }
@@ -334,34 +354,12 @@ public final class GatewayMetrics implements AutoCloseable {
         counter("sluice.kv.transfer.failures", "worker", worker).increment();
     }
 
-    private Counter counter(String name, String... tags) {
+    private Counter counter(String name, String... given) {
+        String[] tags = pooled(name, given);
         String key = name + String.join("|", tags);
-        return counters.computeIfAbsent(key, k -> Counter.builder(name).description(COUNTER_HELP.get(name)).tags(tags)
+        return counters.computeIfAbsent(key, k -> Counter.builder(name).description(MetricHelp.COUNTERS.get(name)).tags(tags)
                 .register(registry));
     }
-
-    /** HELP text of every counter (promtool lints a counter without one). */
-    private static final java.util.Map<String, String> COUNTER_HELP = java.util.Map.ofEntries(
-            java.util.Map.entry("sluice.requests", "requests ended, by route and outcome"),
-            java.util.Map.entry("sluice.aborts", "requests whose halves the gateway stopped, by cause"),
-            java.util.Map.entry("sluice.internal.errors", "the gateway's own failures (bugs) while handling requests, by "
-                    + "where; answered 500, never counted against a worker"),
-            java.util.Map.entry("sluice.vllm.handoffs", "vLLM prefill KV handoffs by result: transferred, recomputed (the "
-                    + "prefill answered no kv_transfer_params), released (request ended between the legs)"),
-            java.util.Map.entry("sluice.abort.requests.sent", "POST /abort_request calls to workers, by role and result"),
-            java.util.Map.entry("sluice.upstream.errors", "failures of a worker call, by role and kind"),
-            java.util.Map.entry("sluice.kv.transfer.failures", "KV transfer failures the workers reported to the gateway, by worker"),
-            java.util.Map.entry("sluice.rejections", "requests admission control rejected, by reason"),
-            java.util.Map.entry("sluice.prompt.tokens", "prompt tokens the workers reported for completed requests"),
-            java.util.Map.entry("sluice.completion.tokens", "completion tokens the workers reported"),
-            java.util.Map.entry("sluice.retries", "requests sent again to another prefill/decode pair, by reason"),
-            java.util.Map.entry("sluice.worker.ejections", "times a worker was taken out of rotation, by role, worker and reason"),
-            java.util.Map.entry("sluice.stall.probes", "the gateway's own probes of a worker suspect of a silent stall "
-                    + "(health.stall_panic), by role, worker and result (success, failed, timeout)"),
-            java.util.Map.entry("sluice.http.rejections", "client requests or connections the HTTP layer refused before routing, by reason"),
-            java.util.Map.entry("sluice.tls.reloads", "checks of listen.tls files that found a change, by result (reloaded, failed)"),
-            java.util.Map.entry("sluice.tls.handshake.failures", "client TLS handshakes that failed (plain HTTP, old protocols, scanners, timeouts)"),
-            java.util.Map.entry("sluice.client.idle.closes", "keep-alive client connections closed after http.idle_timeout with no request"));
 
     public String scrape() {
         return registry.scrape();
@@ -375,25 +373,9 @@ public final class GatewayMetrics implements AutoCloseable {
         return acceptsOpenMetrics(accept) ? bucketExemplarsOnly(registry.scrape(OPENMETRICS)) : registry.scrape();
     }
 
-    /**
-     * Keeps exemplars on histogram buckets only: the registry also puts one on a timer's {@code _count},
-     * which Prometheus (2.42 and others) refuses with the whole scrape ("does not support exemplars").
-     */
+    /** Exemplars on histogram buckets only ({@link OpenMetricsText#bucketExemplarsOnly}). */
     static String bucketExemplarsOnly(String text) {
-        StringBuilder out = new StringBuilder(text.length());
-        int start = 0;
-        while (start < text.length()) {
-            int end = text.indexOf('\n', start);
-            end = end < 0 ? text.length() : end + 1;
-            int mark = text.indexOf(" # {", start);
-            if (mark >= 0 && mark < end && !text.startsWith("_bucket{", text.indexOf('{', start) - 7)) {
-                out.append(text, start, mark).append('\n');
-            } else {
-                out.append(text, start, end);
-            }
-            start = end;
-        }
-        return out.toString();
+        return OpenMetricsText.bucketExemplarsOnly(text);
     }
 
     public static boolean acceptsOpenMetrics(String accept) {
@@ -402,7 +384,9 @@ public final class GatewayMetrics implements AutoCloseable {
 
     @Override
     public void close() {
-        gc.close();
-        registry.close();
+        if (root == this) {
+            gc.close();
+            registry.close();
+        }
     }
 }

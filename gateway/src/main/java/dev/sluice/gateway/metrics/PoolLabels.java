@@ -15,6 +15,14 @@ import java.util.concurrent.ConcurrentHashMap;
  */
 public final class PoolLabels implements MeterFilter {
     public static final String TAG = "pool";
+    /**
+     * The request meters each pool's view labels ({@link GatewayMetrics#forPool}); those of a request refused
+     * before its pool was known (a bad body, an unknown model) carry {@code pool=""}.
+     */
+    public static final java.util.Set<String> POOLED = java.util.Set.of("sluice.requests", "sluice.request.duration",
+            "sluice.time.to.first.token", "sluice.inter.token.latency", "sluice.aborts", "sluice.retries",
+            "sluice.prompt.tokens", "sluice.completion.tokens", "sluice.vllm.handoffs", "sluice.upstream.errors",
+            "sluice.abort.requests.sent");
 
     private final Map<String, String> poolOfWorker = new ConcurrentHashMap<>();
     private volatile String defaultPool = dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME;
@@ -42,10 +50,13 @@ public final class PoolLabels implements MeterFilter {
 
     @Override
     public Meter.Id map(Meter.Id id) {
-        String worker = id.getTag("worker");
-        if (!on || worker == null || id.getTag(TAG) != null) {
+        if (!on || id.getTag(TAG) != null) {
             return id;
         }
-        return id.withTag(io.micrometer.core.instrument.Tag.of(TAG, poolOf(worker)));
+        String worker = id.getTag("worker");
+        if (worker != null) {
+            return id.withTag(io.micrometer.core.instrument.Tag.of(TAG, poolOf(worker)));
+        }
+        return POOLED.contains(id.getName()) ? id.withTag(io.micrometer.core.instrument.Tag.of(TAG, "")) : id;
     }
 }

@@ -98,7 +98,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             exchange.failInternal(e); // its exchange exists: it answers, counts, logs and ends it
             return;
         }
-        front.pd().metrics().internalError("client_handler");
+        front.metrics().internalError("client_handler");
         log.error("internal error taking a request method={} path={}", req.method(), loggablePath(req.uri()), e);
         if (busy) {
             reject(ApiError.internal("the gateway failed while taking this request; the error is logged and "
@@ -137,7 +137,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             if (path.equals("/v1/models") && front.pools().explicit()) {
                 // every pool's models: no one pool's workers know them all
                 Responses.json(ctx, HttpResponseStatus.OK, front.pools().models(), keepAlive);
-                front.pd().metrics().requestEnded(Routes.metricLabel(path), Outcome.OK,
+                front.metrics().requestEnded(Routes.metricLabel(path), Outcome.OK,
                         Duration.ofNanos(System.nanoTime() - received));
                 requestDone();
                 return;
@@ -145,11 +145,11 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             // the route's own path, never the client's query: nothing a client writes reaches a worker's URL
             ModelPool pool = front.pools().defaultPool();
             InfoProxy.forward(ctx, path, keepAlive, pool.workers, pool.pd.pool(),
-                    live.config().timeouts().firstToken(), front.pd().metrics(), live.config().requestLogging(),
+                    live.config().timeouts().firstToken(), front.metrics(), live.config().requestLogging(),
                     this::requestDone);
         } else {
             Outcome outcome = local(path, keepAlive, live);
-            front.pd().metrics().requestEnded(Routes.metricLabel(path), outcome,
+            front.metrics().requestEnded(Routes.metricLabel(path), outcome,
                     Duration.ofNanos(System.nanoTime() - received));
             requestDone();
         }
@@ -223,7 +223,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             case "/metrics" -> {
                 if (internalEndpoints) {
                     Responses.text(ctx, HttpResponseStatus.OK, "text/plain; version=0.0.4; charset=utf-8",
-                            front.pd().metrics().scrape(), keepAlive);
+                            front.metrics().scrape(), keepAlive);
                 } else {
                     ApiError hidden = ApiError.notFound(path + " (served on the admin listener; "
                             + "listen.internal_endpoints: true serves it here too)");
@@ -257,7 +257,7 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             log.info("request rejected method={} path={} status={} code={} detail=\"{}\"", req.method(),
                     loggablePath(req.uri()), error.status().code(), error.code(), error.message());
         }
-        front.pd().metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
+        front.metrics().requestEnded(Routes.metricLabel(req.uri()), error.outcome(), Duration.ZERO);
         front.pd().tracing().refused(req.headers(), req.method().name(), Routes.pathOf(req.uri()),
                 error.status().code(), error.code(), error.message());
         front.pd().recentErrors().add(new RecentErrors.Entry(java.time.Instant.now(), "-", Routes.metricLabel(req.uri()),

@@ -118,7 +118,7 @@ public final class GatewayServer implements AutoCloseable {
         this.reconfiguration = new PoolsReconfiguration(pools, config);
         this.drain = new GatewayDrain(running.stream().map(p -> p.admission).toList(), live);
         this.front = new FrontServices(() -> pools.defaultPool().settings(), new RequestJson(config.http().json()),
-                pools, drain::draining, this::coordination);
+                pools, drain::draining, this::coordination, metrics);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
         StartupMetrics.bind(metrics, pool::openConnections, () -> clients == null ? 0 : clients.open());
     }

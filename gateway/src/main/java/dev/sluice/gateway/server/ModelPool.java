@@ -24,6 +24,7 @@ import dev.sluice.gateway.health.WorkerIdentityProbe;
 import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.metrics.CacheViewMetrics;
 import dev.sluice.gateway.metrics.CoordinationMetrics;
+import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.metrics.ModelTokenizerMetrics;
 import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
@@ -82,15 +83,18 @@ final class ModelPool implements AutoCloseable {
         this.shared = shared;
         this.workers = new WorkerSet(config.workers());
         workers.all().forEach(w -> shared.metrics().poolLabels().assign(w.name(), name));
+        boolean labelled = shared.metrics().poolLabels().on(); // pools: configured
+        // this pool's requests are counted with its pool label (with pools: only)
+        GatewayMetrics metrics = labelled ? shared.metrics().forPool(name) : shared.metrics();
         this.health = new HealthTable(workers, config.health(), System::nanoTime);
-        this.aborts = new AbortSender(shared.upstream(), shared.metrics(), config.timeouts().abort());
+        this.aborts = new AbortSender(shared.upstream(), metrics, config.timeouts().abort());
         aborts.adminKey(config.workers().adminAuthorization());
         AdmissionConfig ac = config.admission();
         this.estimator = new LearnedRatioCounter(ac.tokenizer().initialBytesPerToken(),
                 ac.tokenizer().chatTokensPerMessage());
         this.counter = ac.tokenizer().tokenizerJson().map(path -> FileBackedParts.exactCounter(path, ac, estimator))
                 .orElse(estimator);
-        String label = shared.metrics().poolLabels().on() ? name : null; // the pool label, with pools: only
+        String label = labelled ? name : null; // the pool label, with pools: only
         AdmissionMetrics admissionMetrics = new AdmissionMetrics(shared.metrics(), ac, label);
         // the prefill workers' own KV events, when configured: the cache view every replica shares
         this.kvEvents = config.routing().kvEvents().map(kv -> KvEventSubscription.of(kv, workers.prefill()));
@@ -130,9 +134,9 @@ final class ModelPool implements AutoCloseable {
         this.prefillRates = PrefillRateState.of(this::config, admission, redis, shared.loops().fileIo,
                 shared.background(), shared.defaultPool().equals(name) ? null : name);
         ServedModel servedModel = new ServedModel();
-        this.pd = new PdServices(workers, shared.upstream(), aborts, shared.metrics(), admission, counter, health,
+        this.pd = new PdServices(workers, shared.upstream(), aborts, metrics, admission, counter, health,
                 shared.recentErrors(), shared.live(), servedModel, shared.tracing());
-        this.reconciler = new WorkerReconciler(workers, health, admission, shared.metrics(), routingMetrics,
+        this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics,
                 prefillPolicy, decodePolicy, shared.upstream(), shared.loops().upstreamLoops(), config.telemetry(),
                 shared.live(), name);
         this.directory = new WorkerDirectory(workers.unified(), reconciler,
@@ -142,13 +146,13 @@ final class ModelPool implements AutoCloseable {
         // the probes run on the control loop, like the health checks: a busy request loop does not delay them
         EventLoop probeLoop = shared.loops().control.next();
         this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), shared.upstream(),
-                aborts, shared.metrics(), probeLoop, servedModel), probeLoop, shared.background(),
-                (w, outcome) -> shared.metrics().stallProbe(w.role().label(), w.name(), outcome.label()));
+                aborts, metrics, probeLoop, servedModel), probeLoop, shared.background(),
+                (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, directory, aborts);
-        HealthFollowers.attach(health, shared.metrics(), shared.live(), admission);
-        StartupMetrics.preRegister(shared.metrics(), workers);
-        shared.metrics().bindWorkers(workers, config.telemetry());
+        HealthFollowers.attach(health, metrics, shared.live(), admission);
+        StartupMetrics.preRegister(metrics, workers);
+        metrics.bindWorkers(workers, config.telemetry());
     }
 
     /** Starts what runs: health checks, probes, the control tasks, leases, telemetry, identity checks, discovery. */

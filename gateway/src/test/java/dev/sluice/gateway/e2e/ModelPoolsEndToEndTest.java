@@ -132,6 +132,11 @@ class ModelPoolsEndToEndTest {
         assertThat(error.path("param").asText()).isEqualTo("model");
         assertThat(error.path("type").asText()).isEqualTo("invalid_request_error");
         assertThat(error.path("message").asText()).contains("gpt-4o").contains("big-model").contains("small-model");
+        String metrics = get(gw.adminPort(), "/metrics");
+        assertThat(sum(metrics, "sluice_requests_total\\{outcome=\"bad_request\",pool=\"\",route=\"chat_completions\",?\\}"))
+                .as("refused before any pool: counted without one").isEqualTo(1);
+        assertThat(sum(metrics, "sluice_requests_total\\{outcome=\"ok\",pool=\"big\",route=\"chat_completions\",?\\}"))
+                .isEqualTo(3);
         assertThat(modelsSeen(big.workers())).hasSize(6); // the four above at both halves of big, none more
         assertThat(modelsSeen(small.unified())).hasSize(1);
 
@@ -174,6 +179,15 @@ class ModelPoolsEndToEndTest {
                 .containsPattern("sluice_worker_up\\{pool=\"small\",role=\"unified\",worker=\""
                         + Pattern.quote(small.unified().get(0).url().substring(7)) + "\",?\\} 1\\.0")
                 .containsPattern("sluice_admission_limit\\{limit=\"max_queued_requests\",pool=\"big\",?\\} 1\\.0");
+        // the request meters too: each pool's own, none of the small pool's refused
+        assertThat(sum(metrics, "sluice_requests_total\\{outcome=\"ok\",pool=\"small\",route=\"chat_completions\",?\\}"))
+                .isEqualTo(10);
+        assertThat(sum(metrics, "sluice_requests_total\\{outcome=\"[a-z_]+\",pool=\"small\",route=\"[a-z_]+\",?\\}"))
+                .isEqualTo(10);
+        assertThat(sum(metrics, "sluice_requests_total\\{outcome=\"ok\",pool=\"big\",route=\"chat_completions\",?\\}"))
+                .isEqualTo(ok);
+        assertThat(sum(metrics, "sluice_request_duration_seconds_count\\{pool=\"small\",route=\"chat_completions\",?\\}"))
+                .isEqualTo(10);
 
         JsonNode state = JSON.readTree(get(admin, "/admin/state"));
         List<String> pools = new ArrayList<>();
