@@ -120,4 +120,26 @@ class PoolsConfigTest {
         assertThat(one.pools()).isEqualTo(PoolsConfig.IMPLICIT);
         assertThat(one.pools().explicit()).isFalse();
     }
+
+    /** docs/configuration.md, "Model pools": the one-model file and its two-pool form are valid as written. */
+    @Test
+    void theDocsExamplesLoad() throws java.io.IOException {
+        String docs = java.nio.file.Files.readString(ConfigSchemaTest.ROOT.resolve("docs/configuration.md"));
+        String section = docs.substring(docs.indexOf("## Model pools"), docs.indexOf("## Reference"));
+        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?s)```yaml\n(.*?)```").matcher(section);
+        List<GatewayConfig> loaded = new java.util.ArrayList<>();
+        while (m.find()) {
+            loaded.add(ConfigLoader.parse(m.group(1), "docs/configuration.md"));
+        }
+        assertThat(loaded).hasSize(2);
+        assertThat(loaded.get(0).pools().explicit()).isFalse();
+        PoolsConfig two = loaded.get(1).pools();
+        assertThat(two.pools()).extracting(PoolsConfig.Pool::name).containsExactly("large", "small");
+        // the same large pool as the one-model file: its workers, and the limits it kept or overrode
+        GatewayConfig large = two.pool("large").orElseThrow().view();
+        assertThat(large.workers()).isEqualTo(loaded.get(0).workers());
+        assertThat(large.admission().maxQueuedRequests()).isEqualTo(loaded.get(0).admission().maxQueuedRequests());
+        assertThat(large.admission().queueTimeout()).isEqualTo(loaded.get(0).admission().queueTimeout());
+        assertThat(large.health()).isEqualTo(loaded.get(0).health());
+    }
 }
