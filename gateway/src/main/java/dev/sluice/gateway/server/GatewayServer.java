@@ -321,8 +321,9 @@ public final class GatewayServer implements AutoCloseable {
             adminServer.close();
         }
         background.close();
-        pools.all().forEach(ModelPool::closeAfterTasks);
-        loops.closeFileIo(); // after every pool's last save of its rates
+        pools.all().forEach(ModelPool::saveRatesAtStop);
+        loops.closeFileIo(); // waits for every pool's last save of its rates
+        pools.all().forEach(ModelPool::closeAfterTasks); // the leases' store closes after those saves
         if (clients != null) {
             clients.close();
         }

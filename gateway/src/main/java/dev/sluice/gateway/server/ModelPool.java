@@ -233,9 +233,16 @@ final class ModelPool implements AutoCloseable {
         }
     }
 
-    /** After the background tasks stopped: the last save of the rates, the leases, the tokenizers. */
-    void closeAfterTasks() {
+    /** After the background tasks stopped: the last save of the rates goes to the file IO thread. */
+    void saveRatesAtStop() {
         prefillRates.close();
+    }
+
+    /**
+     * After that save ran (the file IO thread stopped: the save writes to Redis through the store the leases
+     * share, so the leases close after it): the leases, the tokenizers, the KV event streams.
+     */
+    void closeAfterTasks() {
         if (leases != null) {
             leases.close();
         }
