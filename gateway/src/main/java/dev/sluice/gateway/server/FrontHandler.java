@@ -125,6 +125,13 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         GenerationRoute route = GenerationRoute.forPath(path);
+        // SGLang's native /generate is the default pool's: refused before any parse where that pool is vLLM
+        if (route == GenerationRoute.GENERATE
+                && front.pools().defaultPool().settings().config().disaggregation() == DisaggregationMode.VLLM) {
+            reject(ApiError.notFound(path + " (SGLang's native API; in disaggregation: vllm the gateway serves "
+                    + "/v1/chat/completions and /v1/completions)"), req, keepAlive, live);
+            return;
+        }
         if (route != null) {
             generation(req, route, live, keepAlive, received);
         } else if (Routes.INFO.containsKey(path)) {
@@ -179,11 +186,6 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         LiveSettings settings = pool.settings(); // the pool's own: its protocol, timeouts, retries
-        if (route == GenerationRoute.GENERATE && settings.config().disaggregation() == DisaggregationMode.VLLM) {
-            reject(ApiError.notFound(Routes.pathOf(req.uri()) + " (SGLang's native API; in disaggregation: vllm the "
-                    + "gateway serves /v1/chat/completions and /v1/completions)"), req, keepAlive, live);
-            return;
-        }
         var unsupported = ModeLimits.check(settings.config().disaggregation(), parsed);
         if (unsupported.isPresent()) {
             reject(unsupported.get(), req, keepAlive, live);
