@@ -23,7 +23,12 @@ final class GatewayConfigReader {
         ListenConfig listen = listen(root.child("listen", "Where the gateway accepts client traffic."));
         boolean pooled = PoolsConfigReader.present(root);
         // with pools:, the workers and their protocol are each pool's; the top level's sections are their defaults
-        PoolParts parts = pooled ? PoolsConfigReader.refuseTopLevel(root) : poolParts(root);
+        PoolParts parts = null;
+        if (pooled) {
+            PoolsConfigReader.refuseTopLevel(root);
+        } else {
+            parts = poolParts(root);
+        }
         TimeoutsConfig timeouts = timeouts(root.child("timeouts", "Deadlines of one request's life."));
         HttpConfig http = http(root.child("http", "The client-facing HTTP server."));
         UpstreamConfig upstream = upstream(root.child("upstream",

@@ -55,14 +55,13 @@ final class PoolsConfigReader {
     }
 
     /** With {@code pools:}, the sections that are each pool's alone must not be written at the top level too. */
-    static GatewayConfigReader.PoolParts refuseTopLevel(ConfigNode root) {
+    static void refuseTopLevel(ConfigNode root) {
         for (String key : OWN_ONLY) {
             ConfigNode n = root.child(key);
             if (!n.isMissing()) {
                 n.reject(ConfigNode.describe(n.raw()), "absent with pools: (each pool names its own " + key + ")");
             }
         }
-        return null;
     }
 
     /** Without {@code pools:}: records what the keys mean (the schema) and refuses a lone default_pool. */
