@@ -153,9 +153,9 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
     public record PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
                                     boolean fromTelemetry, Optional<java.nio.file.Path> stateFile,
                                     boolean earlyRejection) {
-        /** No configured prior, no state file; telemetry read when exported. */
+        /** No configured prior, no state file; telemetry read when exported; early rejection (the default). */
         public static final PrefillRateConfig NONE = new PrefillRateConfig(java.util.OptionalDouble.empty(), Map.of(),
-                true, Optional.empty());
+                true, Optional.empty(), true);
 
         /** Without early rejection. */
         public PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,

@@ -212,7 +212,7 @@ final class AdmissionConfigReader {
         boolean early = n.child("early_rejection", "Refuse a request for its deadline as soon as it cannot be met "
                 + "even at the optimistic bound of each prefill worker's rate (the measured rate or the prior, and "
                 + "below the tokens sent in the worker's busy period over its busy time), from the first request "
-                + "and without a prior; false: only once every rate is measured or a prior, at that rate.").bool(false);
+                + "and without a prior; false: only once every rate is measured or a prior, at that rate.").bool(true);
         return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state, early);
     }
 
