@@ -271,14 +271,20 @@ final class PrefillRates {
 
     /**
      * The rate a prefill on {@code w} (null: not yet placed) is expected to run at: its own (measured,
-     * else its prior), or the cluster's; a rate that is only the guess divided by {@code guessSlack}.
+     * else its prior), or the cluster's; divided by {@code guessSlack} when it is only the guess, and
+     * also while no prefill has completed on {@code w} since this gateway started: a worker's first
+     * prefill may carry its cold start, and a prior (a state file from another day, a number
+     * configured for other prompts) may be off by more than the watchdog's factor. A stall verdict
+     * throws work away and blames the pair, so it waits until the worker has been seen to complete.
      */
     double expectedRate(Worker w, double guessSlack) {
         if (w == null) {
             return known() ? clusterRate() : clusterRate() / guessSlack;
         }
         double r = rateOf(w);
-        return sourceOf(w) == Source.GUESS ? r / guessSlack : r;
+        WorkerRate own = rates.get(w);
+        boolean cold = own == null || !own.measured.warm();
+        return sourceOf(w) == Source.GUESS || cold ? r / guessSlack : r;
     }
 
     /** How long {@code w} would take to finish what it still holds and {@code moreTokens} after it, at its rate. */

@@ -57,6 +57,11 @@ final class PrefillThroughput {
         return measured;
     }
 
+    /** Whether a completion has been seen on the worker: its cold start (if any) is behind. */
+    boolean warm() {
+        return warm;
+    }
+
     /** Call whenever in-flight prefill work goes from none to some, or from some to none. */
     void busy(boolean nowBusy, long now) {
         if (nowBusy && !busy) {

@@ -262,15 +262,24 @@ class PredictiveAdmissionTest {
     }
 
     @Test
-    void theStallWatchdogGivesAGuessedRateSlackAndAPriorNone() {
+    void theStallWatchdogGivesSlackUntilTheWorkerCompletedAPrefillAndThenOnlyToAGuessedRate() {
         for (PrefillRateConfig rate : List.of(NO_PRIOR, prior(2_500))) {
             AdmissionController c = controller(incident(rate, QueueOrder.EDF));
-            Ticket t = ticket("t", PROMPT, 1, new Recorder());
-            c.submit(t);
-            double expected = rate == NO_PRIOR ? PROMPT / (8_000 / AdmissionController.GUESS_SLACK) : PROMPT / 2_500.0;
-            assertThat(c.expectedPrefillNanos(t) / 1e9).as(rate.toString()).isCloseTo(expected,
+            Ticket first = ticket("first", PROMPT, 1, new Recorder());
+            c.submit(first);
+            double cold = rate == NO_PRIOR ? PROMPT / (8_000 / AdmissionController.GUESS_SLACK)
+                    : PROMPT / (2_500 / AdmissionController.GUESS_SLACK); // a cold start: the prior gets slack too
+            assertThat(c.expectedPrefillNanos(first) / 1e9).as(rate.toString()).isCloseTo(cold,
                     org.assertj.core.data.Offset.offset(0.01));
-            c.release(t);
+            advance(4);
+            c.prefillDone(first);
+            c.release(first);
+            Ticket second = ticket("second", PROMPT, 1, new Recorder());
+            c.submit(second);
+            double warm = rate == NO_PRIOR ? PROMPT / (8_000 / AdmissionController.GUESS_SLACK) : PROMPT / 2_500.0;
+            assertThat(c.expectedPrefillNanos(second) / 1e9).as(rate.toString()).isCloseTo(warm,
+                    org.assertj.core.data.Offset.offset(0.01));
+            c.release(second);
         }
     }
 
