@@ -50,12 +50,12 @@ public record RankPlanner(DpAware mode, int kvEventRanks) {
 
     /**
      * A warning when the worker's own {@code dp_size} and {@code routing.kv_events.dp_ranks} differ (the
-     * worker's wins: that many ranks publish events and take requests), else null.
+     * worker's wins: that many ranks publish events and take requests, and the subscription follows it), else null.
      */
     public String mismatch(WorkerIdentity id) {
         if (kvEventRanks > 0 && id.dpSize() > 0 && id.dpSize() != kvEventRanks) {
             return "the worker reports dp_size " + id.dpSize() + " but routing.kv_events.dp_ranks is " + kvEventRanks
-                    + ": its dp_size is used for routing; set dp_ranks to match so that every rank's KV events are read";
+                    + ": its dp_size is used for routing and for its KV event streams (one per rank, port + rank)";
         }
         return null;
     }
