@@ -22,7 +22,11 @@ import java.util.Map;
 public final class CacheViewMetrics {
     private final MeterRegistry registry;
     private final CacheView view;
-    private final Map<Worker, List<Meter>> bound = new HashMap<>();
+    /** Per worker, the view its meters read and the meters. */
+    private final Map<Worker, Bound> bound = new HashMap<>();
+
+    private record Bound(WorkerBlocks blocks, List<Meter> meters) {
+    }
 
     public CacheViewMetrics(MeterRegistry registry, CacheView view) {
         this.registry = registry;
@@ -36,19 +40,22 @@ public final class CacheViewMetrics {
         follow();
     }
 
-    /** Meters for the view's workers now: new ones bound, retired ones removed. */
+    /**
+     * Meters for the view's workers now: new ones bound, retired ones removed, and those whose view
+     * was made anew (the worker reported another {@code dp_size}: one stream per rank) bound again.
+     */
     public synchronized void follow() {
         List<Worker> now = view.workers();
         bound.entrySet().removeIf(e -> {
-            boolean gone = !now.contains(e.getKey()) || view.of(e.getKey()).isEmpty();
+            boolean gone = !now.contains(e.getKey()) || view.of(e.getKey()).orElse(null) != e.getValue().blocks();
             if (gone) {
-                e.getValue().forEach(registry::remove);
+                e.getValue().meters().forEach(registry::remove);
             }
             return gone;
         });
         for (Worker w : now) {
             if (!bound.containsKey(w)) {
-                view.of(w).ifPresent(b -> bound.put(w, bind(w, b)));
+                view.of(w).ifPresent(b -> bound.put(w, new Bound(b, bind(w, b))));
             }
         }
     }
