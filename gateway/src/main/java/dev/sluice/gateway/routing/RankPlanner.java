@@ -13,8 +13,11 @@ import java.util.Objects;
  * python/sglang/srt/managers/data_parallel_controller.py; the field as named at sgl-project/sglang@004c82e0
  * python/sglang/srt/entrypoints/openai/protocol.py, {@code data_parallel_rank} its deprecated alias).
  * vLLM takes one only from an {@code X-data-parallel-rank} header ({@code _get_data_parallel_rank} in
- * vllm/entrypoints/openai serving) and does not report its DP size in {@code /v1/models}: a vLLM
- * worker is routed as a whole and its engine core client balances its ranks.
+ * vllm/entrypoints/openai serving) and does not report its DP size ({@code /v1/models}, {@code /version}
+ * and {@code /load} carry none; {@code /server_info}, which has its config, is registered only under
+ * {@code VLLM_SERVER_DEV_MODE}; the internal and external balancing modes:
+ * vllm-project/vllm@624b7aff3e997f284b2149b3798099029b916687 docs/serving/data_parallel_deployment.md):
+ * a vLLM worker is routed as a whole and its engine core client balances its ranks.
  *
  * @param kvEventRanks {@code routing.kv_events.dp_ranks}, 0 when there is no KV event subscription
  */
