@@ -4,7 +4,6 @@ import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.testing.PdTestbed;
-import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RankAssignment;
 import dev.sluice.testbed.sim.SimCluster;
@@ -91,19 +90,8 @@ class DpRankKvEventsEndToEndTest {
     }
 
     private static String yaml(SimCluster cluster) {
-        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort())
-                    .append('\n');
-        }
-        y.append("  decode:\n");
-        for (DecodeServer d : cluster.decodes()) {
-            y.append("    - url: ").append(d.url()).append('\n');
-        }
-        y.append("timeouts: ").append(TIMEOUTS).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
-                .append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    endpoints:\n")
+        StringBuilder y = new StringBuilder(PdTestbed.sglangYaml(cluster.prefills(), cluster.decodes(), TIMEOUTS));
+        y.append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    endpoints:\n")
                 .append(PdTestbed.kvEventEndpoints(cluster.prefills()));
         return y.toString();
     }
