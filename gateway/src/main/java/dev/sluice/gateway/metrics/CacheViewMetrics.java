@@ -82,7 +82,8 @@ public final class CacheViewMetrics {
                         + "the worker was sent work that should have stored blocks")
                 .tag("worker", w.name()).register(registry));
         m.add(Gauge.builder("sluice_kv_index_blocks", b, WorkerBlocks::size)
-                .description("Blocks the worker's KV cache holds, as its events told")
+                .description("Blocks the worker's KV cache holds, as its events told, summed over its DP ranks (each rank "
+                        + "its own cache: a prefix cached on two ranks counts twice)")
                 .tag("worker", w.name()).strongReference(true).register(registry));
         m.add(Gauge.builder("sluice_kv_view_fresh", view, v -> v.freshness(w) == WorkerBlocks.Freshness.FRESH ? 1 : 0)
                 .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")
