@@ -92,7 +92,7 @@ final class Dispatcher {
             ledger.lead.observed(ledger.rates.secondsUntilDone(p, 0, now));
         }
         ledger.dispatched(head, now);
-        head.ranks = windows.dispatched(p, d, head.tokens, head.rankBlocks);
+        head.ranks = windows.dispatched(p, d, head.tokens, head.rankBlocks, head.routing);
         windows.routed(head);
         head.windowTokensAtDispatch = windows.windowTokens(p);
         head.state = Ticket.State.DISPATCHED;

@@ -79,16 +79,20 @@ final class RankWindows {
 
     /** The rank of {@code w} that takes {@code need} within {@code caps}, {@link #NO_ROOM}, or {@link #WHOLE}. */
     int pick(Worker w, Need need, Caps caps) {
-        return pick(w, need, caps, RankAffinity.NONE);
+        return pick(w, need, caps, RankAffinity.NONE, dev.sluice.gateway.routing.RoutingPolicy.NO_RANKS);
     }
 
     /**
-     * As above, for a prompt of these {@link RankAffinity#blocks}: a prefill (PD) goes to the rank last
-     * sent its longest known prefix whenever that rank has room (its share of the window bounds it); a
-     * unified worker's request, whose stream holds the rank until it ends, goes there only among the
-     * ranks with the fewest streams.
+     * As above, for a prompt of these {@link RankAffinity#blocks} of which each rank's own KV events
+     * say it holds {@code eventTokens} (by rank; empty when the events do not tell): a prefill (PD)
+     * goes to the rank holding its longest prefix whenever that rank has room (its share of the
+     * window bounds it); a unified worker's request, whose stream holds the rank until it ends, goes
+     * there only among the ranks with the fewest streams. The rank holding it is the one whose events
+     * show the longest cached prefix; when no rank's events show any (nothing cached, or the events of
+     * a prefix just sent have not come back yet: a prefill and a publish away), the rank the gateway
+     * last sent it to.
      */
-    int pick(Worker w, Need need, Caps caps, long[] blocks) {
+    int pick(Worker w, Need need, Caps caps, long[] blocks, int[] eventTokens) {
         Ranks r = of(w);
         if (r == null) {
             return WHOLE;
@@ -105,12 +109,34 @@ final class RankWindows {
                 best = i;
             }
         }
-        int cached = need.prefill() ? affinity.rankOf(w, blocks, n) : -1;
+        int cached = need.prefill() ? holder(r, need, caps, eventTokens, best) : -1;
+        if (need.prefill() && cached < 0) {
+            cached = affinity.rankOf(w, blocks, n);
+        }
         if (cached >= 0 && cached != best && best >= 0 && roomAt(r, cached, need, caps)
                 && (!need.stream() || r.streams[cached] == r.streams[best])) {
             return cached;
         }
         return best;
+    }
+
+    /**
+     * The rank with room whose events show the longest cached prefix ({@code best} on a tie, else the
+     * first), or -1 when the events do not tell or show none.
+     */
+    private static int holder(Ranks r, Need need, Caps caps, int[] eventTokens, int best) {
+        if (eventTokens.length != r.streams.length) {
+            return -1;
+        }
+        int holder = -1;
+        for (int i = 0; i < eventTokens.length; i++) {
+            if (eventTokens[i] > 0 && roomAt(r, i, need, caps)
+                    && (holder < 0 || eventTokens[i] > eventTokens[holder]
+                    || eventTokens[i] == eventTokens[holder] && i == best)) {
+                holder = i;
+            }
+        }
+        return holder;
     }
 
     /** Whether rank {@code i} has room for {@code need} in its share of the window (the caps divided by the ranks, rounded up). */
@@ -141,9 +167,10 @@ final class RankWindows {
     }
 
     /** The pair was dispatched with {@code t}: each picks its rank (one for a unified worker) and holds it. */
-    RankChoice dispatched(Worker p, Worker d, long tokens, long[] blocks, Caps prefillCaps, Caps decodeCaps) {
+    RankChoice dispatched(Worker p, Worker d, long tokens, long[] blocks, int[] eventTokens, Caps prefillCaps,
+                          Caps decodeCaps) {
         if (p == d) {
-            int rank = pick(p, new Need(true, true, tokens), prefillCaps, blocks);
+            int rank = pick(p, new Need(true, true, tokens), prefillCaps, blocks, eventTokens);
             if (rank < 0) {
                 return RankChoice.NONE;
             }
@@ -152,7 +179,7 @@ final class RankWindows {
             int n = p.rankPlan().ranks();
             return new RankChoice(rank, n, rank, n);
         }
-        int pr = pick(p, new Need(true, false, tokens), prefillCaps, blocks);
+        int pr = pick(p, new Need(true, false, tokens), prefillCaps, blocks, eventTokens);
         int dr = pick(d, new Need(false, true, 0), decodeCaps);
         if (pr >= 0) {
             hold(p, pr, true, false, tokens);

@@ -321,12 +321,15 @@ final class WorkerWindows {
     }
 
     /** The pair takes the request: the windows hold it, and each worker routed per rank gives it a rank. */
-    dev.sluice.gateway.routing.RankChoice dispatched(Worker prefill, Worker decode, long tokens, long[] blocks) {
+    dev.sluice.gateway.routing.RankChoice dispatched(Worker prefill, Worker decode, long tokens, long[] blocks,
+                                                     dev.sluice.gateway.routing.RoutingRequest request) {
         Window p = windows.get(prefill);
         p.prefillRequests++;
         p.prefillTokens += tokens;
         windows.get(decode).streams++;
-        return ranks.dispatched(prefill, decode, tokens, blocks, caps(prefill), caps(decode));
+        int[] eventTokens = prefill.rankPlan().perRank() ? routing.prefill().cachedTokensByRank(prefill, request)
+                : dev.sluice.gateway.routing.RoutingPolicy.NO_RANKS;
+        return ranks.dispatched(prefill, decode, tokens, blocks, eventTokens, caps(prefill), caps(decode));
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */

@@ -179,6 +179,21 @@ public final class CacheView implements KvCacheView {
         return out;
     }
 
+    @Override
+    public int[] rankMatch(Worker worker, long[] promptChain) {
+        WorkerBlocks b = workers.get(worker);
+        if (b == null || b.ranks() < 2 || b.blockSize() < 1 || promptChain.length == 0
+                || b.freshness(nanoClock.getAsLong(), staleAfterNanos) != WorkerBlocks.Freshness.FRESH) {
+            return dev.sluice.gateway.routing.RoutingPolicy.NO_RANKS;
+        }
+        int size = b.blockSize();
+        int[] out = new int[b.ranks()];
+        for (int r = 0; r < out.length; r++) {
+            out[r] = b.rankMatchedBlocks(r, promptChain, size) * size;
+        }
+        return out;
+    }
+
     /** {@code worker} was sent the prompt of {@code promptChain}: unless all its full blocks are held, expect events. */
     @Override
     public void dispatched(Worker worker, long[] promptChain) {

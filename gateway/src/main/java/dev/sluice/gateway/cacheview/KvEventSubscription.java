@@ -41,12 +41,14 @@ public final class KvEventSubscription implements AutoCloseable {
 
     /**
      * Subscribes the workers of {@code prefills} not subscribed yet and drops those no longer in it
-     * (a reload added or retired them). Idempotent; any thread.
+     * (a reload added or retired them); a worker whose DP ranks changed (its {@code /server_info}
+     * told its {@code dp_size}, or another one) gets one stream per rank anew. Idempotent; any thread.
      */
     public synchronized void follow(List<Worker> prefills) {
         Map<Worker, List<String>> endpoints = new LinkedHashMap<>();
         for (Worker w : prefills) {
-            cfg.endpointOf(w.url(), w.host()).ifPresentOrElse(e -> endpoints.put(w, cfg.rankEndpoints(e)), () -> {
+            int ranks = ranksOf(w);
+            cfg.endpointOf(w.url(), w.host()).ifPresentOrElse(e -> endpoints.put(w, cfg.rankEndpoints(e, ranks)), () -> {
                 if (warned.add(w)) {
                     log.warn("kv events no endpoint worker={} (cache_aware uses the local prefix tree while it is a "
                             + "candidate)", w.url());
@@ -54,9 +56,32 @@ public final class KvEventSubscription implements AutoCloseable {
             });
         }
         warned.retainAll(prefills);
-        if (!endpoints.keySet().equals(new HashSet<>(subscriber.view().workers()))) {
+        if (!endpoints.keySet().equals(new HashSet<>(subscriber.view().workers())) || ranksChanged(endpoints)) {
             subscriber.follow(endpoints);
         }
+    }
+
+    /**
+     * The event streams of {@code w}: one per DP rank of its own {@code dp_size} when it reported one
+     * (SGLang starts one scheduler per attention-DP rank, and each with KV events on publishes on the
+     * endpoint's port + its {@code attn_dp_rank}: {@code SchedulerMetricsMixin.init_kv_events} creates the
+     * publisher with {@code self.attn_dp_rank}, sgl-project/sglang@78ac30c2056f2c25089c1d3203c3d5c13dc3d946
+     * python/sglang/srt/managers/scheduler_metrics_mixin.py; {@code ZmqEventPublisher.offset_endpoint_port},
+     * sgl-project/sglang@612d579090db24ec7c47cc5ca6b83e0c649b8c28 python/sglang/srt/disaggregation/kv_events.py),
+     * else {@code routing.kv_events.dp_ranks}.
+     */
+    int ranksOf(Worker w) {
+        int reported = w.identity().dpSize();
+        return reported > 0 ? reported : cfg.dpRanks();
+    }
+
+    private boolean ranksChanged(Map<Worker, List<String>> endpoints) {
+        for (Map.Entry<Worker, List<String>> e : endpoints.entrySet()) {
+            if (subscriber.view().of(e.getKey()).map(b -> b.ranks() != e.getValue().size()).orElse(true)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public CacheView view() {

@@ -12,9 +12,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
  * about 45 a block (docs/cache-affinity.md, "KV view memory budget").
  *
  * <p>A worker with attention data parallelism publishes one stream per DP rank, each rank its own
- * radix cache: each rank has its own engine-hash map (an {@code AllBlocksCleared}, a restart or a
- * gap on one rank forgets that rank's blocks only), and the chain keys are counted over all ranks,
- * so that the worker holds a prefix when any of its ranks does.
+ * radix cache: each rank has its own engine-hash map and its own chain keys (an
+ * {@code AllBlocksCleared}, a restart or a gap on one rank forgets that rank's blocks only). The
+ * worker holds a prefix when one of its ranks does ({@link #matchedBlocks}: the longest rank's
+ * match), and a request routed per rank goes to the rank that holds it ({@link #rankMatchedBlocks}):
+ * a prefix cached on one rank is no hit on another.
  *
  * <p>Threads: {@link #apply} and the other writers run on the subscriber's thread only (the engine
  * hash tables are confined to it); {@link #matchedBlocks}, {@link #freshness} and the counters are read
@@ -40,8 +42,8 @@ public final class WorkerBlocks {
     }
 
     private final EngineBlockTable[] byEngineHash;
-    /** Chain key to how many engine blocks carry it (DP ranks may store the same prefix); read from any thread. */
-    private final ChainKeys keys;
+    /** Per DP rank, chain key to how many of its engine blocks carry it; read from any thread. */
+    private final ChainKeys[] keys;
     /** Blocks each rank may hold; lowered or raised by the view's memory budget ({@link CacheView}), any thread. */
     private volatile int limit;
     /** The limit the tables were last fitted to; the subscriber's thread only. */
@@ -75,7 +77,10 @@ public final class WorkerBlocks {
         for (int r = 0; r < ranks; r++) {
             byEngineHash[r] = new EngineBlockTable(limit);
         }
-        this.keys = new ChainKeys((long) ranks * limit);
+        this.keys = new ChainKeys[ranks];
+        for (int r = 0; r < ranks; r++) {
+            keys[r] = new ChainKeys(limit);
+        }
         this.rankUp = new AtomicIntegerArray(ranks);
         this.rankHeardNanos = new AtomicLongArray(ranks);
         this.bytes = measure();
@@ -86,7 +91,7 @@ public final class WorkerBlocks {
      * a distinct prefix (the most its arrays ever take): what the memory budget is divided by.
      */
     public static long bytesFor(int ranks, long limit) {
-        return ranks * EngineBlockTable.bytesFor(limit) + ChainKeys.bytesFor(ranks * limit);
+        return ranks * (EngineBlockTable.bytesFor(limit) + ChainKeys.bytesFor(limit));
     }
 
     /** The DP ranks (event streams) this worker's view is fed by. */
@@ -121,15 +126,16 @@ public final class WorkerBlocks {
     public void apply(int rank, KvEventBatch batch, long nowNanos) {
         fit();
         EngineBlockTable engine = byEngineHash[rank];
+        ChainKeys held = keys[rank];
         for (KvEvent e : batch.events()) {
             events.incrementAndGet();
             if (e instanceof KvEvent.Stored s) {
-                stored(engine, s);
+                stored(engine, held, s);
             } else if (e instanceof KvEvent.Removed r) {
                 for (long h : r.hashes()) {
                     int entry = engine.find(h);
                     if (entry >= 0) {
-                        keys.release(BlockChain.key(engine.state(entry)));
+                        held.release(BlockChain.key(engine.state(entry)));
                         engine.remove(entry);
                     }
                 }
@@ -144,7 +150,7 @@ public final class WorkerBlocks {
         awaitingSince = 0;
     }
 
-    private void stored(EngineBlockTable engine, KvEvent.Stored s) {
+    private void stored(EngineBlockTable engine, ChainKeys held, KvEvent.Stored s) {
         int size = s.blockSize();
         if (size < 1 || s.tokens().length < (long) s.hashes().length * size) {
             malformed.incrementAndGet();
@@ -162,27 +168,26 @@ public final class WorkerBlocks {
         }
         blockSize = size;
         int max = limit;
-        long keyRoom = (long) byEngineHash.length * max;
         for (int i = 0; i < s.hashes().length; i++) {
             long state = BlockChain.next(parent, s.tokens(), i * size, (i + 1) * size);
             int entry = engine.find(s.hashes()[i]);
             if (entry >= 0) {
-                keys.release(BlockChain.key(engine.state(entry)));
+                held.release(BlockChain.key(engine.state(entry)));
                 engine.restore(entry, state);
             } else {
                 while (engine.size() >= max) {
-                    evictOldest(engine);
+                    evictOldest(engine, held);
                 }
                 engine.insert(s.hashes()[i], state, max);
             }
-            keys.add(BlockChain.key(state), keyRoom);
+            held.add(BlockChain.key(state), max);
             parent = state;
         }
     }
 
-    private void evictOldest(EngineBlockTable engine) {
+    private void evictOldest(EngineBlockTable engine, ChainKeys held) {
         int oldest = engine.oldest();
-        keys.release(BlockChain.key(engine.state(oldest)));
+        held.release(BlockChain.key(engine.state(oldest)));
         engine.remove(oldest);
         evicted.incrementAndGet();
     }
@@ -196,23 +201,24 @@ public final class WorkerBlocks {
         if (max == fittedLimit) {
             return;
         }
-        for (EngineBlockTable engine : byEngineHash) {
+        for (int r = 0; r < byEngineHash.length; r++) {
+            EngineBlockTable engine = byEngineHash[r];
             while (engine.size() > max) {
-                evictOldest(engine);
+                evictOldest(engine, keys[r]);
             }
             if (engine.capacity() > max) {
                 engine.resize(max);
             }
+            keys[r].shrinkTo(max);
         }
-        keys.shrinkTo((long) byEngineHash.length * max);
         fittedLimit = max;
         bytes = measure();
     }
 
     private long measure() {
-        long b = keys.bytes();
-        for (EngineBlockTable engine : byEngineHash) {
-            b += engine.bytes();
+        long b = 0;
+        for (int r = 0; r < byEngineHash.length; r++) {
+            b += byEngineHash[r].bytes() + keys[r].bytes();
         }
         return b;
     }
@@ -226,12 +232,8 @@ public final class WorkerBlocks {
 
     /** Forgets one rank's blocks (its AllBlocksCleared, or its publisher restarted). */
     public void clear(int rank) {
-        EngineBlockTable engine = byEngineHash[rank];
-        engine.forEachState(state -> keys.release(BlockChain.key(state)));
-        engine.clear(limit);
-        if (size() == 0) {
-            keys.clear((long) byEngineHash.length * limit);
-        }
+        byEngineHash[rank].clear(limit);
+        keys[rank].clear(limit);
         bytes = measure();
     }
 
@@ -247,13 +249,17 @@ public final class WorkerBlocks {
         rebuildingUntil = nowNanos + Math.max(1, rebuildNanos);
     }
 
-    /** Leading blocks of {@code promptKeys} (keys at {@link #blockSize}) this worker holds. */
+    /** Leading blocks of {@code promptKeys} (keys at {@link #blockSize}) this worker holds: its longest rank's. */
     public int matchedBlocks(long[] promptKeys) {
-        int i = 0;
-        while (i < promptKeys.length && keys.contains(promptKeys[i])) {
-            i++;
+        int best = 0;
+        for (ChainKeys held : keys) {
+            int i = 0;
+            while (i < promptKeys.length && held.contains(promptKeys[i])) {
+                i++;
+            }
+            best = Math.max(best, i);
         }
-        return i;
+        return best;
     }
 
     /**
@@ -262,7 +268,16 @@ public final class WorkerBlocks {
      * miss.
      */
     public int matchedBlocks(long[] promptChain, int blockSize) {
-        return keys.matchedBlocks(promptChain, blockSize);
+        int best = 0;
+        for (ChainKeys held : keys) {
+            best = Math.max(best, held.matchedBlocks(promptChain, blockSize));
+        }
+        return best;
+    }
+
+    /** As {@link #matchedBlocks(long[], int)}, on DP rank {@code rank}'s cache alone. */
+    public int rankMatchedBlocks(int rank, long[] promptChain, int blockSize) {
+        return keys[rank].matchedBlocks(promptChain, blockSize);
     }
 
     /** The block size of the worker's events (0 before the first store). */
@@ -299,9 +314,13 @@ public final class WorkerBlocks {
         return resubscribes.get();
     }
 
-    /** Blocks in the index (distinct chain keys). */
+    /** Blocks in the index: each rank's distinct chain keys, summed over the ranks. */
     public int size() {
-        return keys.size();
+        int sum = 0;
+        for (ChainKeys held : keys) {
+            sum += held.size();
+        }
+        return sum;
     }
 
     public long events() {

@@ -22,14 +22,16 @@ public final class ConfigWarnings {
 
     /** {@code routing.dp_aware: always} asked for ranks where the workers take none ({@link ConfigNotes#DP_VLLM}). */
     private static void dpRanks(GatewayConfig config, List<String> out) {
-        if (config.routing().dpAware() != RoutingConfig.DpAware.ALWAYS) {
-            return;
-        }
-        if (config.disaggregation() == DisaggregationMode.VLLM) {
-            out.add("routing.dp_aware: always (disaggregation: vllm): " + ConfigNotes.DP_VLLM);
-        } else if (config.disaggregation() == DisaggregationMode.NONE) {
-            out.add("routing.dp_aware: always: if the workers are vLLM, " + ConfigNotes.DP_VLLM);
-        }
+        ConfigNotes.scopes(config).forEach((prefix, scope) -> {
+            if (scope.routing().dpAware() != RoutingConfig.DpAware.ALWAYS) {
+                return;
+            }
+            if (scope.disaggregation() == DisaggregationMode.VLLM) {
+                out.add(prefix + "routing.dp_aware: always (disaggregation: vllm): " + ConfigNotes.DP_VLLM);
+            } else if (scope.disaggregation() == DisaggregationMode.NONE) {
+                out.add(prefix + "routing.dp_aware: always: if the workers are vLLM, " + ConfigNotes.DP_VLLM);
+            }
+        });
     }
 
     private static void health(GatewayConfig config, List<String> out) {

@@ -69,10 +69,15 @@ public record KvEventsConfig(Map<String, String> endpoints, Optional<String> end
      * {@code ZmqEventPublisher.offset_endpoint_port} place them (docs/cache-affinity.md).
      */
     public java.util.List<String> rankEndpoints(String rank0) {
+        return rankEndpoints(rank0, dpRanks);
+    }
+
+    /** As {@link #rankEndpoints(String)}, for a worker of {@code ranks} DP ranks (its own {@code dp_size}). */
+    public java.util.List<String> rankEndpoints(String rank0, int ranks) {
         int colon = rank0.lastIndexOf(':');
         int port = Integer.parseInt(rank0.substring(colon + 1));
-        java.util.List<String> out = new java.util.ArrayList<>(dpRanks);
-        for (int r = 0; r < dpRanks; r++) {
+        java.util.List<String> out = new java.util.ArrayList<>(ranks);
+        for (int r = 0; r < ranks; r++) {
             out.add(rank0.substring(0, colon + 1) + (port + r));
         }
         return out;

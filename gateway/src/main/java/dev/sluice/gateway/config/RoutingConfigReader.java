@@ -111,9 +111,10 @@ public final class RoutingConfigReader {
                 + "blocks, and a stream of its silent this long since: the subscription is closed and opened again "
                 + "(a ZMQ subscription can come up dead; docs/cache-affinity.md). Keep it below stale_after.")
                 .durationAtLeast(KvEventsConfig.DEFAULT_RESUBSCRIBE_AFTER, Duration.ofSeconds(1));
-        int dpRanks = n.child("dp_ranks", "Event streams per worker: its attention data-parallel size. SGLang and vLLM "
-                + "publish one stream per DP rank, rank r on the endpoint's port + r; all of them feed the worker's "
-                + "one view.").intIn(1, 1, 1024);
+        int dpRanks = n.child("dp_ranks", "Event streams per worker that does not report its data-parallel size: "
+                + "SGLang and vLLM publish one stream per DP rank, rank r on the endpoint's port + r. An SGLang "
+                + "worker's own dp_size (/server_info) wins: it gets one stream per rank it reports.")
+                .intIn(1, 1, 1024);
         long maxBlocks = n.child("max_blocks_per_worker", "Blocks remembered per DP rank of each worker (a worker "
                 + "with dp_ranks: 4 holds up to four times this); past it the least recently stored are forgotten. "
                 + "With max_memory, the lower bound wins.").longIn(KvEventsConfig.DEFAULT_MAX_BLOCKS, 1, Integer.MAX_VALUE - 8);

@@ -22,7 +22,11 @@ import java.util.Map;
 public final class CacheViewMetrics {
     private final MeterRegistry registry;
     private final CacheView view;
-    private final Map<Worker, List<Meter>> bound = new HashMap<>();
+    /** Per worker, the view its meters read and the meters. */
+    private final Map<Worker, Bound> bound = new HashMap<>();
+
+    private record Bound(WorkerBlocks blocks, List<Meter> meters) {
+    }
 
     public CacheViewMetrics(MeterRegistry registry, CacheView view) {
         this.registry = registry;
@@ -36,19 +40,22 @@ public final class CacheViewMetrics {
         follow();
     }
 
-    /** Meters for the view's workers now: new ones bound, retired ones removed. */
+    /**
+     * Meters for the view's workers now: new ones bound, retired ones removed, and those whose view
+     * was made anew (the worker reported another {@code dp_size}: one stream per rank) bound again.
+     */
     public synchronized void follow() {
         List<Worker> now = view.workers();
         bound.entrySet().removeIf(e -> {
-            boolean gone = !now.contains(e.getKey()) || view.of(e.getKey()).isEmpty();
+            boolean gone = !now.contains(e.getKey()) || view.of(e.getKey()).orElse(null) != e.getValue().blocks();
             if (gone) {
-                e.getValue().forEach(registry::remove);
+                e.getValue().meters().forEach(registry::remove);
             }
             return gone;
         });
         for (Worker w : now) {
             if (!bound.containsKey(w)) {
-                view.of(w).ifPresent(b -> bound.put(w, bind(w, b)));
+                view.of(w).ifPresent(b -> bound.put(w, new Bound(b, bind(w, b))));
             }
         }
     }
@@ -75,7 +82,8 @@ public final class CacheViewMetrics {
                         + "the worker was sent work that should have stored blocks")
                 .tag("worker", w.name()).register(registry));
         m.add(Gauge.builder("sluice_kv_index_blocks", b, WorkerBlocks::size)
-                .description("Blocks the worker's KV cache holds, as its events told")
+                .description("Blocks the worker's KV cache holds, as its events told, summed over its DP ranks (each rank "
+                        + "its own cache: a prefix cached on two ranks counts twice)")
                 .tag("worker", w.name()).strongReference(true).register(registry));
         m.add(Gauge.builder("sluice_kv_view_fresh", view, v -> v.freshness(w) == WorkerBlocks.Freshness.FRESH ? 1 : 0)
                 .description("1 when the worker's KV event view is fresh (cache_aware may route by it)")

@@ -117,6 +117,14 @@ public final class CacheAwarePolicy implements RoutingPolicy {
     }
 
     @Override
+    public int[] cachedTokensByRank(Worker worker, RoutingRequest request) {
+        if (cacheView.isEmpty() || request.promptChain().length == 0) {
+            return NO_RANKS;
+        }
+        return cacheView.get().rankMatch(worker, request.promptChain());
+    }
+
+    @Override
     public Choice choose(List<Worker> candidates, RoutingRequest request, LoadView view) {
         int n = candidates.size();
         boolean[] fresh = freshViews(candidates, request);

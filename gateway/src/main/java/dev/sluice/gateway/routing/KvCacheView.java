@@ -41,6 +41,14 @@ public interface KvCacheView {
      */
     int[] match(List<Worker> candidates, long[] promptChain);
 
+    /**
+     * Prompt tokens each DP rank of {@code worker} holds as a cached prefix, by rank, when its view is
+     * fresh and fed per rank; empty otherwise.
+     */
+    default int[] rankMatch(Worker worker, long[] promptChain) {
+        return RoutingPolicy.NO_RANKS;
+    }
+
     /** {@code worker} was sent the prompt of {@code promptChain}. */
     void dispatched(Worker worker, long[] promptChain);
 

@@ -13,8 +13,11 @@ import java.util.Objects;
  * python/sglang/srt/managers/data_parallel_controller.py; the field as named at sgl-project/sglang@004c82e0
  * python/sglang/srt/entrypoints/openai/protocol.py, {@code data_parallel_rank} its deprecated alias).
  * vLLM takes one only from an {@code X-data-parallel-rank} header ({@code _get_data_parallel_rank} in
- * vllm/entrypoints/openai serving) and does not report its DP size in {@code /v1/models}: a vLLM
- * worker is routed as a whole and its engine core client balances its ranks.
+ * vllm/entrypoints/openai serving) and does not report its DP size ({@code /v1/models}, {@code /version}
+ * and {@code /load} carry none; {@code /server_info}, which has its config, is registered only under
+ * {@code VLLM_SERVER_DEV_MODE}; the internal and external balancing modes:
+ * vllm-project/vllm@624b7aff3e997f284b2149b3798099029b916687 docs/serving/data_parallel_deployment.md):
+ * a vLLM worker is routed as a whole and its engine core client balances its ranks.
  *
  * @param kvEventRanks {@code routing.kv_events.dp_ranks}, 0 when there is no KV event subscription
  */
@@ -50,12 +53,12 @@ public record RankPlanner(DpAware mode, int kvEventRanks) {
 
     /**
      * A warning when the worker's own {@code dp_size} and {@code routing.kv_events.dp_ranks} differ (the
-     * worker's wins: that many ranks publish events and take requests), else null.
+     * worker's wins: that many ranks publish events and take requests, and the subscription follows it), else null.
      */
     public String mismatch(WorkerIdentity id) {
         if (kvEventRanks > 0 && id.dpSize() > 0 && id.dpSize() != kvEventRanks) {
             return "the worker reports dp_size " + id.dpSize() + " but routing.kv_events.dp_ranks is " + kvEventRanks
-                    + ": its dp_size is used for routing; set dp_ranks to match so that every rank's KV events are read";
+                    + ": its dp_size is used for routing and for its KV event streams (one per rank, port + rank)";
         }
         return null;
     }

@@ -32,6 +32,19 @@ public interface RoutingPolicy {
         return new long[workers.size()];
     }
 
+    /**
+     * For a prefix policy that reads the workers' KV events: prompt tokens each data-parallel rank of
+     * {@code worker} holds as a cached prefix of the request, by rank, as the rank's own events tell
+     * (each rank has its own cache); empty when the policy does not know (no events, a view that is
+     * not fresh, a prompt without token ids, a worker whose events are not per rank).
+     */
+    default int[] cachedTokensByRank(Worker worker, RoutingRequest request) {
+        return NO_RANKS;
+    }
+
+    /** No per-rank knowledge. */
+    int[] NO_RANKS = new int[0];
+
     /** The request was dispatched to {@code worker} (cache_aware: its prefix is now likely cached there). */
     default void dispatched(Worker worker, RoutingRequest request) {
     }

@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Test;
 class RankWindowsTest {
     private static final long STALE = 5_000_000_000L;
     private static final long[] NO_BLOCKS = new long[0];
+    private static final int[] NO_RANKS = new int[0];
     private final RankWindows ranks = new RankWindows(STALE);
 
     private static Worker worker(WorkerRole role, int dp) {
@@ -30,7 +31,7 @@ class RankWindowsTest {
         RankWindows.Caps caps = new RankWindows.Caps(100, 1 << 20, 6); // 6 streams: 2 per rank (rounded up)
         int[] count = new int[4];
         for (int i = 0; i < 8; i++) {
-            RankChoice c = ranks.dispatched(d, d, 10, NO_BLOCKS, caps, caps);
+            RankChoice c = ranks.dispatched(d, d, 10, NO_BLOCKS, NO_RANKS, caps, caps);
             assertThat(c.prefillRank()).isEqualTo(c.decodeRank());
             count[c.decodeRank()]++;
             int max = java.util.Arrays.stream(count).max().getAsInt();
@@ -50,11 +51,11 @@ class RankWindowsTest {
         Worker d = worker(WorkerRole.DECODE, 2);
         p.telemetry(new WorkerTelemetry(System.nanoTime(), true, Map.of(), List.of(5.0, 1.0)));
         RankWindows.Caps caps = new RankWindows.Caps(8, 1000, 100); // per rank: 4 requests, 500 tokens
-        RankChoice first = ranks.dispatched(p, d, 400, NO_BLOCKS, caps, caps);
+        RankChoice first = ranks.dispatched(p, d, 400, NO_BLOCKS, NO_RANKS, caps, caps);
         assertThat(first.prefillRank()).as("rank 1 reports fewer of others' requests").isEqualTo(1);
         assertThat(first.prefillRanks()).isEqualTo(2);
-        assertThat(ranks.dispatched(p, d, 100, NO_BLOCKS, caps, caps).prefillRank()).isZero();
-        assertThat(ranks.dispatched(p, d, 100, NO_BLOCKS, caps, caps).prefillRank()).as("fewer tokens").isZero();
+        assertThat(ranks.dispatched(p, d, 100, NO_BLOCKS, NO_RANKS, caps, caps).prefillRank()).isZero();
+        assertThat(ranks.dispatched(p, d, 100, NO_BLOCKS, NO_RANKS, caps, caps).prefillRank()).as("fewer tokens").isZero();
         // rank 0: 200 of its 500 tokens; rank 1: 400: a 200-token prompt fits rank 0 only
         assertThat(ranks.pick(p, new RankWindows.Need(true, false, 200), caps)).isZero();
         assertThat(ranks.pick(p, new RankWindows.Need(true, false, 400), caps)).isEqualTo(RankWindows.NO_ROOM);
@@ -64,11 +65,11 @@ class RankWindowsTest {
     void aWorkerRoutedWholeGetsNoRankAndAResizeKeepsWhatTheKeptRanksHold() {
         Worker whole = worker(WorkerRole.DECODE, 1);
         RankWindows.Caps caps = new RankWindows.Caps(4, 1000, 100);
-        assertThat(ranks.dispatched(whole, whole, 1, NO_BLOCKS, caps, caps)).isEqualTo(RankChoice.NONE);
+        assertThat(ranks.dispatched(whole, whole, 1, NO_BLOCKS, NO_RANKS, caps, caps)).isEqualTo(RankChoice.NONE);
         Worker d = worker(WorkerRole.DECODE, 4);
         Worker p = worker(WorkerRole.PREFILL, 1);
         for (int i = 0; i < 4; i++) {
-            assertThat(ranks.dispatched(p, d, 1, NO_BLOCKS, caps, caps).decodeRank()).isEqualTo(i);
+            assertThat(ranks.dispatched(p, d, 1, NO_BLOCKS, NO_RANKS, caps, caps).decodeRank()).isEqualTo(i);
         }
         d.rankPlan(new RankPlan(2, "restarted with dp_size 2"));
         ranks.streamEnded(d, 3); // a rank that is gone: dropped
@@ -85,16 +86,38 @@ class RankWindowsTest {
         long[] turn2 = RankAffinity.blocks(system + "user: hello, assistant: hi; user: and then?" + "x".repeat(300));
         assertThat(turn2.length).isGreaterThan(turn1.length);
         assertThat(turn2[turn1.length - 1]).as("a prefix's blocks hash alike").isEqualTo(turn1[turn1.length - 1]);
-        int first = ranks.dispatched(p, d, 500, turn1, caps, caps).prefillRank();
-        ranks.dispatched(p, d, 500, RankAffinity.blocks("o".repeat(2048)), caps, caps); // another prompt, elsewhere
-        assertThat(ranks.dispatched(p, d, 500, turn2, caps, caps).prefillRank()).as("back where its prefix is")
+        int first = ranks.dispatched(p, d, 500, turn1, NO_RANKS, caps, caps).prefillRank();
+        ranks.dispatched(p, d, 500, RankAffinity.blocks("o".repeat(2048)), NO_RANKS, caps, caps); // another prompt, elsewhere
+        assertThat(ranks.dispatched(p, d, 500, turn2, NO_RANKS, caps, caps).prefillRank()).as("back where its prefix is")
                 .isEqualTo(first);
         // that rank is full now (2 of 2): the next turn goes to a rank with room, and is remembered there
-        int moved = ranks.dispatched(p, d, 500, RankAffinity.blocks(system + "another user"), caps, caps).prefillRank();
+        int moved = ranks.dispatched(p, d, 500, RankAffinity.blocks(system + "another user"), NO_RANKS, caps, caps).prefillRank();
         assertThat(moved).isNotEqualTo(first);
         ranks.prefillDone(p, first, 500);
-        assertThat(ranks.pick(p, new RankWindows.Need(true, false, 500), caps, RankAffinity.blocks(system + "x")))
+        assertThat(ranks.pick(p, new RankWindows.Need(true, false, 500), caps, RankAffinity.blocks(system + "x"), NO_RANKS))
                 .as("the system prompt's blocks were last sent to the new rank").isEqualTo(moved);
         assertThat(RankAffinity.blocks("short")).isEmpty();
+    }
+
+    @Test
+    void aPrefillGoesToTheRankWhoseOwnEventsHoldItsPrefixOverTheGatewaysOwnSends() {
+        Worker p = worker(WorkerRole.PREFILL, 4);
+        Worker d = worker(WorkerRole.DECODE, 4);
+        RankWindows.Caps caps = new RankWindows.Caps(8, 1 << 20, 100); // 2 requests a rank
+        long[] prompt = RankAffinity.blocks("s".repeat(2048) + "user: hi");
+        int sent = ranks.dispatched(p, d, 500, prompt, NO_RANKS, caps, caps).prefillRank();
+        ranks.prefillDone(p, sent, 500);
+        int other = (sent + 2) % 4;
+        int[] events = new int[4];
+        events[other] = 512; // another client (or replica) computed it there: the rank's own events say so
+        events[(sent + 1) % 4] = 256;
+        assertThat(ranks.dispatched(p, d, 500, prompt, events, caps, caps).prefillRank())
+                .as("the longest prefix by the ranks' events, not the rank this gateway last sent it to")
+                .isEqualTo(other);
+        assertThat(ranks.dispatched(p, d, 500, prompt, events, caps, caps).prefillRank()).isEqualTo(other);
+        assertThat(ranks.dispatched(p, d, 500, prompt, events, caps, caps).prefillRank())
+                .as("that rank is full (2 of 2): the next longest").isEqualTo((sent + 1) % 4);
+        assertThat(ranks.pick(p, new RankWindows.Need(true, false, 500), caps, prompt, new int[4]))
+                .as("no rank's events show it: the gateway's own sends decide").isEqualTo((sent + 1) % 4);
     }
 }

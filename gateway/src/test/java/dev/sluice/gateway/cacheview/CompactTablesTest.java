@@ -128,13 +128,15 @@ class CompactTablesTest {
     }
 
     @Test
-    void aRankIsClearedAloneAndAPrefixAnyRankHoldsMatches() {
+    void aRankIsClearedAloneAndAPrefixAnyRankHoldsMatchesTheWorkerAndThatRank() {
         WorkerBlocks w = new WorkerBlocks(100, 2);
         w.apply(0, batch(page(1, OptionalLong.empty(), 10), page(2, OptionalLong.of(1), 11)), 1);
         w.apply(1, batch(page(7, OptionalLong.empty(), 10)), 1); // rank 1 holds the first block only
         long[] chain = dev.sluice.gateway.routing.PromptChain.of(new int[] {10, 11});
         assertThat(w.matchedBlocks(chain, 1)).isEqualTo(2);
-        assertThat(w.size()).as("the shared first block counted once").isEqualTo(2);
+        assertThat(w.rankMatchedBlocks(0, chain, 1)).isEqualTo(2);
+        assertThat(w.rankMatchedBlocks(1, chain, 1)).as("each rank its own cache").isEqualTo(1);
+        assertThat(w.size()).as("each rank's blocks counted: the first block is cached twice").isEqualTo(3);
 
         w.clear(0);
         assertThat(w.matchedBlocks(chain, 1)).as("rank 1 still holds the first block").isEqualTo(1);

@@ -64,4 +64,24 @@ class ConfigWarningsTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse(WORKERS + "routing: {dp_aware: off}\n"))
                 .hasMessageContaining("routing.dp_aware: false (expected: one of auto, always, never)");
     }
+
+    /** With pools, each pool is judged by its own protocol: a vLLM pool beside an SGLang one is named. */
+    @Test
+    void aVllmPoolFallsBackPerWorkerAndCheckConfigNamesThePool() throws Exception {
+        String pools = """
+                pools:
+                  - name: large
+                    models: [big]
+                    disaggregation: sglang
+                    workers: {prefill: [{url: 'http://127.0.0.1:30000'}], decode: [{url: 'http://127.0.0.1:30001'}]}
+                  - name: small
+                    models: [little]
+                    disaggregation: vllm
+                    workers: {prefill: [{url: 'http://127.0.0.1:30002'}], decode: [{url: 'http://127.0.0.1:30003'}]}
+                """;
+        assertThat(ConfigNotes.of(parse(pools))).singleElement().asString()
+                .startsWith("pools[small].routing.dp_aware: auto (disaggregation: vllm): vLLM reports no dp_size");
+        assertThat(ConfigWarnings.of(parse("routing: {dp_aware: always}\n" + pools))).singleElement().asString()
+                .startsWith("pools[small].routing.dp_aware: always (disaggregation: vllm)");
+    }
 }

@@ -6,7 +6,6 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.server.ConfigReload;
 import dev.sluice.gateway.server.ReloadResult;
 import dev.sluice.gateway.testing.PdTestbed;
-import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
@@ -120,19 +119,8 @@ class KvEventResilienceEndToEndTest {
 
     /** Workers {@code serving}; event endpoints for all of {@code publishing}. */
     private static String yaml(SimCluster cluster, List<PrefillServer> serving, List<PrefillServer> publishing) {
-        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n");
-        for (PrefillServer p : serving) {
-            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort())
-                    .append('\n');
-        }
-        y.append("  decode:\n");
-        for (DecodeServer d : cluster.decodes()) {
-            y.append("    - url: ").append(d.url()).append('\n');
-        }
-        y.append("timeouts: ").append(TIMEOUTS).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
-                .append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    stale_after: 1s\n")
+        StringBuilder y = new StringBuilder(PdTestbed.sglangYaml(serving, cluster.decodes(), TIMEOUTS));
+        y.append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    stale_after: 1s\n")
                 .append("    resubscribe_after: 1s\n    endpoints:\n");
         y.append(PdTestbed.kvEventEndpoints(publishing));
         return y.toString();

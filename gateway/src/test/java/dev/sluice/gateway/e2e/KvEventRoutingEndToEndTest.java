@@ -3,7 +3,6 @@ package dev.sluice.gateway.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.testing.PdTestbed;
-import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimCluster;
@@ -112,19 +111,7 @@ class KvEventRoutingEndToEndTest {
     }
 
     private static String base(SimCluster cluster) {
-        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort())
-                    .append('\n');
-        }
-        y.append("  decode:\n");
-        for (DecodeServer d : cluster.decodes()) {
-            y.append("    - url: ").append(d.url()).append('\n');
-        }
-        return y.append("timeouts: ").append(TIMEOUTS).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
-                .toString();
+        return PdTestbed.sglangYaml(cluster.prefills(), cluster.decodes(), TIMEOUTS);
     }
 
     private static String yaml(SimCluster cluster) {

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.testing.PdTestbed;
-import dev.sluice.testbed.sim.DecodeServer;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimCluster;
@@ -159,19 +158,8 @@ class ModelTokenizerRoutingEndToEndTest {
     }
 
     private static String yaml(SimCluster cluster) {
-        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
-                + "disaggregation: sglang\nworkers:\n  prefill:\n");
-        for (PrefillServer p : cluster.prefills()) {
-            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort())
-                    .append('\n');
-        }
-        y.append("  decode:\n");
-        for (DecodeServer d : cluster.decodes()) {
-            y.append("    - url: ").append(d.url()).append('\n');
-        }
-        y.append("timeouts: ").append(TIMEOUTS).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
-                .append("admission:\n  tokenizer: {path: \"").append(TOKENIZER.toAbsolutePath()).append("\"}\n")
+        StringBuilder y = new StringBuilder(PdTestbed.sglangYaml(cluster.prefills(), cluster.decodes(), TIMEOUTS));
+        y.append("admission:\n  tokenizer: {path: \"").append(TOKENIZER.toAbsolutePath()).append("\"}\n")
                 .append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    tokenizer: hf\n    endpoints:\n");
         y.append(PdTestbed.kvEventEndpoints(cluster.prefills()));
         return y.toString();

@@ -226,6 +226,32 @@ public final class PdTestbed implements AutoCloseable {
 
     /** The entries of {@code routing.kv_events.endpoints} (at its indentation) for these prefills' publishers. */
     public static String kvEventEndpoints(java.util.List<PrefillServer> prefills) {
+        return kvEventEndpointLines(prefills);
+    }
+
+    /**
+     * The head of a gateway file for an SGLang pair of these servers, as the KV event tests use it:
+     * loopback on port 0 with the internal endpoints, the workers, {@code timeouts}, fast health and
+     * telemetry, an admin port; the test appends its {@code routing} (and anything else).
+     */
+    public static String sglangYaml(java.util.List<PrefillServer> prefills, java.util.List<DecodeServer> decodes,
+                                    String timeouts) {
+        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
+                + "disaggregation: sglang\nworkers:\n  prefill:\n");
+        for (PrefillServer p : prefills) {
+            y.append("    - url: ").append(p.url()).append("\n      bootstrap_port: ").append(p.bootstrapPort())
+                    .append('\n');
+        }
+        y.append("  decode:\n");
+        for (DecodeServer d : decodes) {
+            y.append("    - url: ").append(d.url()).append('\n');
+        }
+        return y.append("timeouts: ").append(timeouts).append('\n')
+                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
+                .toString();
+    }
+
+    private static String kvEventEndpointLines(java.util.List<PrefillServer> prefills) {
         StringBuilder y = new StringBuilder();
         for (PrefillServer p : prefills) {
             y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())

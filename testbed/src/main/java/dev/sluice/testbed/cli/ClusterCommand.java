@@ -137,7 +137,7 @@ public final class ClusterCommand implements Callable<Integer> {
     @Option(names = "--kv-events-endpoint",
             description = "Publish each prefill server's prefix-cache events over ZMQ in SGLang's format (SGLang's "
                     + "--kv-events-config '{\"publisher\":\"zmq\",\"endpoint\":...}'), e.g. tcp://127.0.0.1:5557: "
-                    + "prefill i binds port + i. Off by default.")
+                    + "prefill i's DP rank r binds port + i x dp-size + r (one stream per rank, as SGLang). Off by default.")
     String kvEventsEndpoint;
 
     @Override

@@ -30,6 +30,13 @@ import org.zeromq.ZMQ;
  * (sgl-project/sglang@006b0e3d317f1cd4a7300e919a4eaa878b1947e7
  * python/sglang/srt/mem_cache/radix_cache.py:_record_store_event). No replay socket.
  *
+ * <p>One publisher per attention-DP rank, as SGLang creates one per scheduler
+ * ({@code SchedulerMetricsMixin.init_kv_events}: {@code EventPublisherFactory.create(kv_events_config,
+ * self.attn_dp_rank)}, sgl-project/sglang@78ac30c2056f2c25089c1d3203c3d5c13dc3d946
+ * python/sglang/srt/managers/scheduler_metrics_mixin.py): bound to the endpoint's port + rank
+ * ({@code offset_endpoint_port}), its own sequence from 0, every batch stamped with its
+ * {@code attn_dp_rank} ({@code ZmqEventPublisher.publish} fills it in, 612d579 above).
+ *
  * <p>The server's event loop only offers batches to a bounded queue (dropped when full, as SGLang's
  * publisher drops past its high-water mark: subscribers then see a sequence gap); one thread of
  * its own encodes and sends.
@@ -45,21 +52,31 @@ final class KvEventPublisher implements AutoCloseable {
     private final BlockingQueue<List<KvEvent>> queue = new ArrayBlockingQueue<>(100_000);
     private final Thread thread;
     private final AtomicLong seq = new AtomicLong();
+    private final int rank;
 
-    /** @param endpoint where to bind, e.g. {@code tcp://127.0.0.1:5557}, or port {@code *} for any free one */
-    KvEventPublisher(String endpoint, String topic) {
+    /**
+     * @param endpoint where to bind, e.g. {@code tcp://127.0.0.1:5557}, or port {@code *} for any free one
+     * @param rank     the attention-DP rank whose cache this publishes (stamped on every batch)
+     */
+    KvEventPublisher(String endpoint, String topic, int rank) {
         Objects.requireNonNull(endpoint, "endpoint");
+        this.rank = rank;
         this.topic = topic.getBytes(StandardCharsets.UTF_8);
         this.pub = context.createSocket(SocketType.PUB);
         pub.setSndHWM(100_000);
         pub.setLinger(0);
-        pub.bind(endpoint);
+        try {
+            pub.bind(endpoint);
+        } catch (RuntimeException e) {
+            context.close(); // the port is taken: the caller may try another
+            throw e;
+        }
         this.endpoint = pub.getLastEndpoint();
         // the socket is handed to the thread here (start() orders the writes above before its use)
-        this.thread = new Thread(this::run, "sim-kv-events");
+        this.thread = new Thread(this::run, "sim-kv-events-" + rank);
         thread.setDaemon(true);
         thread.start();
-        log.info("kv events publishing endpoint={}", this.endpoint);
+        log.info("kv events publishing endpoint={} rank={}", this.endpoint, rank);
     }
 
     /** The bound endpoint (with the real port when bound to {@code *}). */
@@ -82,7 +99,7 @@ final class KvEventPublisher implements AutoCloseable {
                     return;
                 }
                 if (batch != null) {
-                    byte[] payload = encode(System.currentTimeMillis() / 1000.0, batch);
+                    byte[] payload = encode(System.currentTimeMillis() / 1000.0, batch, rank);
                     pub.sendMore(topic);
                     pub.sendMore(ByteBuffer.allocate(8).putLong(seq.getAndIncrement()).array());
                     pub.send(payload);
@@ -98,7 +115,7 @@ final class KvEventPublisher implements AutoCloseable {
     }
 
     /** The msgpack of one {@code KVEventBatch} (see the class comment). */
-    static byte[] encode(double ts, List<KvEvent> events) {
+    static byte[] encode(double ts, List<KvEvent> events, int attnDpRank) {
         try (MessageBufferPacker p = MessagePack.newDefaultBufferPacker()) {
             p.packArrayHeader(3);
             p.packDouble(ts);
@@ -130,7 +147,7 @@ final class KvEventPublisher implements AutoCloseable {
                     p.packString("AllBlocksCleared");
                 }
             }
-            p.packInt(0); // attn_dp_rank: the sim has one cache per server
+            p.packInt(attnDpRank);
             return p.toByteArray();
         } catch (IOException e) {
             throw new IllegalStateException("msgpack into memory cannot fail", e);

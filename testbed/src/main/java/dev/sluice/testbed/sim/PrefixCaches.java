@@ -5,8 +5,8 @@ package dev.sluice.testbed.sim;
  * scheduler with its own KV pool and radix cache (sgl-project/sglang
  * python/sglang/srt/managers/data_parallel_controller.py launches one scheduler per rank), so a prompt
  * cached on one rank is no hit on another. Each rank holds its share of the server's cache tokens,
- * as each holds its share of the KV pool ({@link SimWorker#rankPoolTokens}). Every rank publishes to
- * the server's one KV event stream (stamped rank 0, {@link KvEventPublisher}). Event loop only; the
+ * as each holds its share of the KV pool ({@link SimWorker#rankPoolTokens}). Each rank publishes its
+ * own cache's events on its own stream ({@link KvEventPublisher}, port + rank). Event loop only; the
  * counters are readable from any thread.
  */
 final class PrefixCaches {
@@ -33,10 +33,15 @@ final class PrefixCaches {
         of(rank).insert(prefix, tokens);
     }
 
-    void publishTo(KvEventPublisher publisher) {
-        for (PrefixCache c : ranks) {
-            c.publishTo(publisher);
+    /** Rank r's cache publishes to {@code publishers[r]}; null: none publishes. */
+    void publishTo(KvEventPublisher[] publishers) {
+        for (int r = 0; r < ranks.length; r++) {
+            ranks[r].publishTo(publishers == null ? null : publishers[r]);
         }
+    }
+
+    int ranks() {
+        return ranks.length;
     }
 
     void clear() {

@@ -109,11 +109,12 @@ public final class SimCluster implements AutoCloseable {
             d.bind(group, port(basePort, prefillCount + j));
         }
         if (config.kvEventsEndpoint() != null) {
-            // prefill-side servers publish (unified ones too); server i on the endpoint's port + i,
-            // as SGLang offsets its DP ranks' endpoints
+            // prefill-side servers publish (unified ones too); server i's ranks on the endpoint's port
+            // + i x dp_size + rank: each server's DP ranks take dp_size ports after its own
             List<SimWorker> publishers = mode == SimMode.UNIFIED ? decodeSide : prefillSide;
             for (int i = 0; i < publishers.size(); i++) {
-                publishers.get(i).publishKvEvents(KvEventEndpoints.offset(config.kvEventsEndpoint(), i), "");
+                publishers.get(i).publishKvEvents(
+                        KvEventEndpoints.offset(config.kvEventsEndpoint(), i * config.dpSize()), "");
             }
         }
     }

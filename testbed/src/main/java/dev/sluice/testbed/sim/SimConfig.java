@@ -30,7 +30,7 @@ import java.util.Objects;
  *                               tests time aborts by it), the {@code cluster} command defaults to
  *                               {@link AbortOnDisconnect#SGLANG}, what the real server does
  * @param kvEventsEndpoint       null, or where prefill server i publishes its prefix-cache events in
- *                               SGLang's format (port + i; {@code *}: any free port); see {@link KvEventPublisher}
+ *                               SGLang's format (rank r of server i on port + i x dpSize + r; {@code *}: any free port); see {@link KvEventPublisher}
  */
 public record SimConfig(String host, double prefillTokensPerSecond, Duration decodeStep, int decodeMaxBatch,
                         Duration kvWait, Duration bootstrapTimeout, String model, int defaultMaxTokens,
@@ -200,8 +200,8 @@ public record SimConfig(String host, double prefillTokensPerSecond, Duration dec
 
     /**
      * Publish each prefill server's prefix-cache events (SGLang's {@code --kv-events-config}
-     * {@code {"publisher": "zmq", "endpoint": ...}}): server i binds this endpoint's port + i
-     * ({@code *}: any free port); null: off.
+     * {@code {"publisher": "zmq", "endpoint": ...}}): server i's DP rank r binds this
+     * endpoint's port + i x dpSize + r, each rank its own stream as in SGLang ({@code *}: any free port); null: off.
      */
     public SimConfig withKvEventsEndpoint(String v) {
         return copy(c -> c.kvEventsEndpoint = v);

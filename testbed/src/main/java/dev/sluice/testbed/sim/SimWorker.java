@@ -59,7 +59,8 @@ public abstract class SimWorker {
     /** The data-parallel rank the next item goes to (round-robin; loop-confined). */
     int nextDpRank;
     final PrefixCaches prefixCache;
-    private volatile KvEventPublisher kvEvents;
+    /** One publisher per DP rank, rank order; null while not publishing. */
+    private volatile KvEventPublisher[] kvEvents;
     volatile long promptTokensProcessed;
     /** Written by the prefill scheduler on the event loop only. */
     volatile long prefillBusyNanos;
@@ -99,28 +100,33 @@ public abstract class SimWorker {
     }
 
     /**
-     * Starts publishing this server's prefix-cache events on a ZMQ PUB socket bound to
-     * {@code endpoint} (SGLang's {@code --kv-events-config}); returns the bound endpoint.
+     * Starts publishing this server's prefix-cache events on ZMQ PUB sockets (SGLang's
+     * {@code --kv-events-config}), one per DP rank bound to {@code endpoint}'s port + rank; returns
+     * rank 0's bound endpoint. Port {@code *}: rank 0 takes any free port and the others the ports
+     * after it (tried again elsewhere when one of those is taken).
      */
     public synchronized String publishKvEvents(String endpoint, String topic) {
         if (kvEvents == null) {
-            kvEvents = new KvEventPublisher(endpoint, topic);
+            kvEvents = KvEventEndpoints.bindRanks(endpoint, prefixCache.ranks(),
+                    (e, rank) -> new KvEventPublisher(e, topic, rank));
             prefixCache.publishTo(kvEvents);
         }
-        return kvEvents.endpoint();
+        return kvEvents[0].endpoint();
     }
 
-    /** The bound KV event endpoint, if this server publishes its events. */
+    /** Rank 0's bound KV event endpoint (rank r's is its port + r), if this server publishes its events. */
     public java.util.Optional<String> kvEventsEndpoint() {
-        KvEventPublisher p = kvEvents;
-        return p == null ? java.util.Optional.empty() : java.util.Optional.of(p.endpoint());
+        KvEventPublisher[] p = kvEvents;
+        return p == null ? java.util.Optional.empty() : java.util.Optional.of(p[0].endpoint());
     }
 
     /** Stops publishing KV events (the cluster's close; a test's publisher that dies). */
     public synchronized void closeKvEvents() {
         if (kvEvents != null) {
             prefixCache.publishTo(null);
-            kvEvents.close();
+            for (KvEventPublisher p : kvEvents) {
+                p.close();
+            }
             kvEvents = null;
         }
     }

@@ -35,6 +35,7 @@ class KvEventsPublishTest {
             ZMQ.Socket sub = subscribe(ctx, u.kvEventsEndpoint().orElseThrow());
             List<Frame> first = untilSubscribed(sub, u);
             long seq = first.get(first.size() - 1).seq;
+            assertThat(first).allSatisfy(f -> assertThat(f.rank).as("attn_dp_rank").isZero());
             assertThat(first.get(0).events.get(0).get(0).asStringValue().asString()).isEqualTo("AllBlocksCleared");
 
             ObjectNode body = chat("first question");
@@ -76,6 +77,44 @@ class KvEventsPublishTest {
             assertThat(cleared.events).hasSize(1);
             assertThat(cleared.events.get(0).get(0).asStringValue().asString()).isEqualTo("AllBlocksCleared");
         }
+    }
+
+    @Test
+    void eachDpRankPublishesItsOwnCacheOnItsOwnPortStampedWithItsRank() throws Exception {
+        SimConfig cfg = SimConfig.defaults().withDecodeStep(java.time.Duration.ofMillis(1)).withDpSize(2)
+                .withPrefixCacheTokens(1_000_000).withKvEventsEndpoint("tcp://127.0.0.1:*");
+        try (SimCluster c = SimCluster.start(0, 1, 0, cfg, SimMode.UNIFIED); ZContext ctx = new ZContext()) {
+            UnifiedServer u = c.unified().get(0);
+            String rank0 = u.kvEventsEndpoint().orElseThrow();
+            ZMQ.Socket sub0 = subscribe(ctx, rank0);
+            ZMQ.Socket sub1 = subscribe(ctx, KvEventEndpoints.offset(rank0, 1)); // port + rank, as SGLang
+            assertThat(untilSubscribed(sub1, u)).allSatisfy(f -> assertThat(f.rank).isEqualTo(1));
+            assertThat(untilSubscribed(sub0, u)).allSatisfy(f -> assertThat(f.rank).isZero());
+
+            ObjectNode body = chat("on rank one");
+            body.put("routed_dp_rank", 1);
+            assertThat(client.postNow(u, VllmLegs.CHAT, body).statusCode()).isEqualTo(200);
+            Frame stored = nextStored(sub1);
+            int blocks = PromptBlocks.renderChat(body.get("messages")).length() / PromptBlocks.BLOCK_CHARS;
+            assertThat(stored.rank).isEqualTo(1);
+            assertThat(stored.events).hasSize(blocks);
+            assertThat(stored.seq).as("rank 1's own sequence: its clears, then this").isLessThan(100);
+
+            body.put("routed_dp_rank", 0);
+            assertThat(client.postNow(u, VllmLegs.CHAT, body).statusCode()).isEqualTo(200);
+            Frame again = nextStored(sub0);
+            assertThat(again.rank).isZero();
+            assertThat(again.events).as("rank 0's cache is its own: the same prompt is stored anew").hasSize(blocks);
+        }
+    }
+
+    /** The next batch that stores blocks (the flushes of the subscription may still be on their way). */
+    private static Frame nextStored(ZMQ.Socket sub) throws Exception {
+        Frame f = next(sub);
+        while (f.events.get(0).get(0).asStringValue().asString().equals("AllBlocksCleared")) {
+            f = next(sub);
+        }
+        return f;
     }
 
     @Test
@@ -148,7 +187,7 @@ class KvEventsPublishTest {
     }
 
     /** One multipart message: [topic, seq (8 bytes, big-endian), msgpack [ts, events, attn_dp_rank]]. */
-    private record Frame(String topic, long seq, List<ArrayValue> events) {
+    private record Frame(String topic, long seq, List<ArrayValue> events, int rank) {
         static Frame of(ZMsg msg) throws Exception {
             assertThat(msg.size()).isEqualTo(3);
             String topic = msg.pop().getString(ZMQ.CHARSET);
@@ -158,12 +197,11 @@ class KvEventsPublishTest {
                 ArrayValue batch = u.unpackValue().asArrayValue();
                 assertThat(batch.size()).isEqualTo(3);
                 assertThat(batch.get(0).isFloatValue()).as("ts").isTrue();
-                assertThat(batch.get(2).asIntegerValue().asInt()).as("attn_dp_rank").isZero();
                 List<ArrayValue> events = new ArrayList<>();
                 for (Value v : batch.get(1).asArrayValue()) {
                     events.add(v.asArrayValue());
                 }
-                return new Frame(topic, ByteBuffer.wrap(seq).getLong(), events);
+                return new Frame(topic, ByteBuffer.wrap(seq).getLong(), events, batch.get(2).asIntegerValue().asInt());
             }
         }
     }
