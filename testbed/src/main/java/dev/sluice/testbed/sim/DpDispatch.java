@@ -76,7 +76,7 @@ final class DpDispatch {
                 item.dpRank = (int) (item.room % dp);
                 how = RankAssignment.How.BOOTSTRAP_ROOM;
             } else {
-                w.assignRank(item);
+                w.ranks.assignRoundRobin(item);
                 how = RankAssignment.How.ROUND_ROBIN;
             }
             if (item.room >= 0) {

@@ -5,7 +5,7 @@ package dev.sluice.testbed.sim;
  * scheduler with its own KV pool and radix cache (sgl-project/sglang
  * python/sglang/srt/managers/data_parallel_controller.py launches one scheduler per rank), so a prompt
  * cached on one rank is no hit on another. Each rank holds its share of the server's cache tokens,
- * as each holds its share of the KV pool ({@link SimWorker#rankPoolTokens}). Each rank publishes its
+ * as each holds its share of the KV pool ({@link DpRanks#poolTokens}). Each rank publishes its
  * own cache's events on its own stream ({@link KvEventPublisher}, port + rank). Event loop only; the
  * counters are readable from any thread.
  */

@@ -99,7 +99,7 @@ final class ServerInfo {
             o.putNull("max_queued_requests");
         }
         o.put("max_running_requests", c.decodeMaxBatch());
-        o.put("max_total_num_tokens", w.rankPoolTokens());
+        o.put("max_total_num_tokens", w.ranks.poolTokens());
         o.put("max_req_input_len", c.contextLength() - 1);
         o.put("version", c.serverVersion());
         w.addServerInfo(o);
@@ -120,9 +120,9 @@ final class ServerInfo {
     static ArrayNode load(SimWorker w) {
         ArrayNode a = F.arrayNode();
         double ts = System.nanoTime() / 1e9;
-        for (SimMetrics.RankLoad r : w.rankLoads()) {
+        for (SimMetrics.RankLoad r : w.ranks.loads()) {
             ObjectNode o = a.addObject();
-            long used = w.usedTokens(r);
+            long used = w.ranks.usedTokens(r);
             o.put("dp_rank", r.rank);
             o.put("num_reqs", r.requests());
             o.put("num_waiting_reqs", r.waiting());
@@ -176,12 +176,12 @@ final class ServerInfo {
         ArrayNode loads = o.putArray("loads");
         double throughput = w.metrics.genThroughput() / w.cfg.dpSize();
         double epoch = System.currentTimeMillis() / 1000.0;
-        for (SimMetrics.RankLoad r : w.rankLoads()) {
+        for (SimMetrics.RankLoad r : w.ranks.loads()) {
             if (onlyRank != null && r.rank != onlyRank) {
                 continue;
             }
             ObjectNode l = loads.addObject();
-            long used = w.usedTokens(r);
+            long used = w.ranks.usedTokens(r);
             l.put("dp_rank", r.rank);
             l.put("timestamp", epoch);
             if (all || sections.contains("core")) {
@@ -189,11 +189,11 @@ final class ServerInfo {
                 l.put("num_waiting_reqs", r.waiting());
                 l.put("num_used_tokens", used);
                 l.put("num_total_tokens", used);
-                l.put("max_total_num_tokens", w.rankPoolTokens());
-                l.put("token_usage", w.tokenUsage(r));
+                l.put("max_total_num_tokens", w.ranks.poolTokens());
+                l.put("token_usage", w.ranks.tokenUsage(r));
                 l.put("gen_throughput", throughput);
                 l.put("cache_hit_rate", w.prefixCache.hitRate());
-                l.put("utilization", w.tokenUsage(r));
+                l.put("utilization", w.ranks.tokenUsage(r));
                 l.put("max_running_requests", w.cfg.decodeMaxBatch());
             }
             if (all || sections.contains("memory")) {
@@ -201,7 +201,7 @@ final class ServerInfo {
                 m.put("weight_gb", 0.0);
                 m.put("kv_cache_gb", 0.0);
                 m.put("graph_gb", 0.0);
-                m.put("token_capacity", w.rankPoolTokens());
+                m.put("token_capacity", w.ranks.poolTokens());
             }
             if (all || sections.contains("disagg")) {
                 ObjectNode d = l.putObject("disaggregation");

@@ -51,7 +51,7 @@ final class SimItem {
     final long giveUpNanos;
     /** A decode pump task is queued on the event loop (decodeStep zero). */
     boolean pumpScheduled;
-    /** The data-parallel rank serving the item ({@link SimWorker#assignRank}). */
+    /** The data-parallel rank serving the item ({@link DpDispatch#assign}). */
     int dpRank;
     /** A PD decode's item: the prefill rank it fetches its KV from ({@link DpDispatch}); -1 otherwise. */
     int prefillDpRank = -1;

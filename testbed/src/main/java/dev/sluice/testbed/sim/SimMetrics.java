@@ -12,7 +12,7 @@ final class SimMetrics {
     static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
     private static final double[] TTFT_BUCKETS = {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300};
 
-    /** What one data-parallel rank holds when scraped (built on the event loop by {@link SimWorker#rankLoads}). */
+    /** What one data-parallel rank holds when scraped (built on the event loop by {@link DpRanks#loads}). */
     static final class RankLoad {
         final int rank;
         int running;
@@ -106,10 +106,10 @@ final class SimMetrics {
         double throughput = genThroughput() / ranks.length;
         gauges(b, w, ranks, "num_running_reqs", "The number of running requests.", r -> r.running);
         gauges(b, w, ranks, "num_queue_reqs", "The number of requests in the waiting queue.", r -> r.queue);
-        gauges(b, w, ranks, "token_usage", "The token usage.", w::tokenUsage);
-        gauges(b, w, ranks, "num_used_tokens", "The number of used tokens.", w::usedTokens);
+        gauges(b, w, ranks, "token_usage", "The token usage.", w.ranks::tokenUsage);
+        gauges(b, w, ranks, "num_used_tokens", "The number of used tokens.", w.ranks::usedTokens);
         gauges(b, w, ranks, "max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
-                r -> w.rankPoolTokens());
+                r -> w.ranks.poolTokens());
         // over the server's life (SGLang logs it per batch): stable for a scrape at any pace
         gauges(b, w, ranks, "cache_hit_rate", "The prefix cache hit rate.", r -> cacheHitRate);
         gauges(b, w, ranks, "gen_throughput", "The generation throughput (token/s).", r -> throughput);

@@ -28,7 +28,6 @@ import org.slf4j.LoggerFactory;
 public abstract class SimWorker {
     private static final Logger log = LoggerFactory.getLogger(SimWorker.class);
     static final int MAX_REQUEST_BYTES = 64 << 20;
-    static final long MAX_TOTAL_TOKENS = 1 << 20;
 
     enum Outcome { COMPLETED, ABORTED, FAILED }
 
@@ -56,8 +55,7 @@ public abstract class SimWorker {
      * SGLang's health check watches ({@code tokenizer_manager.last_receive_tstamp}).
      */
     volatile long lastOutputNanos = System.nanoTime() - (1L << 40);
-    /** The data-parallel rank the next item goes to (round-robin; loop-confined). */
-    int nextDpRank;
+    final DpRanks ranks = new DpRanks(this);
     final PrefixCaches prefixCache;
     /** One publisher per DP rank, rank order; null while not publishing. */
     private volatile KvEventPublisher[] kvEvents;
@@ -290,7 +288,7 @@ public abstract class SimWorker {
 
     /** {@code GET /metrics}: SGLang's names unless the role says otherwise (event loop). */
     String renderMetrics() {
-        return metrics.render(this, rankLoads());
+        return metrics.render(this, ranks.loads());
     }
 
     /** The server produced output now (a token, a computed prompt): a health check in progress passes. */
@@ -298,51 +296,7 @@ public abstract class SimWorker {
         lastOutputNanos = System.nanoTime();
     }
 
-    /** Assigns the item its data-parallel rank, round-robin over {@code dpSize} (event loop). */
-    final void assignRank(SimItem item) {
-        item.dpRank = nextDpRank;
-        nextDpRank = (nextDpRank + 1) % cfg.dpSize();
-    }
-
-    /** KV tokens one data-parallel rank holds at most: its own pool. */
-    final long rankPoolTokens() {
-        return MAX_TOTAL_TOKENS / cfg.dpSize();
-    }
-
-    /**
-     * What each data-parallel rank holds now, from the live items (event loop). Every scheduler gauge
-     * is reported per rank, as SGLang's schedulers (one per DP rank) and vLLM's engines do.
-     */
-    final SimMetrics.RankLoad[] rankLoads() {
-        SimMetrics.RankLoad[] ranks = new SimMetrics.RankLoad[cfg.dpSize()];
-        for (int r = 0; r < ranks.length; r++) {
-            ranks[r] = new SimMetrics.RankLoad(r);
-        }
-        for (SimItem item : live) {
-            SimMetrics.RankLoad r = ranks[Math.floorMod(item.dpRank, ranks.length)];
-            if (item.state == SimItem.State.STALLED) {
-                r.running++;
-            } else {
-                classify(item, r);
-            }
-        }
-        addHeld(ranks);
-        return ranks;
-    }
-
-    /** KV usage ratio of one rank: the {@code tokenUsage} knob when set, else used tokens over its pool. */
-    final double tokenUsage(SimMetrics.RankLoad r) {
-        double knob = faults.tokenUsage();
-        return knob >= 0 ? knob : Math.min(1.0, (double) r.usedTokens / rankPoolTokens());
-    }
-
-    /** Used tokens of one rank as reported: consistent with {@link #tokenUsage} when the knob is set. */
-    final long usedTokens(SimMetrics.RankLoad r) {
-        double knob = faults.tokenUsage();
-        return knob >= 0 ? Math.round(knob * rankPoolTokens()) : r.usedTokens;
-    }
-
-    /** Role hook: counts a live (not stalled) item in its rank's gauges. */
+    /** Role hook: counts a live (not stalled) item in its rank's gauges ({@link DpRanks#loads}). */
     abstract void classify(SimItem item, SimMetrics.RankLoad r);
 
     /** Role hook: KV held outside the live items (a vLLM prefill's answered legs). */

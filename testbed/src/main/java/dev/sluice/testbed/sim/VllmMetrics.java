@@ -18,14 +18,14 @@ final class VllmMetrics {
         String base = "engine=\"0\",model_name=\"" + w.cfg.model() + "\"";
         String labels = "{" + base + "}";
         WorkerStats s = w.stats();
-        SimMetrics.RankLoad[] ranks = w.rankLoads();
+        SimMetrics.RankLoad[] ranks = w.ranks.loads();
         StringBuilder b = new StringBuilder(4096);
         perEngine(b, w, ranks, "vllm:num_requests_running", "Number of requests in model execution batches.",
                 r -> r.running);
         perEngine(b, w, ranks, "vllm:num_requests_waiting", "Number of requests waiting to be processed.",
                 SimMetrics.RankLoad::waiting);
         perEngine(b, w, ranks, "vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
-                w::tokenUsage);
+                w.ranks::tokenUsage);
         metric(b, labels, "vllm:prefix_cache_queries_total", "counter",
                 "Prefix cache queries, in terms of number of queried tokens.", s.prefixCacheQueryTokens());
         metric(b, labels, "vllm:prefix_cache_hits_total", "counter",

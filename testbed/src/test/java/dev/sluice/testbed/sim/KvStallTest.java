@@ -56,8 +56,8 @@ class KvStallTest {
         CompletableFuture<HttpResponse<String>> p = client.post(prefill(), "/generate", body);
         CompletableFuture<HttpResponse<String>> d = client.post(decode(), "/generate", body);
         assertThat(eventually(Duration.ofSeconds(5), () -> onLoopTrue(prefill(),
-                () -> prefill().rankLoads()[0].prefillInflight == 1)
-                && onLoopTrue(decode(), () -> decode().rankLoads()[0].decodeTransfer == 1)))
+                () -> prefill().ranks.loads()[0].prefillInflight == 1)
+                && onLoopTrue(decode(), () -> decode().ranks.loads()[0].decodeTransfer == 1)))
                 .as("computed on the prefill, waiting in the decode's transfer queue").isTrue();
         return new Pair(p, d);
     }

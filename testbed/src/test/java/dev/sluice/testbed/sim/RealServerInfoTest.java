@@ -52,7 +52,7 @@ class RealServerInfoTest {
         assertThat(sample(metrics, "sglang:num_running_reqs", "dp_rank=\"1\"")).isEqualTo(0.0);
         assertThat(sample(metrics, "sglang:num_queue_reqs", "dp_rank=\"1\"")).isEqualTo(1.0);
         double pool = sample(metrics, "sglang:max_total_num_tokens", "dp_rank=\"1\"");
-        assertThat(pool).isEqualTo(SimWorker.MAX_TOTAL_TOKENS / 2.0);
+        assertThat(pool).isEqualTo(DpRanks.MAX_TOTAL_TOKENS / 2.0);
         assertThat(sample(metrics, "sglang:token_usage", "dp_rank=\"1\"")).as("rank 1's own pool")
                 .isEqualTo(1000 / pool);
 
