@@ -11,6 +11,7 @@ import java.time.Duration;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
@@ -20,7 +21,8 @@ import org.slf4j.LoggerFactory;
  * What every simulated server (SGLang prefill and decode, vLLM prefill and decode, unified) has in
  * common: the HTTP listener, the item lifecycle, the journal, faults, prefix cache and counters
  * (requests come in through {@link SimHttpHandler} and {@link RequestIntake}; the role hooks below
- * say which protocol the server speaks). All request state lives
+ * say which protocol the server speaks; its data-parallel ranks are {@link DpRanks}, its KV event
+ * streams {@link KvEventStreams}). All request state lives
  * on one event loop (the server's connections are all registered on it), so it needs no locks;
  * the public accessors are safe from any thread. A server can be {@linkplain #kill() killed} and
  * {@linkplain #restart() restarted} on the same port, as a worker process that dies and comes back.
@@ -57,8 +59,7 @@ public abstract class SimWorker {
     volatile long lastOutputNanos = System.nanoTime() - (1L << 40);
     final DpRanks ranks = new DpRanks(this);
     final PrefixCaches prefixCache;
-    /** One publisher per DP rank, rank order; null while not publishing. */
-    private volatile KvEventPublisher[] kvEvents;
+    private final KvEventStreams kvEvents;
     volatile long promptTokensProcessed;
     /** Written by the prefill scheduler on the event loop only. */
     volatile long prefillBusyNanos;
@@ -79,6 +80,7 @@ public abstract class SimWorker {
         this.loop = Objects.requireNonNull(loop, "loop");
         this.journal = new RequestJournal(cfg.journalLimit());
         this.prefixCache = new PrefixCaches(cfg.prefixCacheTokens(), cfg.dpSize());
+        this.kvEvents = new KvEventStreams(prefixCache);
     }
 
     // ---- public API ------------------------------------------------------------------------
@@ -103,30 +105,18 @@ public abstract class SimWorker {
      * rank 0's bound endpoint. Port {@code *}: rank 0 takes any free port and the others the ports
      * after it (tried again elsewhere when one of those is taken).
      */
-    public synchronized String publishKvEvents(String endpoint, String topic) {
-        if (kvEvents == null) {
-            kvEvents = KvEventEndpoints.bindRanks(endpoint, prefixCache.ranks(),
-                    (e, rank) -> new KvEventPublisher(e, topic, rank));
-            prefixCache.publishTo(kvEvents);
-        }
-        return kvEvents[0].endpoint();
+    public String publishKvEvents(String endpoint, String topic) {
+        return kvEvents.open(endpoint, topic);
     }
 
     /** Rank 0's bound KV event endpoint (rank r's is its port + r), if this server publishes its events. */
-    public java.util.Optional<String> kvEventsEndpoint() {
-        KvEventPublisher[] p = kvEvents;
-        return p == null ? java.util.Optional.empty() : java.util.Optional.of(p[0].endpoint());
+    public Optional<String> kvEventsEndpoint() {
+        return kvEvents.endpoint();
     }
 
     /** Stops publishing KV events (the cluster's close; a test's publisher that dies). */
-    public synchronized void closeKvEvents() {
-        if (kvEvents != null) {
-            prefixCache.publishTo(null);
-            for (KvEventPublisher p : kvEvents) {
-                p.close();
-            }
-            kvEvents = null;
-        }
+    public void closeKvEvents() {
+        kvEvents.close();
     }
 
     public SimConfig config() {
