@@ -12,7 +12,7 @@ import io.netty.buffer.ByteBuf;
 public final class GenerationRequest {
     /** Top-level keys a worker request's body gets from the gateway only (see pd.WorkerBodies). */
     private static final String[] GATEWAY_OWNED = {"bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
-            "kv_transfer_params", "routed_dp_rank", "data_parallel_rank", "disagg_prefill_dp_rank"};
+            "kv_transfer_params", "routed_dp_rank", "data_parallel_rank", "disagg_prefill_dp_rank", "external_trace_header"};
 
     private final GenerationRoute route;
     private final ObjectNode body;

@@ -64,6 +64,7 @@ public final class SglangBootstrap {
         ObjectNode body = request.body();
         body.remove("kv_transfer_params");
         body.remove(DpRankFields.OWNED);
+        body.remove(WorkerBodies.SGLANG_TRACE_CONTEXT); // SGLang would take it before the gateway's traceparent
         int items = request.batchSize();
         if (items == 0) {
             long room = newRoom(ranks);

@@ -14,11 +14,19 @@ import java.util.List;
  * of any of them is dropped before its body reaches a worker (a client-chosen bootstrap host would
  * point a decode at a host of its choosing; a client-chosen {@code kv_transfer_params} would point a
  * vLLM decode at someone else's KV blocks; a client-chosen data-parallel rank would undo the
- * gateway's per-rank admission).
+ * gateway's per-rank admission; a client-chosen {@code external_trace_header} would win over the
+ * {@code traceparent} header the gateway writes, SGLang reading that body field first, and hang the
+ * worker's spans under a parent of the client's choosing instead of the gateway's call span).
  */
 final class WorkerBodies {
+    /**
+     * SGLang's {@code GenerateReqInput.external_trace_header}: the trace context a caller without HTTP
+     * headers (its Engine, its gRPC server) hands over; taken before the request's own headers.
+     */
+    static final String SGLANG_TRACE_CONTEXT = "external_trace_header";
     static final List<String> GATEWAY_OWNED = List.of("bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
-            "kv_transfer_params", DpRankFields.ROUTED, "data_parallel_rank", DpRankFields.PREFILL_RANK);
+            "kv_transfer_params", DpRankFields.ROUTED, "data_parallel_rank", DpRankFields.PREFILL_RANK,
+            SGLANG_TRACE_CONTEXT);
 
     private WorkerBodies() {
     }

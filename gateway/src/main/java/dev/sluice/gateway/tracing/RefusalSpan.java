@@ -14,13 +14,13 @@ final class RefusalSpan {
     static void record(Tracer tracer, Context parent, String method, String path, int status, String code,
                        String message) {
         var b = tracer.spanBuilder(method == null ? "refused" : method).setParent(parent).setSpanKind(SpanKind.SERVER)
-                .setAttribute("http.response.status_code", status).setAttribute("error.type", code)
-                .setAttribute("sluice.outcome", "refused").setAttribute("sluice.error.message", bounded(message));
+                .setAttribute(SpanKeys.HTTP_STATUS, (long) status).setAttribute(SpanKeys.ERROR_TYPE, code)
+                .setAttribute(SpanKeys.OUTCOME, "refused").setAttribute(SpanKeys.ERROR_MESSAGE, bounded(message));
         if (method != null) {
-            b.setAttribute("http.request.method", method);
+            b.setAttribute(SpanKeys.HTTP_METHOD, method);
         }
         if (path != null) {
-            b.setAttribute("url.path", bounded(path)); // a client chose these bytes
+            b.setAttribute(SpanKeys.URL_PATH, bounded(path)); // a client chose these bytes
         }
         Span s = b.startSpan();
         if (status >= 500) {

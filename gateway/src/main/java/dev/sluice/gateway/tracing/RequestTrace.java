@@ -43,7 +43,7 @@ public final class RequestTrace {
         }
     }
 
-    private static final AttributeKey<Long> ATTEMPT = AttributeKey.longKey("sluice.attempt");
+    private static final AttributeKey<Long> ATTEMPT = SpanKeys.ATTEMPT;
     private final Tracer tracer;
     private final Span server;
     private final Context serverContext;
@@ -64,17 +64,17 @@ public final class RequestTrace {
         long start = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - (System.nanoTime() - receivedNanos);
         var b = tracer.spanBuilder(f.model() == null ? f.operation() : f.operation() + " " + f.model())
                 .setParent(parent).setSpanKind(SpanKind.SERVER).setStartTimestamp(start, TimeUnit.NANOSECONDS)
-                .setAttribute("gen_ai.operation.name", f.operation())
-                .setAttribute("http.request.method", "POST")
-                .setAttribute("url.path", f.path())
-                .setAttribute("http.route", f.path())
-                .setAttribute("sluice.request_id", f.rid())
-                .setAttribute("sluice.stream", f.stream());
+                .setAttribute(SpanKeys.GEN_AI_OPERATION, f.operation())
+                .setAttribute(SpanKeys.HTTP_METHOD, "POST")
+                .setAttribute(SpanKeys.URL_PATH, f.path())
+                .setAttribute(SpanKeys.HTTP_ROUTE, f.path())
+                .setAttribute(SpanKeys.REQUEST_ID, f.rid())
+                .setAttribute(SpanKeys.STREAM, f.stream());
         if (f.model() != null) {
-            b.setAttribute("gen_ai.request.model", f.model());
+            b.setAttribute(SpanKeys.GEN_AI_MODEL, f.model());
         }
         if (f.maxTokens() > 0) {
-            b.setAttribute("gen_ai.request.max_tokens", f.maxTokens());
+            b.setAttribute(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
         }
         Span server = b.startSpan();
         return new RequestTrace(tracer, server, parent.with(server));
@@ -121,8 +121,8 @@ public final class RequestTrace {
         endAdmission();
         inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
         admission = tracer.spanBuilder("admission").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
-                .setAttribute("sluice.priority", priority).setAttribute("sluice.tenant", tenant)
-                .setAttribute("sluice.prompt_tokens", promptTokens).setAttribute(ATTEMPT, ++admissions)
+                .setAttribute(SpanKeys.PRIORITY, priority).setAttribute(SpanKeys.TENANT, tenant)
+                .setAttribute(SpanKeys.PROMPT_TOKENS, promptTokens).setAttribute(ATTEMPT, (long) ++admissions)
                 .startSpan();
     }
 
@@ -131,10 +131,10 @@ public final class RequestTrace {
         if (admission == null) {
             return;
         }
-        admission.setAttribute("sluice.admission.decision", "granted")
-                .setAttribute("sluice.admission.queued", queuedNanos > 0)
-                .setAttribute("sluice.admission.wait_ms", TimeUnit.NANOSECONDS.toMillis(queuedNanos))
-                .setAttribute("sluice.prefill", prefill).setAttribute("sluice.decode", decode);
+        admission.setAttribute(SpanKeys.DECISION, "granted")
+                .setAttribute(SpanKeys.QUEUED, queuedNanos > 0)
+                .setAttribute(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
+                .setAttribute(SpanKeys.PREFILL, prefill).setAttribute(SpanKeys.DECODE, decode);
         endAdmission();
     }
 
@@ -144,14 +144,14 @@ public final class RequestTrace {
             return;
         }
         Span s = admission != null ? admission : server;
-        s.setAttribute("sluice.admission.decision", "rejected").setAttribute("sluice.admission.reason", reason)
+        s.setAttribute(SpanKeys.DECISION, "rejected").setAttribute(SpanKeys.REASON, reason)
                 .setStatus(StatusCode.ERROR, message);
         if (retryAfterSeconds > 0) {
-            s.setAttribute("sluice.admission.retry_after_s", retryAfterSeconds);
-            server.setAttribute(AttributeKey.stringArrayKey("http.response.header.retry-after"),
+            s.setAttribute(SpanKeys.RETRY_AFTER_S, retryAfterSeconds);
+            server.setAttribute(SpanKeys.HTTP_RETRY_AFTER,
                     List.of(String.valueOf(retryAfterSeconds)));
         }
-        server.setAttribute("sluice.admission.reason", reason);
+        server.setAttribute(SpanKeys.REASON, reason);
         endAdmission();
     }
 
@@ -177,9 +177,9 @@ public final class RequestTrace {
         if (recording) {
             AttemptSpans a = attempt(key);
             Span s = tracer.spanBuilder(call.spanName).setParent(serverContext).setSpanKind(SpanKind.CLIENT)
-                    .setAttribute("sluice.worker", worker).setAttribute("server.address", worker)
-                    .setAttribute("sluice.pd.role", call.spanName).setAttribute("sluice.worker_rid", workerRid)
-                    .setAttribute(ATTEMPT, a.number).startSpan();
+                    .setAttribute(SpanKeys.WORKER, worker).setAttribute(SpanKeys.SERVER_ADDRESS, worker)
+                    .setAttribute(SpanKeys.PD_ROLE, call.spanName).setAttribute(SpanKeys.WORKER_RID, workerRid)
+                    .setAttribute(ATTEMPT, (long) a.number).startSpan();
             if (call == Call.PREFILL) {
                 a.prefill = s;
             } else {
@@ -212,7 +212,7 @@ public final class RequestTrace {
         a.prefill.end();
         a.prefill = null;
         a.handoff = tracer.spanBuilder("kv_handoff").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
-                .setAttribute(ATTEMPT, a.number).startSpan();
+                .setAttribute(ATTEMPT, (long) a.number).startSpan();
     }
 
     /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */
@@ -225,7 +225,7 @@ public final class RequestTrace {
             a.handoff.end();
             a.handoff = null;
         }
-        server.addEvent("first_token", Attributes.of(AttributeKey.doubleKey("sluice.ttft_s"), ttftNanos / 1e9));
+        server.addEvent("first_token", Attributes.of(SpanKeys.TTFT_S, ttftNanos / 1e9));
     }
 
     /** The decode's (or unified worker's) answer ended; {@code clean}: no failure in it. */
@@ -248,8 +248,8 @@ public final class RequestTrace {
         }
         for (Span s : new Span[] {a.prefill, a.decode}) {
             if (s != null) {
-                s.addEvent("failure", Attributes.builder().put("error.type", kind).put("sluice.failure", message)
-                        .put("sluice.blamed_worker", blamed == null ? "-" : blamed).build());
+                s.addEvent("failure", Attributes.of(SpanKeys.ERROR_TYPE, kind, SpanKeys.FAILURE, message,
+                        SpanKeys.BLAMED_WORKER, blamed == null ? "-" : blamed));
                 s.setStatus(StatusCode.ERROR, message);
             }
         }
@@ -261,9 +261,9 @@ public final class RequestTrace {
             return;
         }
         AttemptSpans a = find(failedKey);
-        server.addEvent("retry", Attributes.builder().put("sluice.retry.reason", reason)
-                .put("sluice.retry.backoff_ms", TimeUnit.NANOSECONDS.toMillis(backoffNanos))
-                .put(ATTEMPT, a == null ? 0 : a.number).build());
+        server.addEvent("retry", Attributes.of(SpanKeys.RETRY_REASON, reason,
+                SpanKeys.RETRY_BACKOFF_MS, TimeUnit.NANOSECONDS.toMillis(backoffNanos),
+                ATTEMPT, a == null ? 0L : a.number));
     }
 
     /** Attempt {@code key} is stopped ({@code cause}): every call of it still open is aborted, each its own event. */
@@ -279,7 +279,7 @@ public final class RequestTrace {
 
     private static Span abort(Span s, String cause) {
         if (s != null) {
-            s.addEvent("abort", Attributes.of(AttributeKey.stringKey("sluice.abort.cause"), cause));
+            s.addEvent("abort", Attributes.of(SpanKeys.ABORT_CAUSE, cause));
             s.setStatus(StatusCode.ERROR, "aborted: " + cause);
             s.end();
         }
@@ -296,7 +296,7 @@ public final class RequestTrace {
     /** The finish reasons of the answer the client got ({@code gen_ai.response.finish_reasons}). */
     public void finishReasons(List<String> reasons) {
         if (recording && !reasons.isEmpty()) {
-            server.setAttribute(AttributeKey.stringArrayKey("gen_ai.response.finish_reasons"), List.copyOf(reasons));
+            server.setAttribute(SpanKeys.GEN_AI_FINISH_REASONS, List.copyOf(reasons));
         }
     }
 
@@ -336,16 +336,16 @@ public final class RequestTrace {
                     }
                 }
             }
-            server.setAttribute("http.response.status_code", status).setAttribute("sluice.outcome", outcome)
-                    .setAttribute("sluice.attempts", attempts.size());
+            server.setAttribute(SpanKeys.HTTP_STATUS, (long) status).setAttribute(SpanKeys.OUTCOME, outcome)
+                    .setAttribute(SpanKeys.ATTEMPTS, (long) attempts.size());
             if (inputTokens >= 0) {
-                server.setAttribute("gen_ai.usage.input_tokens", inputTokens);
+                server.setAttribute(SpanKeys.GEN_AI_INPUT_TOKENS, inputTokens);
             }
             if (outputTokens > 0) {
-                server.setAttribute("gen_ai.usage.output_tokens", outputTokens);
+                server.setAttribute(SpanKeys.GEN_AI_OUTPUT_TOKENS, outputTokens);
             }
             if (status >= 500 || !"ok".equals(outcome)) {
-                server.setAttribute("error.type", status >= 400 ? String.valueOf(status) : outcome);
+                server.setAttribute(SpanKeys.ERROR_TYPE, status >= 400 ? String.valueOf(status) : outcome);
                 if (status >= 500 || status == 0) {
                     server.setStatus(StatusCode.ERROR, detail);
                 }

@@ -10,6 +10,7 @@ import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
+import io.opentelemetry.sdk.common.export.MemoryMode;
 import io.opentelemetry.sdk.metrics.SdkMeterProvider;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
@@ -44,6 +45,10 @@ public final class Tracing implements AutoCloseable {
     private static final Tracing OFF = new Tracing(null, null, null);
     // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
     private static final java.util.logging.Logger EXPORTER_JUL = java.util.logging.Logger.getLogger("io.opentelemetry.exporter");
+    // the batch processor warns on every export after a full queue (up to dozens of lines a second under
+    // load, on stderr); those drops are counted in sluice_tracing_spans_dropped_total{reason="queue_full"}
+    private static final java.util.logging.Logger PROCESSOR_JUL =
+            java.util.logging.Logger.getLogger(BatchSpanProcessor.class.getName());
 
     static final TextMapGetter<HttpHeaders> HEADERS = new TextMapGetter<>() {
         @Override
@@ -75,6 +80,7 @@ public final class Tracing implements AutoCloseable {
     /** Starts the SDK for {@code config}, its drop counters registered in {@code registry}. */
     public static Tracing start(TracingConfig config, MeterRegistry registry) {
         EXPORTER_JUL.setLevel(Level.OFF);
+        PROCESSOR_JUL.setLevel(Level.OFF);
         QueueDrops queueDrops = new QueueDrops();
         SdkMeterProvider sdkMetrics = SdkMeterProvider.builder().registerMetricReader(queueDrops).build();
         WatchedExporter exporter = new WatchedExporter(exporter(config), config.exportUrl());
@@ -109,14 +115,19 @@ public final class Tracing implements AutoCloseable {
         return new Tracing(provider, provider.get("dev.sluice.gateway"), config);
     }
 
+    // IMMUTABLE_DATA, not the exporter's default REUSABLE_DATA: the reusable marshaler allocates less
+    // (39 against 834 bytes a span) but took more CPU a span in RequestTraceBenchmark (marshalSpan*), and
+    // on the one core the export shares with the event loop CPU is what tracing costs requests
     private static SpanExporter exporter(TracingConfig c) {
         if (c.protocol() == TracingConfig.Protocol.GRPC) {
             OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
+                    .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
                     .setTimeout(c.timeout()).setRetryPolicy(null); // a lost batch is counted; the next one tries again
             c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
             return b.build();
         }
         OtlpHttpSpanExporterBuilder b = OtlpHttpSpanExporter.builder().setEndpoint(c.exportUrl())
+                .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
                 .setTimeout(c.timeout()).setRetryPolicy(null);
         c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
         return b.build();

@@ -173,6 +173,29 @@ class TracingEndToEndTest {
     }
 
     @Test
+    void aClientsExternalTraceHeaderInAGenerateBodyNeverReachesTheWorkers() throws Exception {
+        // SGLang takes GenerateReqInput.external_trace_header before the request's traceparent header:
+        // a client's copy would hang the workers' spans under a parent of its choosing
+        String traceId = newTraceId();
+        String foreign = "00-" + newTraceId() + "-" + newSpanId() + "-01";
+        String body = "{\"text\":\"hello\",\"sampling_params\":{\"max_new_tokens\":4},"
+                + "\"external_trace_header\":{\"traceparent\":\"" + foreign + "\"}}";
+        HttpResponse<String> res = bed.http.send(HttpRequest.newBuilder(bed.uri("/generate"))
+                .timeout(Duration.ofSeconds(30)).header("Content-Type", "application/json")
+                .header("traceparent", "00-" + traceId + "-" + newSpanId() + "-01")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(res.statusCode()).as(res.body()).isEqualTo(200);
+
+        List<OtlpReceiver.Received> trace = awaitTrace(collector, traceId);
+        RecordedRequest toDecode = calls(bed.decode(), traceId).get(0);
+        assertThat(toDecode.body().has("external_trace_header")).as("%s", toDecode.body()).isFalse();
+        assertThat(toDecode.parentSpanId()).hasValue(named(trace, "decode").get(0).spanId());
+        PrefillServer p = bed.cluster.prefills().stream().filter(w -> !calls(w, traceId).isEmpty()).findFirst()
+                .orElseThrow(() -> new AssertionError("no prefill received trace " + traceId));
+        assertThat(calls(p, traceId).get(0).body().has("external_trace_header")).isFalse();
+    }
+
+    @Test
     void withoutHonorClientSamplingAClientsUnsampledFlagDoesNotDecide() throws Exception {
         // sample_ratio 1: the gateway records every request, whatever flag the client sent
         String traceId = newTraceId();

@@ -1,0 +1,161 @@
+package dev.sluice.gateway.tracing;
+
+import com.sun.net.httpserver.HttpServer;
+import dev.sluice.gateway.config.TracingConfig;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.sdk.common.CompletableResultCode;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import io.opentelemetry.sdk.trace.export.SpanExporter;
+import io.opentelemetry.sdk.trace.samplers.Sampler;
+import io.opentelemetry.exporter.internal.otlp.traces.LowAllocationTraceRequestMarshaler;
+import io.opentelemetry.exporter.internal.otlp.traces.TraceRequestMarshaler;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Fork;
+import org.openjdk.jmh.annotations.Measurement;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Warmup;
+
+/**
+ * What tracing costs per request, in its two halves. {@code sglangRequest}: the span calls one
+ * SGLang PD request makes on its event loop (server span, admission, prefill, KV handoff, decode,
+ * the first-token event, the worker traceparents) into the gateway's real SDK set-up
+ * ({@link Tracing#start}: sampler, batch processor, OTLP/HTTP exporter to a loopback receiver);
+ * the export runs meanwhile on its own thread, as in the gateway. {@code marshalSpan*}: the export
+ * thread's CPU, per span: one batch of {@value #BATCH} such spans encoded as the OTLP exporter does
+ * (its reusable-data marshaler, the default, and the immutable one), into a null stream: the
+ * network is left out because a loopback post's time is mostly waiting, not CPU.
+ */
+@State(Scope.Benchmark)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+@Warmup(iterations = 3, time = 2)
+@Measurement(iterations = 5, time = 2)
+@Fork(1)
+public class RequestTraceBenchmark {
+    static final int BATCH = 512;
+    private static final byte[] CHUNK = new byte[64 * 1024];
+    private HttpServer receiver;
+    private Tracing tracing;
+    private final LowAllocationTraceRequestMarshaler reusable = new LowAllocationTraceRequestMarshaler();
+    private final List<SpanData> batch = new ArrayList<>();
+    private final Object attemptKey = new Object();
+
+    @Setup
+    public void setUp() throws Exception {
+        receiver = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
+        receiver.createContext("/v1/traces", ex -> {
+            try (InputStream in = ex.getRequestBody()) {
+                while (in.read(CHUNK) >= 0) {
+                    // a collector reads the whole batch
+                }
+            }
+            ex.getResponseHeaders().set("Content-Type", "application/x-protobuf");
+            ex.sendResponseHeaders(200, -1);
+            ex.close();
+        });
+        receiver.start();
+        TracingConfig config = new TracingConfig("http://127.0.0.1:" + receiver.getAddress().getPort() + "/v1/traces",
+                TracingConfig.Protocol.HTTP_PROTOBUF, Map.of(), Duration.ofSeconds(5), 1.0, "bench", false);
+        tracing = Tracing.start(config, new SimpleMeterRegistry());
+        // one batch of real spans of the same shape, collected as ended
+        SpanExporter collect = new SpanExporter() {
+            @Override
+            public CompletableResultCode export(Collection<SpanData> spans) {
+                batch.addAll(spans);
+                return CompletableResultCode.ofSuccess();
+            }
+
+            @Override
+            public CompletableResultCode flush() {
+                return CompletableResultCode.ofSuccess();
+            }
+
+            @Override
+            public CompletableResultCode shutdown() {
+                return CompletableResultCode.ofSuccess();
+            }
+        };
+        try (SdkTracerProvider p = SdkTracerProvider.builder().setSampler(Sampler.alwaysOn())
+                .addSpanProcessor(SimpleSpanProcessor.create(collect)).build()) {
+            while (batch.size() < BATCH) {
+                oneRequest(RequestTrace.start(p.get("bench"), Context.root(), facts(), System.nanoTime()));
+            }
+        }
+        batch.subList(BATCH, batch.size()).clear();
+    }
+
+    @TearDown
+    public void tearDown() {
+        tracing.close();
+        receiver.stop(0);
+    }
+
+    private static RequestTrace.Facts facts() {
+        return new RequestTrace.Facts("chat", "llama-3-8b", 64, "/v1/chat/completions", "a1b2c3d4e5f6a7b8", false);
+    }
+
+    private int oneRequest(RequestTrace t) {
+        int[] headers = new int[1];
+        t.admissionStarted("standard", "default", 42);
+        t.admitted("http://127.0.0.1:30001", "http://127.0.0.1:30002", 0);
+        t.workerCall(attemptKey, RequestTrace.Call.PREFILL, "http://127.0.0.1:30001", "a1b2c3d4e5f6a7b8-1",
+                (k, v) -> headers[0] += v.length());
+        t.callAttribute(attemptKey, RequestTrace.Call.PREFILL, "sluice.sglang.bootstrap_room", 1234567890L);
+        t.workerCall(attemptKey, RequestTrace.Call.DECODE, "http://127.0.0.1:30002", "a1b2c3d4e5f6a7b8-1",
+                (k, v) -> headers[0] += v.length());
+        t.prefillDone(attemptKey);
+        t.firstToken(attemptKey, 300_000);
+        t.responseEnded(attemptKey, true);
+        t.finishReasons(List.of("stop"));
+        t.inputTokens(42);
+        t.end(200, "ok", 16, "");
+        return headers[0];
+    }
+
+    @Benchmark
+    public int sglangRequest() {
+        return oneRequest(tracing.request(null, facts(), System.nanoTime()));
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int marshalSpanReusable() throws IOException {
+        reusable.initialize(batch);
+        try {
+            int size = reusable.getBinarySerializedSize();
+            reusable.writeBinaryTo(OutputStream.nullOutputStream());
+            return size;
+        } finally {
+            reusable.reset();
+        }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int marshalSpanImmutable() throws IOException {
+        TraceRequestMarshaler m = TraceRequestMarshaler.create(batch);
+        m.writeBinaryTo(OutputStream.nullOutputStream());
+        return m.getBinarySerializedSize();
+    }
+}
