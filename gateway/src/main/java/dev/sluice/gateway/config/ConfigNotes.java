@@ -21,7 +21,19 @@ public final class ConfigNotes {
     private ConfigNotes() {
     }
 
+    /** With {@code pools:}, each pool's view, its notes named {@code pools[<name>].<key>} (as {@link ConfigWarnings}). */
     public static List<String> of(GatewayConfig config) {
+        if (!config.pools().explicit()) {
+            return ofView(config);
+        }
+        List<String> out = new ArrayList<>();
+        for (PoolsConfig.Pool p : config.pools().pools()) {
+            ofView(p.view()).forEach(n -> out.add("pools[" + p.name() + "]." + n));
+        }
+        return out;
+    }
+
+    private static List<String> ofView(GatewayConfig config) {
         List<String> out = new ArrayList<>();
         if (config.routing().dpAware() == RoutingConfig.DpAware.AUTO
                 && config.disaggregation() == DisaggregationMode.VLLM) {

@@ -13,7 +13,23 @@ public final class ConfigWarnings {
     private ConfigWarnings() {
     }
 
+    /**
+     * With {@code pools:}, each pool's view is judged (its own protocol, health and routing, the top level's
+     * where it sets none), each warning named {@code pools[<name>].<key>}; the top-level sections are only
+     * defaults the pools inherit, so they are not judged on their own.
+     */
     public static List<String> of(GatewayConfig config) {
+        if (!config.pools().explicit()) {
+            return ofView(config);
+        }
+        List<String> out = new ArrayList<>();
+        for (PoolsConfig.Pool p : config.pools().pools()) {
+            ofView(p.view()).forEach(w -> out.add("pools[" + p.name() + "]." + w));
+        }
+        return out;
+    }
+
+    private static List<String> ofView(GatewayConfig config) {
         List<String> out = new ArrayList<>();
         health(config, out);
         dpRanks(config, out);
