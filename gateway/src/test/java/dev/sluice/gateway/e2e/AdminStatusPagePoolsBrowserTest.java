@@ -179,13 +179,19 @@ class AdminStatusPagePoolsBrowserTest {
         // a decode of the slow pool fails its /health: ejected in that pool's table, then back
         DecodeServer sick = slow.decodes().get(1);
         sick.faults().setHealthStatus(503);
-        awaitShown(sick.url(), "ejected");
+        long ejected = awaitShown(sick.url(), "ejected");
         sick.faults().reset();
-        awaitShown(sick.url(), "healthy");
+        long back = awaitShown(sick.url(), "healthy");
+        org.slf4j.LoggerFactory.getLogger(AdminStatusPagePoolsBrowserTest.class).info(
+                "admin page, second pool: samples={} peak={} ejected_seen_ms={} healthy_seen_ms={}", samples.size(),
+                samples.stream().mapToInt(Sample::page).max().orElseThrow(), ejected, back);
     }
 
-    /** Waits for /admin/state to put the slow pool's worker {@code url} in {@code state}; the page must follow within LAG_MS. */
-    private void awaitShown(String url, String state) throws Exception {
+    /**
+     * Waits for /admin/state to put the slow pool's worker {@code url} in {@code state}; the page must follow
+     * within LAG_MS. Returns how long after the test saw the change the page showed it (ms).
+     */
+    private long awaitShown(String url, String state) throws Exception {
         assertThat(eventually(Duration.ofSeconds(20), () -> state.equals(stateOf(url)))).as("%s becomes %s", url, state)
                 .isTrue();
         long changedAt = System.nanoTime();
@@ -198,6 +204,7 @@ class AdminStatusPagePoolsBrowserTest {
         assertThat(attribute(row, "data-pool")).isEqualTo("slow");
         assertThat(text(row + " td.pool")).isEqualTo("slow");
         assertThat(seen).as("seen on the page after the gateway changed it (ms)").isLessThanOrEqualTo(LAG_MS);
+        return seen;
     }
 
     private String stateOf(String url) {
