@@ -10,7 +10,8 @@ import java.util.List;
  * worker has its first verdict, its fleet lease settled) and whether it can serve now (a usable worker of
  * each role), with the reason in words.
  *
- * <p>The replica's rule ({@link #replicaReady}): not draining, every pool's start-up over, and at least one
+ * <p>The replica's rule ({@link #replicaReady}): not draining, every pool's start-up over (the first verdicts
+ * are waited for once, at start-up: {@link ModelPool#firstVerdicts}), and at least one
  * pool able to serve. A load balancer in front of several replicas then keeps a replica in rotation while
  * one of its pools has no worker (that pool's requests get the gateway's own 503 with a reason, as they
  * would from every replica), but not before each pool has had its chance to come up: a replica that
@@ -36,7 +37,7 @@ record PoolReadiness(String name, boolean started, boolean canServe, String reas
         } else {
             reason = "serving";
         }
-        return new PoolReadiness(pool.name, awaiting == 0 && leased, canServe && leased, reason);
+        return new PoolReadiness(pool.name, pool.firstVerdicts(awaiting == 0) && leased, canServe && leased, reason);
     }
 
     /** Which role has no usable worker and the states of its workers, e.g. "no usable decode worker (ejected)". */

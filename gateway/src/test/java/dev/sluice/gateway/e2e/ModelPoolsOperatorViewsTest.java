@@ -206,5 +206,18 @@ class ModelPoolsOperatorViewsTest {
         assertThat(until(() -> readiness(gw).statusCode() == 200)).isTrue();
         assertThat(pool(readiness(gw), "small").path("started").asBoolean()).isTrue();
         assertThat(pool(readiness(gw), "small").path("ready").asBoolean()).isFalse();
+
+        // the first verdicts are waited for at start-up only: a silent worker added later keeps the replica ready
+        ServerSocket later = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        closing.add(later);
+        HttpResponse<String> added = http.send(PdTestbed.postRequest(URI.create("http://127.0.0.1:" + gw.adminPort()
+                + "/admin/workers"), "{\"pool\":\"small\",\"role\":\"unified\",\"url\":\"http://127.0.0.1:"
+                + later.getLocalPort() + "\"}"), HttpResponse.BodyHandlers.ofString());
+        assertThat(added.statusCode()).as(added.body()).isEqualTo(201);
+        assertThat(until(() -> pool(readiness(gw), "small").path("reason").asText()
+                .equals("1 of 2 workers awaiting their first health check"))).isTrue();
+        HttpResponse<String> stillReady = readiness(gw);
+        assertThat(stillReady.statusCode()).as(stillReady.body()).isEqualTo(200);
+        assertThat(pool(stillReady, "small").path("started").asBoolean()).isTrue();
     }
 }
