@@ -23,14 +23,7 @@ public final class ConfigNotes {
 
     /** With {@code pools:}, each pool's view, its notes named {@code pools[<name>].<key>} (as {@link ConfigWarnings}). */
     public static List<String> of(GatewayConfig config) {
-        if (!config.pools().explicit()) {
-            return ofView(config);
-        }
-        List<String> out = new ArrayList<>();
-        for (PoolsConfig.Pool p : config.pools().pools()) {
-            ofView(p.view()).forEach(n -> out.add("pools[" + p.name() + "]." + n));
-        }
-        return out;
+        return ConfigWarnings.perPool(config, ConfigNotes::ofView);
     }
 
     private static List<String> ofView(GatewayConfig config) {

@@ -19,12 +19,17 @@ public final class ConfigWarnings {
      * defaults the pools inherit, so they are not judged on their own.
      */
     public static List<String> of(GatewayConfig config) {
+        return perPool(config, ConfigWarnings::ofView);
+    }
+
+    /** {@code judge} of the configuration, or with pools of each pool's view, each line named {@code pools[<name>].}. */
+    static List<String> perPool(GatewayConfig config, java.util.function.Function<GatewayConfig, List<String>> judge) {
         if (!config.pools().explicit()) {
-            return ofView(config);
+            return judge.apply(config);
         }
         List<String> out = new ArrayList<>();
         for (PoolsConfig.Pool p : config.pools().pools()) {
-            ofView(p.view()).forEach(w -> out.add("pools[" + p.name() + "]." + w));
+            judge.apply(p.view()).forEach(line -> out.add("pools[" + p.name() + "]." + line));
         }
         return out;
     }
