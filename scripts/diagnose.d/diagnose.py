@@ -142,7 +142,8 @@ def collect(args, now):
         snap["workers"] = [dict(w) for w in state.get("workers", [])]
     elif isinstance(r_body, dict):  # admin down, gateway up: the readiness answer lists the workers too
         snap["workers"] = [dict(w, worker=urllib.parse.urlsplit(w["url"]).netloc, state_reason=w.get("reason"))
-                           for w in r_body.get("workers", [])]
+                           for w in r_body.get("workers")
+                           or [w for p in r_body.get("pools", []) for w in p.get("workers", [])]]  # with pools:
     snap["kv_threshold"] = kv_threshold(args, state)
     path, text = config_text(state)
     try:

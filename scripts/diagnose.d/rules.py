@@ -167,6 +167,14 @@ def readiness_rules(snap, v):
     ready = st.get("ready") if st else snap.get("readiness", {}).get("ready")
     if ready is not False:
         return
+    pools = ((snap.get("readiness") or {}).get("body") or {}).get("pools") if isinstance(
+        (snap.get("readiness") or {}).get("body"), dict) else None
+    if pools:  # with pools: each pool's own verdict, from /readiness (docs/operations.md)
+        missing = ["pool %s: %s" % (p.get("name"), p.get("reason")) for p in pools
+                   if not p.get("ready") or not p.get("started")]
+        v.add("problem", "not_ready", "gateway not ready: %s; requests get 503"
+              % ("; ".join(missing) if missing else "draining"), missing=missing)
+        return
     roles = sorted({w["role"] for w in snap["workers"]})
     needed = ["unified"] if roles == ["unified"] else ["prefill", "decode"]
     missing = []

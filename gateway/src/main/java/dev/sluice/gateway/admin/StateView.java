@@ -81,6 +81,14 @@ public final class StateView {
         return this;
     }
 
+    private volatile BooleanSupplier ready;
+
+    /** What {@code "ready"} shows when it is not this view's workers alone: /readiness's verdict (with pools). */
+    public StateView ready(BooleanSupplier verdict) {
+        this.ready = verdict;
+        return this;
+    }
+
     public ObjectNode render() {
         long now = System.nanoTime();
         AdmissionSnapshot s = admission.snapshot();
@@ -88,7 +96,8 @@ public final class StateView {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("time", Instant.now().toString());
         root.put("draining", draining.getAsBoolean());
-        root.put("ready", workers.ready() && !draining.getAsBoolean());
+        BooleanSupplier verdict = ready;
+        root.put("ready", verdict != null ? verdict.getAsBoolean() : workers.ready() && !draining.getAsBoolean());
         root.put("live_requests", liveRequests.getAsInt());
         if (configInfo != null) {
             root.set("config", configInfo.get());

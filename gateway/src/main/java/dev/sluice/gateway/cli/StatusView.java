@@ -13,19 +13,55 @@ final class StatusView {
 
     static String render(JsonNode s, String source) {
         StringBuilder b = new StringBuilder();
-        JsonNode q = s.path("queue");
-        JsonNode l = s.path("limits");
         b.append(String.format("Sluice  %s  %s  %s%s%n%n", source, s.path("time").asText(),
                 s.path("ready").asBoolean() ? "ready" : "NOT READY", s.path("draining").asBoolean() ? "  DRAINING" : ""));
+        JsonNode pools = s.path("pools");
+        if (configured(pools)) {
+            // with pools: the fleet line (every pool's coordination shares it), then a section per pool
+            b.append(String.format("live     %d requests%n", s.path("live_requests").asLong()));
+            FleetStatusView.render(s.path("coordination"), b);
+            for (JsonNode p : pools) {
+                b.append(String.format("%npool %s%s  models %s  %s  %s%n", p.path("name").asText(),
+                        p.path("default").asBoolean() ? " (default)" : "", join(p.path("models")),
+                        p.path("disaggregation").asText(), p.path("ready").asBoolean() ? "ready"
+                                : "NOT READY: " + p.path("readiness").asText("?")));
+                budget(p, b);
+                b.append("\n");
+                workers(p, b);
+            }
+        } else {
+            budget(s, b);
+            FleetStatusView.render(s.path("coordination"), b);
+            b.append("\n");
+            workers(s, b);
+        }
+        JsonNode errors = s.path("recent_errors");
+        b.append(String.format("%nrecent errors (%d)%n", errors.size()));
+        int shown = 0;
+        for (JsonNode e : errors) {
+            if (shown++ == 8) {
+                break;
+            }
+            b.append(String.format("  %s %-34s %3d %-16s %s%n", e.path("at").asText(), e.path("rid").asText(),
+                    e.path("status").asInt(), e.path("outcome").asText(), truncate(e.path("detail").asText(), 80)));
+        }
+        return b.toString();
+    }
+
+    /** Queue and pending tokens against their limits, the prefill rate, the queued by class: of the gateway or a pool. */
+    private static void budget(JsonNode s, StringBuilder b) {
+        JsonNode q = s.path("queue");
+        JsonNode l = s.path("limits");
         b.append(String.format("queue    %s %d / %d requests%n", bar(q.path("queued").asDouble(),
                 l.path("max_queued_requests").asDouble()), q.path("queued").asLong(), l.path("max_queued_requests").asLong()));
         b.append(String.format("pending  %s %d / %d prompt tokens%n", bar(q.path("pending_tokens").asDouble(),
                 l.path("max_pending_tokens").asDouble()), q.path("pending_tokens").asLong(),
                 l.path("max_pending_tokens").asLong()));
-        b.append(String.format("prefill  %d tokens/s (%s)   in prefill %d tokens   dispatched %d   live %d%n",
+        b.append(String.format("prefill  %d tokens/s (%s)   in prefill %d tokens   dispatched %d%s%n",
                 q.path("prefill_tokens_per_second").asLong(), q.path("throughput_measured").asBoolean() ? rateSources(s)
                         : "guess: deadline checks off", q.path("inflight_prefill_tokens").asLong(),
-                q.path("dispatched").asLong(), s.path("live_requests").asLong()));
+                q.path("dispatched").asLong(), // live requests are the gateway's, not a pool's
+                s.has("live_requests") ? "   live " + s.path("live_requests").asLong() : ""));
         b.append("classes ");
         for (Iterator<Map.Entry<String, JsonNode>> it = q.path("by_class").fields(); it.hasNext(); ) {
             Map.Entry<String, JsonNode> c = it.next();
@@ -36,8 +72,10 @@ final class StatusView {
             }
         }
         b.append("\n");
-        FleetStatusView.render(s.path("coordination"), b);
-        b.append("\n");
+    }
+
+    /** The worker table and each worker's notes (misconfigured, suspect, state reason): of the gateway or a pool. */
+    private static void workers(JsonNode s, StringBuilder b) {
         b.append(String.format("%-8s %-22s %-10s %-9s %8s %12s %6s %6s %7s %7s %6s%n", "ROLE", "WORKER", "SOURCE",
                 "STATE", "INFLIGHT", "WINDOW r/tok", "QUEUE", "RUN", "TOKEN%", "CACHE%", "AGE"));
         for (JsonNode w : s.path("workers")) {
@@ -79,17 +117,20 @@ final class StatusView {
                         truncate(w.path("state_reason").asText(), 90), w.path("state_since").asText("start")));
             }
         }
-        JsonNode errors = s.path("recent_errors");
-        b.append(String.format("%nrecent errors (%d)%n", errors.size()));
-        int shown = 0;
-        for (JsonNode e : errors) {
-            if (shown++ == 8) {
-                break;
-            }
-            b.append(String.format("  %s %-34s %3d %-16s %s%n", e.path("at").asText(), e.path("rid").asText(),
-                    e.path("status").asInt(), e.path("outcome").asText(), truncate(e.path("detail").asText(), 80)));
-        }
-        return b.toString();
+    }
+
+    /**
+     * Whether {@code pools:} is configured: {@code /admin/state} lists the one implicit pool too, which
+     * names no model (it takes any); then the view stays the one of a gateway without pools.
+     */
+    private static boolean configured(JsonNode pools) {
+        return pools.size() > 1 || (pools.size() == 1 && pools.get(0).path("models").size() > 0);
+    }
+
+    private static String join(JsonNode list) {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        list.forEach(n -> out.add(n.asText()));
+        return String.join(",", out);
     }
 
     /** Where the prefill workers' rates come from: "measured", "configured", "telemetry", "state_file", or a mix. */

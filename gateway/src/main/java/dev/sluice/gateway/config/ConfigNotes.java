@@ -21,29 +21,16 @@ public final class ConfigNotes {
     private ConfigNotes() {
     }
 
+    /** With {@code pools:}, each pool's view, its notes named {@code pools[<name>].<key>} (as {@link ConfigWarnings}). */
     public static List<String> of(GatewayConfig config) {
-        List<String> out = new ArrayList<>();
-        scopes(config).forEach((prefix, scope) -> {
-            if (scope.routing().dpAware() == RoutingConfig.DpAware.AUTO
-                    && scope.disaggregation() == DisaggregationMode.VLLM) {
-                out.add(prefix + "routing.dp_aware: auto (disaggregation: vllm): " + DP_VLLM);
-            }
-        });
-        return out;
+        return ConfigWarnings.perPool(config, ConfigNotes::ofView);
     }
 
-    /**
-     * What to judge per protocol, by the prefix of its keys: the configuration itself, or with
-     * {@code pools:} each pool's view (its own {@code disaggregation} and {@code routing}), as
-     * {@code pools[NAME].}.
-     */
-    static java.util.Map<String, GatewayConfig> scopes(GatewayConfig config) {
-        java.util.Map<String, GatewayConfig> out = new java.util.LinkedHashMap<>();
-        if (!config.pools().explicit()) {
-            out.put("", config);
-        }
-        for (PoolsConfig.Pool p : config.pools().pools()) {
-            out.put("pools[" + p.name() + "].", p.view());
+    private static List<String> ofView(GatewayConfig config) {
+        List<String> out = new ArrayList<>();
+        if (config.routing().dpAware() == RoutingConfig.DpAware.AUTO
+                && config.disaggregation() == DisaggregationMode.VLLM) {
+            out.add("routing.dp_aware: auto (disaggregation: vllm): " + DP_VLLM);
         }
         return out;
     }

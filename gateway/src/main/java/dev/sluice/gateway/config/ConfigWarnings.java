@@ -13,7 +13,28 @@ public final class ConfigWarnings {
     private ConfigWarnings() {
     }
 
+    /**
+     * With {@code pools:}, each pool's view is judged (its own protocol, health and routing, the top level's
+     * where it sets none), each warning named {@code pools[<name>].<key>}; the top-level sections are only
+     * defaults the pools inherit, so they are not judged on their own.
+     */
     public static List<String> of(GatewayConfig config) {
+        return perPool(config, ConfigWarnings::ofView);
+    }
+
+    /** {@code judge} of the configuration, or with pools of each pool's view, each line named {@code pools[<name>].}. */
+    static List<String> perPool(GatewayConfig config, java.util.function.Function<GatewayConfig, List<String>> judge) {
+        if (!config.pools().explicit()) {
+            return judge.apply(config);
+        }
+        List<String> out = new ArrayList<>();
+        for (PoolsConfig.Pool p : config.pools().pools()) {
+            judge.apply(p.view()).forEach(line -> out.add("pools[" + p.name() + "]." + line));
+        }
+        return out;
+    }
+
+    private static List<String> ofView(GatewayConfig config) {
         List<String> out = new ArrayList<>();
         health(config, out);
         dpRanks(config, out);
@@ -22,16 +43,14 @@ public final class ConfigWarnings {
 
     /** {@code routing.dp_aware: always} asked for ranks where the workers take none ({@link ConfigNotes#DP_VLLM}). */
     private static void dpRanks(GatewayConfig config, List<String> out) {
-        ConfigNotes.scopes(config).forEach((prefix, scope) -> {
-            if (scope.routing().dpAware() != RoutingConfig.DpAware.ALWAYS) {
-                return;
-            }
-            if (scope.disaggregation() == DisaggregationMode.VLLM) {
-                out.add(prefix + "routing.dp_aware: always (disaggregation: vllm): " + ConfigNotes.DP_VLLM);
-            } else if (scope.disaggregation() == DisaggregationMode.NONE) {
-                out.add(prefix + "routing.dp_aware: always: if the workers are vLLM, " + ConfigNotes.DP_VLLM);
-            }
-        });
+        if (config.routing().dpAware() != RoutingConfig.DpAware.ALWAYS) {
+            return;
+        }
+        if (config.disaggregation() == DisaggregationMode.VLLM) {
+            out.add("routing.dp_aware: always (disaggregation: vllm): " + ConfigNotes.DP_VLLM);
+        } else if (config.disaggregation() == DisaggregationMode.NONE) {
+            out.add("routing.dp_aware: always: if the workers are vLLM, " + ConfigNotes.DP_VLLM);
+        }
     }
 
     private static void health(GatewayConfig config, List<String> out) {

@@ -50,7 +50,7 @@ public final class GatewayMetrics implements AutoCloseable {
         this.registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT,
                 new io.prometheus.client.CollectorRegistry(true), io.micrometer.core.instrument.Clock.SYSTEM,
                 new io.prometheus.client.exemplars.DefaultExemplarSampler(new Exemplars()));
-        this.genAi = new GenAiMetrics(registry);
+        this.genAi = new GenAiMetrics(registry, null);
         this.root = this;
         this.pool = null;
         this.gc = new JvmGcMetrics();
@@ -71,7 +71,7 @@ public final class GatewayMetrics implements AutoCloseable {
     /** One model pool's view: the same registry; its request meters ({@link PoolLabels#POOLED}) carry {@code pool}. */
     private GatewayMetrics(GatewayMetrics root, String pool) {
         this.registry = root.registry;
-        this.genAi = root.genAi;
+        this.genAi = new GenAiMetrics(registry, pool);
         this.root = root;
         this.pool = pool;
         this.gc = root.gc;

@@ -12,7 +12,9 @@ import java.util.concurrent.TimeUnit;
  * gen_ai.server.time_to_first_token}, {@code gen_ai.server.time_per_output_token} and {@code
  * gen_ai.server.request.duration} (in Prometheus: {@code gen_ai_server_time_to_first_token_seconds}
  * ...), by {@code gen_ai.operation.name}, with the buckets the semantic conventions advise. The
- * request's model is not a label: clients write it, and a label must stay bounded.
+ * request's model is not a label: clients write it, and a label must stay bounded. With {@code pools:},
+ * each pool's request series carry its {@code pool} (the configured name, bounded); a request refused
+ * before its pool was known carries {@code pool=""} ({@link PoolLabels#POOLED}).
  */
 public final class GenAiMetrics {
     // the explicit bucket boundaries advised by the GenAI semantic conventions (gen-ai-metrics.md)
@@ -22,12 +24,14 @@ public final class GenAiMetrics {
     private static final double[] DURATION = {0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24,
             20.48, 40.96, 81.92};
     private final MeterRegistry registry;
+    private final String pool; // null: the gateway's own (no pool, or not yet known)
     private final ConcurrentMap<String, Timer> ttft = new ConcurrentHashMap<>();
     private final ConcurrentMap<String, Timer> tpot = new ConcurrentHashMap<>();
     private final ConcurrentMap<String, Timer> duration = new ConcurrentHashMap<>();
 
-    GenAiMetrics(MeterRegistry registry) {
+    GenAiMetrics(MeterRegistry registry, String pool) {
         this.registry = registry;
+        this.pool = pool;
     }
 
     /** {@code gen_ai.operation.name} of a route label: chat, or text_completion (completions, SGLang's /generate). */
@@ -70,8 +74,8 @@ public final class GenAiMetrics {
                 for (int i = 0; i < slos.length; i++) {
                     slos[i] = Duration.ofNanos(Math.round(bucketsSeconds[i] * 1e9));
                 }
-                return Timer.builder(name).description(description).tag("gen_ai.operation.name", operation(r))
-                        .serviceLevelObjectives(slos).register(registry);
+                Timer.Builder b = Timer.builder(name).description(description).tag("gen_ai.operation.name", operation(r));
+                return (pool == null ? b : b.tag(PoolLabels.TAG, pool)).serviceLevelObjectives(slos).register(registry);
             });
         }
         return t;

@@ -17,12 +17,19 @@ public final class PoolLabels implements MeterFilter {
     public static final String TAG = "pool";
     /**
      * The request meters each pool's view labels ({@link GatewayMetrics#forPool}); those of a request refused
-     * before its pool was known (a bad body, an unknown model) carry {@code pool=""}.
+     * before its pool was known (a bad body, an unknown model) carry {@code pool=""}; OpenTelemetry's GenAI
+     * server metrics are among them.
      */
     public static final java.util.Set<String> POOLED = java.util.Set.of("sluice.requests", "sluice.request.duration",
             "sluice.time.to.first.token", "sluice.inter.token.latency", "sluice.aborts", "sluice.retries",
             "sluice.prompt.tokens", "sluice.completion.tokens", "sluice.vllm.handoffs", "sluice.upstream.errors",
-            "sluice.abort.requests.sent");
+            "sluice.abort.requests.sent", "gen_ai.server.time_to_first_token", "gen_ai.server.time_per_output_token",
+            "gen_ai.server.request.duration");
+    /**
+     * Meters of what the HTTP layer refuses: always before routing, so always {@code pool=""} with pools,
+     * never a pool's name (a pool's view does not label them, {@link GatewayMetrics#forPool}).
+     */
+    public static final java.util.Set<String> BEFORE_ANY_POOL = java.util.Set.of("sluice.http.rejections");
 
     private final Map<String, String> poolOfWorker = new ConcurrentHashMap<>();
     private volatile String defaultPool = dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME;
@@ -57,6 +64,6 @@ public final class PoolLabels implements MeterFilter {
         if (worker != null) {
             return id.withTag(io.micrometer.core.instrument.Tag.of(TAG, poolOf(worker)));
         }
-        return POOLED.contains(id.getName()) ? id.withTag(io.micrometer.core.instrument.Tag.of(TAG, "")) : id;
+        return POOLED.contains(id.getName()) || BEFORE_ANY_POOL.contains(id.getName()) ? id.withTag(io.micrometer.core.instrument.Tag.of(TAG, "")) : id;
     }
 }

@@ -1,6 +1,5 @@
 package dev.sluice.gateway.server;
 
-import dev.sluice.gateway.coordination.CoordinationStatus;
 
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admission.PromptText;
@@ -215,11 +214,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         switch (path) {
             case "/health" -> Responses.json(ctx, HttpResponseStatus.OK, "{\"status\":\"ok\"}", keepAlive);
             case "/readiness" -> {
-                // with coordination, ready only on a correct budget: a lease that settled, or budget / N
-                boolean ready = front.pd().workers().ready() && !front.draining().getAsBoolean()
-                        && front.coordination().get().map(CoordinationStatus::serving).orElse(true);
-                Responses.json(ctx, ready ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
-                        ReadinessReport.json(front.pd().workers(), ready, internalEndpoints, front.coordination().get()), keepAlive);
+                ReadinessReport.Answer r = ReadinessReport.answer(front.pools(), front.draining().getAsBoolean(),
+                        front.coordination().get(), internalEndpoints);
+                Responses.json(ctx, r.ready() ? HttpResponseStatus.OK : HttpResponseStatus.SERVICE_UNAVAILABLE,
+                        r.body(), keepAlive);
             }
             // worker addresses and tenant names are for the operator's network, not every client's
             case "/metrics" -> {

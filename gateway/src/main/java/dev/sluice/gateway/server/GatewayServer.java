@@ -147,6 +147,9 @@ public final class GatewayServer implements AutoCloseable {
             stateView.workerSources(w -> pools.all().stream().filter(p -> p.owns(w)).findFirst()
                     .map(p -> p.directory.source(w.name()).label()).orElse("file"));
             stateView.pools(() -> PoolsView.json(pools));
+            if (pools.explicit()) {
+                stateView.ready(() -> ReadinessReport.answer(pools, drain.draining(), coordination(), false).ready());
+            }
             adminServer = new AdminServer(config.admin(), stateView, metrics);
             java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> directories = new java.util.HashMap<>();
             pools.all().forEach(p -> directories.put(p.name, p.directory));

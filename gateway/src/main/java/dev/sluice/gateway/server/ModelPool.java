@@ -184,6 +184,20 @@ final class ModelPool implements AutoCloseable {
         }
     }
 
+    private volatile boolean firstVerdicts; // sticky: readiness waits for the first verdicts at start-up only
+
+    /**
+     * Whether every worker had its first health verdict at some point: {@code now} says whether they all have
+     * one now, and the first true is kept (a worker added later, by discovery or the worker API, does not take
+     * the replica out of rotation while its first check runs).
+     */
+    boolean firstVerdicts(boolean now) {
+        if (now && !firstVerdicts) {
+            firstVerdicts = true;
+        }
+        return firstVerdicts;
+    }
+
     /** The configuration as this pool sees it now. */
     GatewayConfig config() {
         return settings.get().config();

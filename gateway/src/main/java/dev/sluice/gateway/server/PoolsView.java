@@ -26,7 +26,8 @@ final class PoolsView {
             ArrayNode models = o.putArray("models");
             p.models.forEach(models::add);
             ObjectNode state = new StateView(p.config(), p.workers, p.admission, NONE, () -> false, () -> 0).render();
-            o.put("ready", p.workers.ready());
+            PoolReadiness r = PoolReadiness.of(p);
+            o.put("ready", r.canServe()).put("readiness", r.reason());
             o.set("limits", state.get("limits"));
             o.set("queue", state.get("queue"));
             o.set("workers", state.get("workers"));

@@ -7,7 +7,8 @@ import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
 
 /**
- * The body of {@code GET /readiness}: ready or not, usable workers per role, and (with
+ * The body of {@code GET /readiness}: ready or not, usable workers per role (with pools: and each pool's
+ * readiness and reason, {@link PoolReadiness}), and (with
  * {@code detail}: the admin side, or {@code listen.internal_endpoints}) each worker's address,
  * state and reason, which a public listener keeps to itself.
  */
@@ -27,6 +28,48 @@ final class ReadinessReport {
         return true;
     }
 
+    /** The verdict and the body, as {@code /readiness} answers them. */
+    record Answer(boolean ready, String body) {
+    }
+
+    /**
+     * {@code /readiness}. Without {@code pools:}: the one pool's workers (a usable worker of each role), not
+     * draining, and the coordination serving. With them: the rule of {@link PoolReadiness}, and the body
+     * lists each pool's readiness and reason.
+     */
+    static Answer answer(Pools pools, boolean draining,
+                         java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination,
+                         boolean detail) {
+        if (!pools.explicit()) {
+            WorkerSet workers = pools.defaultPool().workers;
+            // with coordination, ready only on a correct budget: a lease that settled, or budget / N
+            boolean ready = workers.ready() && !draining
+                    && coordination.map(dev.sluice.gateway.coordination.CoordinationStatus::serving).orElse(true);
+            return new Answer(ready, json(workers, ready, detail, coordination));
+        }
+        java.util.List<PoolReadiness> each = pools.all().stream().map(PoolReadiness::of).toList();
+        boolean ready = PoolReadiness.replicaReady(each, draining);
+        ObjectNode root = JsonNodeFactory.instance.objectNode();
+        root.put("status", ready ? "ready" : "not_ready");
+        if (draining) {
+            root.put("reason", "draining");
+        }
+        usable(root.putObject("usable"), pools.all().stream().flatMap(p -> p.workers.all().stream()).toList());
+        coordination(root, coordination, detail);
+        ArrayNode list = root.putArray("pools");
+        for (int i = 0; i < each.size(); i++) {
+            PoolReadiness r = each.get(i);
+            ModelPool p = pools.all().get(i);
+            ObjectNode o = list.addObject().put("name", r.name()).put("ready", r.canServe())
+                    .put("started", r.started()).put("reason", r.reason());
+            usable(o.putObject("usable"), p.workers.all());
+            if (detail) {
+                workers(o.putArray("workers"), p.workers.all());
+            }
+        }
+        return new Answer(ready, root.toString());
+    }
+
     static String json(WorkerSet workers, boolean ready, boolean detail) {
         return json(workers, ready, detail, java.util.Optional.empty());
     }
@@ -40,8 +83,18 @@ final class ReadinessReport {
                        java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination) {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("status", ready ? "ready" : "not_ready");
-        ObjectNode usable = root.putObject("usable");
-        for (Worker w : workers.all()) {
+        usable(root.putObject("usable"), workers.all());
+        coordination(root, coordination, detail);
+        if (!detail) {
+            return root.toString();
+        }
+        workers(root.putArray("workers"), workers.all());
+        return root.toString();
+    }
+
+    /** Usable and total workers per role. */
+    private static void usable(ObjectNode usable, java.util.List<Worker> workers) {
+        for (Worker w : workers) {
             ObjectNode role = usable.has(w.role().label()) ? (ObjectNode) usable.get(w.role().label())
                     : usable.putObject(w.role().label()).put("usable", 0).put("total", 0);
             role.put("total", role.get("total").asInt() + 1);
@@ -49,6 +102,11 @@ final class ReadinessReport {
                 role.put("usable", role.get("usable").asInt() + 1);
             }
         }
+    }
+
+    private static void coordination(ObjectNode root,
+                                     java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination,
+                                     boolean detail) {
         coordination.ifPresent(c -> {
             ObjectNode o = root.putObject("coordination").put("up", c.up()).put("mode", c.mode().label())
                     .put("serving", c.serving()).put("replicas", c.replicas());
@@ -56,15 +114,14 @@ final class ReadinessReport {
                 o.put("fleet", c.fleet()).put("replica_id", c.replicaId()).put("reason", c.reason());
             }
         });
-        if (!detail) {
-            return root.toString();
-        }
-        ArrayNode list = root.putArray("workers");
-        for (Worker w : workers.all()) {
+    }
+
+    /** The detail (addresses, states, reasons): only where {@code detail} allows. */
+    private static void workers(ArrayNode list, java.util.List<Worker> workers) {
+        for (Worker w : workers) {
             list.addObject().put("role", w.role().label()).put("url", w.url()).put("usable", w.isAvailable())
                     .put("state", w.state().label()).put("reason", w.status().reason())
                     .put("inflight", w.inflight());
         }
-        return root.toString();
     }
 }

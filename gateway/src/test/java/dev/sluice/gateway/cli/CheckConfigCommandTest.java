@@ -157,6 +157,24 @@ class CheckConfigCommandTest {
         assertThat(err.toString()).isEmpty();
     }
 
+    /** With pools, check-config judges each pool's view and names the pool (not only the default pool's). */
+    @Test
+    void aWarningInTheSecondPoolIsPrintedWithItsName() throws IOException {
+        Path f = file("""
+                pools:
+                  - name: big
+                    models: [deepseek-v3]
+                    workers: { prefill: [ { url: "http://127.0.0.1:30000" } ], decode: [ { url: "http://127.0.0.1:30001" } ] }
+                  - name: small
+                    models: [qwen3-8b]
+                    workers: { prefill: [ { url: "http://127.0.0.1:30002" } ], decode: [ { url: "http://127.0.0.1:30003" } ] }
+                    health: { timeout: 1s }
+                """);
+        assertThat(run(new CheckConfigCommand(), Map.of(), "--config", f.toString())).isZero();
+        assertThat(err.toString()).contains("sluice-gateway: warning: pools[small].health.timeout: 1s (expected: >= 2s)")
+                .doesNotContain("pools[big]");
+    }
+
     @Test
     void serveCheckStillValidatesAndPrints() throws IOException {
         Path f = file(VALID);

@@ -84,4 +84,35 @@ class ConfigWarningsTest {
         assertThat(ConfigWarnings.of(parse("routing: {dp_aware: always}\n" + pools))).singleElement().asString()
                 .startsWith("pools[small].routing.dp_aware: always (disaggregation: vllm)");
     }
+
+    /** With pools, each pool's view is judged: a setting that fails only in the second pool is named with it. */
+    @Test
+    void everyPoolIsJudgedAndNamed() throws Exception {
+        String pools = """
+                health: { timeout: 5s }
+                pools:
+                  - name: big
+                    models: [deepseek-v3]
+                    workers: { prefill: [ { url: "http://127.0.0.1:30000" } ], decode: [ { url: "http://127.0.0.1:30001" } ] }
+                  - name: small
+                    models: [qwen3-8b]
+                    workers: { prefill: [ { url: "http://127.0.0.1:30002" } ], decode: [ { url: "http://127.0.0.1:30003" } ] }
+                    health: { timeout: 700ms }
+                  - name: fast
+                    models: [llama]
+                    disaggregation: vllm
+                    workers: { prefill: [ { url: "http://127.0.0.1:30004" } ], decode: [ { url: "http://127.0.0.1:30005" } ] }
+                    routing: { dp_aware: always }
+                default_pool: big
+                """;
+        GatewayConfig c = parse(pools);
+        assertThat(ConfigWarnings.of(c)).satisfiesExactly(
+                w -> assertThat(w).startsWith("pools[small].health.timeout: 700ms (expected: >= 2s)"),
+                w -> assertThat(w).startsWith("pools[fast].routing.dp_aware: always (disaggregation: vllm)"));
+        assertThat(ConfigNotes.of(c)).as("dp_aware: always is a warning, not also a note").isEmpty();
+        // the top level's own view (the default pool's) warns of nothing: before, that was all that was judged
+        assertThat(ConfigWarnings.of(c.pools().pool("big").orElseThrow().view())).isEmpty();
+        assertThat(ConfigNotes.of(parse(pools.replace("routing: { dp_aware: always }", "routing: {}"))))
+                .singleElement().asString().startsWith("pools[fast].routing.dp_aware: auto (disaggregation: vllm)");
+    }
 }

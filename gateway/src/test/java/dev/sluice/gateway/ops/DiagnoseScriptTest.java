@@ -204,6 +204,43 @@ class DiagnoseScriptTest {
                 "GPU 0: 70000 of 81559 MiB (86%), utilization 95%").doesNotContain("GPU 0 memory full");
     }
 
+    /** With pools, not ready names each pool that cannot serve, from /readiness's own reasons. */
+    @Test
+    void withPoolsNotReadyNamesEachPoolsReason() throws Exception {
+        SimConfig sim = SimConfig.defaults().withHealthGeneration(false);
+        try (dev.sluice.testbed.sim.SimCluster a = dev.sluice.testbed.sim.SimCluster.start(0, 1, 0,
+                     sim.withModel("model-a"), dev.sluice.testbed.sim.SimMode.UNIFIED);
+             dev.sluice.testbed.sim.SimCluster b = dev.sluice.testbed.sim.SimCluster.start(0, 1, 0,
+                     sim.withModel("model-b"), dev.sluice.testbed.sim.SimMode.UNIFIED);
+             dev.sluice.gateway.server.GatewayServer gw = PdTestbed.startGateway(
+                     "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\nhealth: {interval: 100ms}\npools:\n"
+                             + "  - {name: a, models: [model-a], disaggregation: none, workers: {unified: [{url: "
+                             + a.unified().get(0).url() + "}]}}\n"
+                             + "  - {name: b, models: [model-b], disaggregation: none, workers: {unified: [{url: "
+                             + b.unified().get(0).url() + "}]}}\n")) {
+            a.unified().get(0).faults().setHealthStatus(503);
+            b.unified().get(0).faults().setHealthStatus(503);
+            java.net.http.HttpClient http = java.net.http.HttpClient.newHttpClient();
+            assertThat(PdTestbed.eventually(Duration.ofSeconds(20), () -> { // 503 only once neither pool serves
+                try {
+                    return http.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create("http://127.0.0.1:"
+                            + gw.port() + "/readiness")).build(), java.net.http.HttpResponse.BodyHandlers.ofString())
+                            .statusCode() == 503;
+                } catch (Exception e) {
+                    return false;
+                }
+            })).isTrue();
+            Shell.Result json = diagnose(Map.of(), "--admin", "http://127.0.0.1:" + gw.adminPort(),
+                    "--gateway", "http://127.0.0.1:" + gw.port(), "--json");
+            JsonNode report = JSON.readTree(json.out());
+            assertThat(problems(report)).as(json.out()).anySatisfy(v -> assertThat(v.path("message").asText())
+                    .contains("pool a: no usable unified worker (ejected)")
+                    .contains("pool b: no usable unified worker (ejected)"));
+            a.unified().get(0).faults().reset();
+            b.unified().get(0).faults().reset();
+        }
+    }
+
     @Test
     void noGatewayIsExit2() throws Exception {
         int closed;

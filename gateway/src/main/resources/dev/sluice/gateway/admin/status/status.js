@@ -78,13 +78,10 @@
     m.value = value;
   }
 
-  function drawWorkers(s) {
-    const now = Date.parse(s.time);
-    const l = s.limits;
+  // One row per worker; with pools, a first cell naming the worker's pool (its data-pool too).
+  function workerRows(workers, l, now, pool) {
     const rows = [];
-    const seen = new Set();
-    for (const w of s.workers) {
-      seen.add(w.url);
+    for (const w of workers) {
       const prev = shownAt.get(w.url);
       if (!prev || prev[0] !== w.state) shownAt.set(w.url, [w.state, Date.now()]);
       const t = w.telemetry || {};
@@ -105,6 +102,10 @@
         [t.age_seconds === null || t.age_seconds === undefined ? 'never' : dur(t.age_seconds * 1000)
           + (t.stale ? ' stale' : ''), 'num' + (t.stale ? ' status-5' : '')],
         [w.identity ? [w.identity.server, w.identity.version].filter(Boolean).join(' ') : '']]);
+      if (pool !== undefined) {
+        tr.prepend(el('td', pool, 'pool'));
+        tr.dataset.pool = pool;
+      }
       tr.dataset.worker = w.worker;
       tr.dataset.url = w.url;
       tr.dataset.state = w.state;
@@ -112,8 +113,65 @@
       tr.title = w.url;
       rows.push(tr);
     }
-    for (const url of [...shownAt.keys()]) if (!seen.has(url)) shownAt.delete(url);
+    return rows;
+  }
+
+  function forgetGone(urls) {
+    for (const url of [...shownAt.keys()]) if (!urls.has(url)) shownAt.delete(url);
+  }
+
+  function drawWorkers(s) {
+    const rows = workerRows(s.workers, s.limits, Date.parse(s.time));
+    forgetGone(new Set(s.workers.map((w) => w.url)));
     fill(document.querySelector('#workers tbody'), rows, 14, 'no workers');
+  }
+
+  // With pools: configured (the implicit pool of a gateway without them names no model: it takes any).
+  function pooled(s) {
+    const p = s.pools || [];
+    return p.length > 1 || (p.length === 1 && (p[0].models || []).length > 0);
+  }
+
+  // A section per pool, built once from the template and then only updated, so a reader of the page
+  // (or a test) holding an element keeps it across polls.
+  function poolSection(name) {
+    const list = $('pools');
+    for (const sec of list.children) if (sec.dataset.pool === name) return sec;
+    const sec = $('pool-template').content.firstElementChild.cloneNode(true);
+    sec.dataset.pool = name;
+    list.appendChild(sec);
+    return sec;
+  }
+
+  function drawPools(s) {
+    const now = Date.parse(s.time);
+    const names = new Set();
+    const urls = new Set();
+    for (const p of s.pools) {
+      names.add(p.name);
+      const sec = poolSection(p.name);
+      const q = p.queue, l = p.limits;
+      const at = (cls) => sec.querySelector('.' + cls);
+      at('pool-name').textContent = p.name + (p.default ? ' (default)' : '');
+      at('pool-models').textContent = (p.models || []).join(', ') + ' · ' + p.disaggregation;
+      const r = at('pool-readiness');
+      r.textContent = p.ready ? 'serving' : 'not serving: ' + (p.readiness || '?');
+      r.className = 'badge pool-readiness ' + (p.ready ? 'ready' : 'not-ready');
+      at('queue-queued').textContent = q.queued;
+      at('queue-max').textContent = num(l.max_queued_requests);
+      meter(at('queue-meter'), q.queued, l.max_queued_requests);
+      at('pending-tokens').textContent = num(q.pending_tokens);
+      at('pending-max').textContent = num(l.max_pending_tokens);
+      meter(at('pending-meter'), q.pending_tokens, l.max_pending_tokens);
+      at('inflight-prefill').textContent = num(q.inflight_prefill_tokens);
+      at('dispatched').textContent = num(q.dispatched);
+      at('prefill-rate').textContent = num(q.prefill_tokens_per_second) + ' tok/s'
+        + (q.throughput_measured ? ' (measured)' : ' (not yet measured)');
+      p.workers.forEach((w) => urls.add(w.url));
+      fill(sec.querySelector('table.list tbody'), workerRows(p.workers, l, now, p.name), 15, 'no workers');
+    }
+    for (const sec of [...$('pools').children]) if (!names.has(sec.dataset.pool)) sec.remove();
+    forgetGone(urls);
   }
 
   function drawCoordination(c) {
@@ -178,8 +236,17 @@
     r.className = 'badge ' + (s.draining ? 'draining' : s.ready ? 'ready' : 'not-ready');
     $('live-requests').textContent = s.live_requests;
     $('config-hash').textContent = s.config && s.config.hash ? s.config.hash : '-';
-    drawAdmission(s);
-    drawWorkers(s);
+    const withPools = pooled(s);
+    $('pools').hidden = !withPools;
+    $('admission').hidden = withPools; // the top-level fields are the default pool's: shown in its section
+    $('workers').hidden = withPools;
+    $('limits-scope').textContent = withPools ? ' (default pool)' : '';
+    if (withPools) {
+      drawPools(s);
+    } else {
+      drawAdmission(s);
+      drawWorkers(s);
+    }
     drawCoordination(s.coordination);
     drawKvEvents(s.kv_events);
     drawErrors(s);
