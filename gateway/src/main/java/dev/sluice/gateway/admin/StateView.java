@@ -111,7 +111,8 @@ public final class StateView {
                 .put("prefill_max_inflight_requests", a.prefillMaxInflightRequests())
                 .put("prefill_max_inflight_tokens", a.prefillMaxInflightTokens())
                 .put("prefill_max_inflight_time_ms", a.prefillMaxInflightTime().toMillis())
-                .put("decode_max_inflight_streams", a.decodeMaxInflightStreams());
+                .put("decode_max_inflight_streams", a.decodeMaxInflightStreams())
+                .put("early_rejection", a.prefillRate().earlyRejection());
         coordination.get().ifPresent(c -> CoordinationView.render(c, root.putObject("coordination")));
         ObjectNode queue = root.putObject("queue");
         queue.put("queued", s.queued()).put("pending_tokens", s.pendingTokens())

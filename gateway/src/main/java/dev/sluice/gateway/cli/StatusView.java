@@ -59,6 +59,7 @@ final class StatusView {
                 l.path("max_pending_tokens").asLong()));
         b.append(String.format("prefill  %d tokens/s (%s)   in prefill %d tokens   dispatched %d%s%n",
                 q.path("prefill_tokens_per_second").asLong(), q.path("throughput_measured").asBoolean() ? rateSources(s)
+                        : l.path("early_rejection").asBoolean() ? "guess: deadline checks at the in-flight bound"
                         : "guess: deadline checks off", q.path("inflight_prefill_tokens").asLong(),
                 q.path("dispatched").asLong(), // live requests are the gateway's, not a pool's
                 s.has("live_requests") ? "   live " + s.path("live_requests").asLong() : ""));
