@@ -10,9 +10,14 @@ import io.netty.buffer.ByteBuf;
  * worker is chosen, so a bad body costs nothing but its parse.
  */
 public final class GenerationRequest {
-    /** Top-level keys a worker request's body gets from the gateway only (see pd.WorkerBodies). */
-    private static final String[] GATEWAY_OWNED = {"bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
-            "kv_transfer_params", "routed_dp_rank", "data_parallel_rank", "disagg_prefill_dp_rank", "external_trace_header"};
+    /**
+     * Top-level keys a worker request's body gets from the gateway only; a client's copy is dropped before
+     * its body reaches a worker (pd.WorkerBodies says why for each). The one list: a body without any of
+     * them is forwarded as it came.
+     */
+    public static final java.util.List<String> GATEWAY_OWNED = java.util.List.of("bootstrap_host", "bootstrap_port",
+            "bootstrap_room", "rid", "kv_transfer_params", "routed_dp_rank", "data_parallel_rank",
+            "disagg_prefill_dp_rank", "external_trace_header");
 
     private final GenerationRoute route;
     private final ObjectNode body;
@@ -198,7 +203,7 @@ public final class GenerationRequest {
         return clean;
     }
 
-    private static boolean hasAny(ObjectNode body, String[] keys) {
+    private static boolean hasAny(ObjectNode body, java.util.List<String> keys) {
         for (String k : keys) {
             if (body.has(k)) {
                 return true;

@@ -19,14 +19,11 @@ import java.util.List;
  * worker's spans under a parent of the client's choosing instead of the gateway's call span).
  */
 final class WorkerBodies {
-    /**
-     * SGLang's {@code GenerateReqInput.external_trace_header}: the trace context a caller without HTTP
-     * headers (its Engine, its gRPC server) hands over; taken before the request's own headers.
-     */
+    // the keys: GenerationRequest.GATEWAY_OWNED (the parse marks a body holding none as clean). SGLang's
+    // GenerateReqInput.external_trace_header is among them: the trace context a caller without HTTP headers
+    // (its Engine, its gRPC server) hands over, taken before the request's own headers
+    static final List<String> GATEWAY_OWNED = dev.sluice.gateway.api.GenerationRequest.GATEWAY_OWNED;
     static final String SGLANG_TRACE_CONTEXT = "external_trace_header";
-    static final List<String> GATEWAY_OWNED = List.of("bootstrap_host", "bootstrap_port", "bootstrap_room", "rid",
-            "kv_transfer_params", DpRankFields.ROUTED, "data_parallel_rank", DpRankFields.PREFILL_RANK,
-            SGLANG_TRACE_CONTEXT);
 
     private WorkerBodies() {
     }
