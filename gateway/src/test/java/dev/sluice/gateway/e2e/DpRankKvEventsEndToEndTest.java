@@ -57,7 +57,8 @@ class DpRankKvEventsEndToEndTest {
                     .allMatch(w -> w.rankPlan().ranks() == 4))).as("every worker's dp_size read").isTrue();
         }
         // a flush clears every rank's cache, each on its own stream: both replicas hear all four
-        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heardEveryRank(a) && heardEveryRank(b));
+        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heardEveryRank(a) && heardEveryRank(b),
+                List.of(a, b));
 
         PrefillServer prefill = cluster.prefills().get(0);
         for (String app : APPS) {

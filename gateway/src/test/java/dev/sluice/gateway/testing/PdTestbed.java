@@ -266,6 +266,16 @@ public final class PdTestbed implements AutoCloseable {
      */
     public static void awaitSubscribed(HttpClient http, java.util.List<PrefillServer> prefills, BooleanSupplier heard)
             throws Exception {
+        awaitSubscribed(http, prefills, heard, java.util.List.of());
+    }
+
+    /**
+     * {@link #awaitSubscribed(HttpClient, java.util.List, BooleanSupplier)}, and when it gives up the
+     * failure names what each of {@code beds} saw of its event streams (up, age, gaps, malformed,
+     * resubscribes per worker and rank), so that a failure on a loaded machine says which stream was silent.
+     */
+    public static void awaitSubscribed(HttpClient http, java.util.List<PrefillServer> prefills, BooleanSupplier heard,
+            java.util.List<PdTestbed> beds) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
             for (PrefillServer p : prefills) {
@@ -276,7 +286,16 @@ public final class PdTestbed implements AutoCloseable {
                 return;
             }
         }
-        throw new AssertionError("the gateway(s) never heard every prefill's events");
+        StringBuilder seen = new StringBuilder();
+        for (PdTestbed bed : beds) {
+            seen.append("\n-- gateway ").append(bed.gateway.port()).append(':');
+            for (String line : bed.metrics().split("\n")) {
+                if (line.startsWith("sluice_kv_events_") || line.startsWith("sluice_kv_index_blocks")) {
+                    seen.append("\n").append(line);
+                }
+            }
+        }
+        throw new AssertionError("the gateway(s) never heard every prefill's events" + seen);
     }
 
     /** Polls {@code condition} until it holds or {@code timeout} passes; the test's only way to wait. */
