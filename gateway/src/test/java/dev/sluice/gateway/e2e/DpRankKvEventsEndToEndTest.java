@@ -4,6 +4,7 @@ import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.ReplicaPair;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RankAssignment;
 import dev.sluice.testbed.sim.SimCluster;
@@ -28,19 +29,12 @@ class DpRankKvEventsEndToEndTest {
     private static final String TIMEOUTS = "{connect: 1s, first_token: 30s, idle_stream: 10s, request: 60s}";
     private static final String[] APPS = {"careful assistant", "terse reviewer", "playful tutor"};
     private final HttpClient http = HttpClient.newHttpClient();
-    private PdTestbed a;
-    private PdTestbed b;
+    private ReplicaPair pair;
 
     @AfterEach
     void close() throws Exception {
-        try {
-            if (b != null) {
-                b.close();
-            }
-        } finally {
-            if (a != null) {
-                a.close();
-            }
+        if (pair != null) {
+            pair.close();
         }
     }
 
@@ -50,15 +44,15 @@ class DpRankKvEventsEndToEndTest {
                 .withDecodeStep(Duration.ofMillis(2)).withHealthGeneration(false).withPrefixCacheTokens(1 << 16)
                 .withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
         String yaml = yaml(cluster);
-        a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
-        b = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
+        pair = ReplicaPair.start(cluster, yaml);
+        PdTestbed a = pair.a;
+        PdTestbed b = pair.b;
         for (PdTestbed bed : List.of(a, b)) {
             assertThat(eventually(Duration.ofSeconds(10), () -> bed.gateway.workers().all().stream()
                     .allMatch(w -> w.rankPlan().ranks() == 4))).as("every worker's dp_size read").isTrue();
         }
         // a flush clears every rank's cache, each on its own stream: both replicas hear all four
-        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heardEveryRank(a) && heardEveryRank(b),
-                List.of(a, b));
+        pair.awaitSubscribed(http, cluster, DpRankKvEventsEndToEndTest::heardEveryRank);
 
         PrefillServer prefill = cluster.prefills().get(0);
         for (String app : APPS) {

@@ -3,6 +3,7 @@ package dev.sluice.gateway.e2e;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.ReplicaPair;
 import dev.sluice.testbed.sim.PrefillServer;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimCluster;
@@ -28,19 +29,13 @@ class KvEventRoutingEndToEndTest {
     private static final String TIMEOUTS = "{connect: 1s, first_token: 30s, idle_stream: 10s, request: 60s}";
     private static final String[] APPS = {"careful assistant", "terse reviewer", "playful tutor"};
     private final HttpClient http = HttpClient.newHttpClient();
-    private PdTestbed a;
-    private PdTestbed b;
+    /** The test's gateway(s), closed after it: a replica pair, or one gateway. */
+    private AutoCloseable open;
 
     @AfterEach
     void close() throws Exception {
-        try {
-            if (b != null) {
-                b.close();
-            }
-        } finally {
-            if (a != null) {
-                a.close();
-            }
+        if (open != null) {
+            open.close();
         }
     }
 
@@ -50,9 +45,11 @@ class KvEventRoutingEndToEndTest {
                 .withHealthGeneration(false).withPrefixCacheTokens(SimConfig.DEFAULT_PREFIX_CACHE_TOKENS)
                 .withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
         String yaml = yaml(cluster);
-        a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
-        b = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml));
-        awaitSubscribed(cluster);
+        ReplicaPair pair = ReplicaPair.start(cluster, yaml);
+        open = pair;
+        PdTestbed a = pair.a;
+        PdTestbed b = pair.b;
+        pair.awaitSubscribed(http, cluster, bed -> heardAll(bed, cluster));
 
         // replica A places each app's system prompt on its own prefill
         for (String app : APPS) {
@@ -93,7 +90,8 @@ class KvEventRoutingEndToEndTest {
         for (PrefillServer p : cluster.prefills()) {
             yaml.append("      \"").append(p.url()).append("\": \"tcp://127.0.0.1:1\"\n");
         }
-        a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml.toString()));
+        PdTestbed a = PdTestbed.adopt(cluster, PdTestbed.startGateway(yaml.toString()));
+        open = a;
         for (int i = 0; i < 4; i++) {
             assertThat(a.post("/v1/chat/completions", chat(APPS[0], "question " + i)).statusCode()).isEqualTo(200);
         }
@@ -119,11 +117,6 @@ class KvEventRoutingEndToEndTest {
         y.append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    endpoints:\n");
         y.append(PdTestbed.kvEventEndpoints(cluster.prefills()));
         return y.toString();
-    }
-
-    /** PUB drops what it sends before a subscription arrives: flush the caches until both replicas hear each one. */
-    private void awaitSubscribed(SimCluster cluster) throws Exception {
-        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heardAll(a, cluster) && heardAll(b, cluster));
     }
 
     private static boolean heardAll(PdTestbed bed, SimCluster cluster) {
