@@ -211,7 +211,7 @@ class ModelPoolsEndToEndTest {
     }
 
     @Test
-    void aReloadChangesEachPoolsOwnLimitsAndRefusesANewListOfPools() throws Exception {
+    void aReloadChangesEachPoolsOwnLimitsAndRefusesToRemoveTheDefaultPool() throws Exception {
         String raised = yaml.replace("admission: {max_queued_requests: 1,", "admission: {max_queued_requests: 5,")
                 .replace("      unified: [{url: " + small.unified().get(0).url() + "}]\n",
                         "      unified: [{url: " + small.unified().get(0).url() + "}]\n"
@@ -227,11 +227,17 @@ class ModelPoolsEndToEndTest {
                         dev.sluice.gateway.config.ConfigLoader.parse(renamed, "renamed.yaml")))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("small")
                 .hasMessageContaining("restart");
-        String added = raised + "  - name: extra\n    models: [extra-model]\n    disaggregation: none\n"
-                + "    workers: {unified: [{url: " + spare.unified().get(0).url() + "}]}\n";
+        // the default pool stays: a file without it (or naming another default) is refused whole
+        String smallOnly = raised.substring(0, raised.indexOf("pools:\n")) + "pools:\n"
+                + raised.substring(raised.indexOf("  - name: small\n"));
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
-                        dev.sluice.gateway.config.ConfigLoader.parse(added, "added.yaml")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("restart");
+                        dev.sluice.gateway.config.ConfigLoader.parse(smallOnly, "small-only.yaml")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("the default pool big cannot be removed");
+        String otherDefault = raised + "default_pool: small\n";
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
+                        dev.sluice.gateway.config.ConfigLoader.parse(otherDefault, "other-default.yaml")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("default_pool: small");
         // nothing of the refused files was applied
         assertThat(gw.admission("small").orElseThrow().config().maxQueuedRequests()).isEqualTo(3);
         assertThat(chat("tiny").statusCode()).isEqualTo(404);
