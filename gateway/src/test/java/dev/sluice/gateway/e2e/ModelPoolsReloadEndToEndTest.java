@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.AdmissionController;
+import dev.sluice.gateway.coordination.RedisServerAccess;
 import dev.sluice.gateway.server.ConfigReload;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.server.ReloadResult;
@@ -36,7 +37,7 @@ import org.junit.jupiter.api.io.TempDir;
  * default, and small) run; a third, {@code extra}, an SGLang PD pair of its own, comes with a reload and
  * serves its model; a reload without it stops its model at once (404 model_not_found) while its stream in
  * flight finishes, then nothing of it is left (no series with its pool label, nothing queued or in flight,
- * its thread gone). With a short drain grace, a stream that outlives it is stopped as the gateway's drain stops
+ * its thread gone). With coordination, its leases come and go with it. With a short drain grace, a stream that outlives it is stopped as the gateway's drain stops
  * one (an error event to the client, {@code /abort_request} to the half still working). The
  * default pool cannot be removed: that reload is refused whole.
  */
@@ -52,9 +53,11 @@ class ModelPoolsReloadEndToEndTest {
     @TempDir
     Path dir;
 
+    private String coordination = ""; // a coordination: section, or none
+
     private String top(String drainGrace) {
         return "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\nhealth: {interval: 100ms}\n"
-                + "admission: {queue_timeout: 20s, drain_grace: " + drainGrace + "}\n";
+                + "admission: {queue_timeout: 20s, drain_grace: " + drainGrace + "}\n" + coordination;
     }
 
     /** The two pools of the fixture, and the extra pool's PD pair (20 ms a token: a stream takes a while). */
@@ -204,6 +207,39 @@ class ModelPoolsReloadEndToEndTest {
         assertIdle();
         assertThat(extra.decodes().get(0).awaitIdle(Duration.ofSeconds(5))).isTrue();
         assertThat(extra.prefills().get(0).awaitIdle(Duration.ofSeconds(5))).isTrue();
+    }
+
+    /** With coordination, the added pool leases its own budgets in the fleet; once removed, it holds none. */
+    @Test
+    void anAddedPoolsLeasesComeWithItAndGoWithIt() throws Exception {
+        try (RedisServerAccess redis = RedisServerAccess.start(dir)) {
+            coordination = "coordination: {redis: {url: \"" + redis.url() + "\"}, replica_id: r1, lease_ttl: 3s, "
+                    + "renew_interval: 200ms}\n";
+            start("20s");
+            String extraFleet = "{sluice:pool.extra}:fleet";
+            assertThat(redis.cli("hkeys", extraFleet).trim()).isEmpty();
+            addExtraAndServeIt("20s");
+            assertThat(eventually(Duration.ofSeconds(10), () -> cli(redis, "hkeys", extraFleet).contains("r1")))
+                    .as("the added pool's lease in its own fleet hash").isTrue();
+            assertThat(gw.coordination().orElseThrow().serving()).isTrue();
+
+            assertThat(reloadWith(twoPools("20s")).result()).isEqualTo("applied");
+            assertThat(eventually(Duration.ofSeconds(10), () -> gw.retiringPools().isEmpty())).isTrue();
+            assertThat(cli(redis, "hkeys", extraFleet)).as("left the removed pool's fleet").doesNotContain("r1");
+            assertThat(cli(redis, "hkeys", "{sluice:pool.small}:fleet")).as("the kept pool's lease stays")
+                    .contains("r1");
+            assertThat(gw.coordination().orElseThrow().serving()).isTrue();
+            gw.close(); // before redis stops: the kept pools leave the fleet too
+            gw = null;
+        }
+    }
+
+    private static String cli(RedisServerAccess redis, String... args) {
+        try {
+            return redis.cli(args);
+        } catch (Exception e) {
+            return "";
+        }
     }
 
     @Test
