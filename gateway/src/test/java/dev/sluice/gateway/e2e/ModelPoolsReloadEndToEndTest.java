@@ -80,7 +80,15 @@ class ModelPoolsReloadEndToEndTest {
                 + "    workers:\n      prefill: [{url: " + extra.prefills().get(0).url() + ", bootstrap_port: "
                 + extra.prefills().get(0).bootstrapPort() + "}]\n"
                 + "      decode: [{url: " + extra.decodes().get(0).url() + "}]\n"
-                + "    admission: {max_queued_requests: 3}\n";
+                + "    admission: {max_queued_requests: 3}\n"
+                // its prefill named as a KV event publisher (none publishes there): the pool's own subscriber thread
+                + "    routing: {prefill: {policy: cache_aware}, kv_events: {endpoints: {\""
+                + extra.prefills().get(0).url() + "\": \"tcp://127.0.0.1:1\"}}}\n";
+    }
+
+    /** Threads of this JVM whose name starts with {@code prefix}. */
+    private static long threads(String prefix) {
+        return Thread.getAllStackTraces().keySet().stream().filter(t -> t.getName().startsWith(prefix)).count();
     }
 
     private ReloadResult reloadWith(String yaml) throws Exception {
@@ -143,7 +151,9 @@ class ModelPoolsReloadEndToEndTest {
     @Test
     void aPoolAddedByReloadServesAndARemovedOneFinishesItsStreamThenLeavesNothing() throws Exception {
         start("20s");
+        long kvThreads = threads("sluice-kv-events"); // none of this gateway's pools has KV events yet
         addExtraAndServeIt("20s");
+        assertThat(threads("sluice-kv-events")).as("the added pool's KV event subscriber").isEqualTo(kvThreads + 1);
         List<String> models = new ArrayList<>();
         JSON.readTree(get(gw.port(), "/v1/models")).path("data").forEach(m -> models.add(m.path("id").asText()
                 + "@" + m.path("pool").asText()));
@@ -177,7 +187,9 @@ class ModelPoolsReloadEndToEndTest {
         assertThat(get(gw.adminPort(), "/metrics")).as("no series of the removed pool").doesNotContain("pool=\"extra\"")
                 .contains("pool=\"small\"");
         assertIdle();
-        assertThat(Thread.getAllStackTraces().keySet()).noneMatch(t -> t.getName().startsWith("sluice-pool-retire"));
+        assertThat(threads("sluice-pool-retire")).isZero();
+        assertThat(eventually(Duration.ofSeconds(5), () -> threads("sluice-kv-events") == kvThreads))
+                .as("the removed pool's KV event subscriber stopped").isTrue();
 
         // the other pools serve on; a pool added again under the same name serves again
         assertThat(chat("small-model").statusCode()).isEqualTo(200);
