@@ -46,7 +46,7 @@ final class GatewayDrain {
             admissions.get().forEach(a -> a.rejectQueued(RejectReason.DRAINING,
                     "the gateway shut down before this request was served"));
             for (InFlight ex : List.copyOf(live)) {
-                ex.abortOnDrain();
+                ex.abortOnDrain("the gateway shut down before this request finished");
             }
             long hard = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
             while (!live.isEmpty() && System.nanoTime() < hard) {

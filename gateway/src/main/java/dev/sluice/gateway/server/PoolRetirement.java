@@ -93,10 +93,10 @@ final class PoolRetirement {
     private void stopWhatIsLeft() {
         log.warn("pool drain grace over pool={} rejecting queued={} aborting in_flight={}", pool.name,
                 pool.admission.snapshot().queued(), pool.inFlight.size());
-        pool.admission.rejectQueued(RejectReason.DRAINING, "the pool " + pool.name
-                + " was removed by a configuration reload before this request was served");
+        String why = "the pool " + pool.name + " was removed by a configuration reload before this request ";
+        pool.admission.rejectQueued(RejectReason.DRAINING, why + "was served");
         for (InFlight ex : List.copyOf(pool.inFlight)) {
-            ex.abortOnDrain();
+            ex.abortOnDrain(why + "finished");
         }
         long hard = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(HARD_STOP_MS);
         try {

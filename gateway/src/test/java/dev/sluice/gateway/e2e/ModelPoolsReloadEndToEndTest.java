@@ -210,6 +210,7 @@ class ModelPoolsReloadEndToEndTest {
         long tookMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - removedAt);
         assertThat(tookMs).as("stopped after the grace, not before").isGreaterThanOrEqualTo(400);
         assertThat(cut.body()).as("the client is told, in the stream").contains("\"code\":\"draining\"")
+                .contains("the pool extra was removed by a configuration reload before this request finished")
                 .doesNotContain("\"finish_reason\":\"length\"");
         // the prefill half was over (the stream was decoding): the decode half is told to stop, as in a drain
         assertThat(eventually(Duration.ofSeconds(5), () -> !extra.decodeWorkers().get(0).aborts().isEmpty()))
