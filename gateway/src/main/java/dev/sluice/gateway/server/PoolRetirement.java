@@ -9,6 +9,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
 import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -30,32 +31,36 @@ final class PoolRetirement {
     private final Duration grace;
     private final PoolServices shared;
     private final Predicate<String> workerServed;
+    private final Consumer<PoolRetirement> retired;
     private final Thread thread;
 
     /**
      * @param workerServed whether a pool still serving has a worker of this name (host:port): its connections stay
+     * @param retired      told when the pool is closed (then nothing needs to hold it)
      */
-    private PoolRetirement(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed) {
+    private PoolRetirement(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed,
+                           Consumer<PoolRetirement> retired) {
         this.pool = pool;
         this.grace = grace;
         this.shared = shared;
         this.workerServed = workerServed;
+        this.retired = retired;
         this.thread = new Thread(this::run, "sluice-pool-retire-" + pool.name);
         thread.setDaemon(true);
     }
 
-    static PoolRetirement start(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed) {
-        PoolRetirement r = new PoolRetirement(pool, grace, shared, workerServed);
-        r.thread.start();
-        return r;
+    static PoolRetirement of(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed,
+                             Consumer<PoolRetirement> retired) {
+        return new PoolRetirement(pool, grace, shared, workerServed, retired);
+    }
+
+    /** Starts the drain and the close, on the retirement's own thread. */
+    void start() {
+        thread.start();
     }
 
     String pool() {
         return pool.name;
-    }
-
-    boolean done() {
-        return !thread.isAlive();
     }
 
     /** The gateway stops: what is left of the pool's requests is stopped now, then the pool closes (bounded wait). */
@@ -82,6 +87,7 @@ final class PoolRetirement {
             stopWhatIsLeft();
         }
         close(pool, shared, workerServed);
+        retired.accept(this);
         log.info("pool retired pool={} after_ms={}", pool.name,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
     }

@@ -54,7 +54,6 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
 
     /** Pools a reload removed that still drain (tests, state). */
     List<String> retiring() {
-        retiring.removeIf(PoolRetirement::done);
         return retiring.stream().map(PoolRetirement::pool).toList();
     }
 
@@ -127,7 +126,10 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
                     p.workers.prefill().size(), p.workers.decode().size());
         }
         for (ModelPool p : removed) {
-            retiring.add(PoolRetirement.start(p, current.admission().drainGrace(), shared, this::served));
+            PoolRetirement r = PoolRetirement.of(p, current.admission().drainGrace(), shared, this::served,
+                    retiring::remove); // listed before it starts: a pool with nothing to drain is gone at once
+            retiring.add(r);
+            r.start();
         }
         if (!added.isEmpty() || !removed.isEmpty()) {
             applied.add("pools");
