@@ -79,7 +79,11 @@ class AdminStatusPageBrowserTest {
     }
 
     private String text(String css) {
-        return browser.findElement(By.cssSelector(css)).getText();
+        try {
+            return browser.findElement(By.cssSelector(css)).getText();
+        } catch (WebDriverException e) {
+            return "-"; // not drawn yet (the sections come with the first answer), or redrawn between find and read
+        }
     }
 
     /** The gateway's own figure: {@code sluice_queue_depth} summed over the priority classes, from the admin /metrics. */
@@ -97,7 +101,7 @@ class AdminStatusPageBrowserTest {
 
     private int pageQueue() {
         String t = text("#pools section[data-pool=''] .queue-queued");
-        return t.equals("-") ? -1 : Integer.parseInt(t);
+        return t.equals("-") || t.isEmpty() ? -1 : Integer.parseInt(t);
     }
 
     private static String generate(int tokens, String tag) {

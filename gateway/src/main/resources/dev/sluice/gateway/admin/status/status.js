@@ -257,7 +257,12 @@
       if (!res.ok) throw new Error('HTTP ' + res.status);
       const s = await res.json();
       lastOk = Date.now();
-      draw(s);
+      try {
+        draw(s);
+      } catch (e) { // a fault of the page, not of the gateway: said in the console, where a test looks
+        console.error('status page: redraw failed: ' + e);
+        throw e;
+      }
       freshness(null);
     } catch (e) {
       freshness(e.message || String(e));
