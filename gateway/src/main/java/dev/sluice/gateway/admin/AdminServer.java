@@ -70,13 +70,17 @@ public final class AdminServer implements AutoCloseable {
 
     /** Enables the worker registration API ({@code /admin/workers}) over {@code directory}, the one pool's. */
     public void onWorkers(dev.sluice.gateway.discovery.WorkerDirectory directory) {
-        onWorkers(java.util.Map.of(dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME, directory),
-                dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
+        java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> one =
+                java.util.Map.of(dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME, directory);
+        onWorkers(() -> one, dev.sluice.gateway.config.PoolsConfig.IMPLICIT_NAME);
     }
 
-    /** ... over each model pool's directory, by pool name; a call naming no pool goes to {@code defaultPool}. */
-    public void onWorkers(java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> directories,
-                         String defaultPool) {
+    /**
+     * ... over each model pool's directory, by pool name, as the pools serving at the time of each call (a reload
+     * adds and removes pools); a call naming no pool goes to {@code defaultPool}.
+     */
+    public void onWorkers(java.util.function.Supplier<java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory>>
+                                  directories, String defaultPool) {
         this.workerRoutes = new WorkerRoutes(directories, defaultPool);
     }
 

@@ -27,19 +27,19 @@ final class WorkerRoutes {
     record Reply(int status, String body) {
     }
 
-    /** Each model pool's worker directory, by pool name (one, {@code default}, without {@code pools:}). */
-    private final java.util.Map<String, WorkerDirectory> directories;
+    /** Each model pool's worker directory, by pool name (one, {@code default}, without {@code pools:}), as of now. */
+    private final java.util.function.Supplier<java.util.Map<String, WorkerDirectory>> directories;
     private final String defaultPool;
 
-    WorkerRoutes(java.util.Map<String, WorkerDirectory> directories, String defaultPool) {
-        this.directories = java.util.Map.copyOf(directories);
+    WorkerRoutes(java.util.function.Supplier<java.util.Map<String, WorkerDirectory>> directories, String defaultPool) {
+        this.directories = directories;
         this.defaultPool = defaultPool;
     }
 
     /** Drain or delete {@code id} in the pool that has it (a worker's name is unique across pools). */
     private AdminResult inPoolOf(String id, java.util.function.Function<WorkerDirectory, AdminResult> call) {
         AdminResult last = null;
-        for (WorkerDirectory d : directories.values()) {
+        for (WorkerDirectory d : directories.get().values()) {
             last = call.apply(d);
             if (last.status() != 404) {
                 return last;
@@ -82,10 +82,11 @@ final class WorkerRoutes {
                     + "bootstrap_port}");
         }
         String pool = req.path("pool").asText(defaultPool);
-        WorkerDirectory directory = directories.get(pool);
+        java.util.Map<String, WorkerDirectory> serving = directories.get();
+        WorkerDirectory directory = serving.get(pool);
         if (directory == null) {
             return error(404, "invalid_request_error", "pool_not_found", "pool: " + pool + " (expected one of: "
-                    + String.join(", ", new java.util.TreeSet<>(directories.keySet())) + ")");
+                    + String.join(", ", new java.util.TreeSet<>(serving.keySet())) + ")");
         }
         JsonNode role = req.get("role");
         JsonNode url = req.get("url");

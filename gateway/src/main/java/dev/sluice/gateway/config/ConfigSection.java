@@ -41,8 +41,9 @@ public enum ConfigSection {
     WORKERS("workers", Effect.LIVE_WITHIN_MODE, GatewayConfig::workers, (b, from) -> b.workers(from.workers())),
     /**
      * The model pools (and default_pool): each pool's own sections change live as the sections above do (the
-     * server reloads every pool by its view); the list of pools, their models and protocols are refused by the
-     * server when changed (they need a restart).
+     * server reloads every pool by its view); a pool added is built and started, a pool removed drains and
+     * closes (the server's {@code PoolsReconfiguration}); removing the default pool, or changing a kept pool's
+     * models or protocol, is refused by the server (they need a restart).
      */
     POOLS("pools", Effect.LIVE, GatewayConfig::pools, (b, from) -> b.pools(from.pools()));
 

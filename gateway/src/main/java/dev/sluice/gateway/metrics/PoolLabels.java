@@ -51,6 +51,24 @@ public final class PoolLabels implements MeterFilter {
         poolOfWorker.put(worker, pool);
     }
 
+    /**
+     * {@code pool} is gone (a reload removed it): every meter labelled with it leaves {@code registry}, and its
+     * workers' names fall back to no pool (a worker another pool took meanwhile keeps that pool).
+     *
+     * @return how many meters were removed
+     */
+    public int forget(io.micrometer.core.instrument.MeterRegistry registry, String pool) {
+        poolOfWorker.values().removeIf(pool::equals);
+        int removed = 0;
+        for (Meter m : java.util.List.copyOf(registry.getMeters())) {
+            if (pool.equals(m.getId().getTag(TAG))) {
+                registry.remove(m);
+                removed++;
+            }
+        }
+        return removed;
+    }
+
     public String poolOf(String worker) {
         return poolOfWorker.getOrDefault(worker, defaultPool);
     }

@@ -14,6 +14,9 @@ public interface InFlight {
     /** The operator deleted {@code w} ({@code DELETE /admin/workers/{id}}): stop or fail over what runs on it. */
     void workerRemoved(Worker w);
 
-    /** The drain grace period is over: stop the request (both halves) and tell the client. */
-    void abortOnDrain();
+    /**
+     * The drain grace period is over (the gateway's, or that of a pool a reload removed): stop the request (both
+     * halves) and tell the client {@code why} (503 {@code draining}).
+     */
+    void abortOnDrain(String why);
 }

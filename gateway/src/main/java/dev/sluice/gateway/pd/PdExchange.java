@@ -300,9 +300,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     }
 
     @Override
-    public void abortOnDrain() {
-        loop.execute(() -> fail(ApiError.rejected(HttpResponseStatus.SERVICE_UNAVAILABLE, "draining",
-                "the gateway shut down before this request finished", 1), AbortCause.DRAIN));
+    public void abortOnDrain(String why) {
+        loop.execute(() -> fail(ApiError.rejected(HttpResponseStatus.SERVICE_UNAVAILABLE, "draining", why, 1),
+                AbortCause.DRAIN));
     }
 
     /** A request still waiting on {@code w} for its first byte fails over at once instead of at its deadline. */

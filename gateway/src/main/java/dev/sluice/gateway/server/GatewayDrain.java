@@ -7,6 +7,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -18,12 +19,12 @@ import org.slf4j.LoggerFactory;
 final class GatewayDrain {
     private static final Logger log = LoggerFactory.getLogger(GatewayDrain.class);
 
-    private final List<AdmissionController> admissions; // one per model pool
+    private final Supplier<List<AdmissionController>> admissions; // one per model pool serving now
     private final Set<InFlight> live;
     private volatile boolean draining;
 
-    GatewayDrain(List<AdmissionController> admissions, Set<InFlight> live) {
-        this.admissions = List.copyOf(admissions);
+    GatewayDrain(Supplier<List<AdmissionController>> admissions, Set<InFlight> live) {
+        this.admissions = admissions;
         this.live = live;
     }
 
@@ -33,7 +34,7 @@ final class GatewayDrain {
 
     void drain(Duration grace) throws InterruptedException {
         draining = true;
-        admissions.forEach(AdmissionController::drain);
+        admissions.get().forEach(AdmissionController::drain);
         long deadline = System.nanoTime() + grace.toNanos();
         log.info("draining queued={} in_flight={} grace_ms={}", queued(), live.size(),
                 grace.toMillis());
@@ -42,10 +43,10 @@ final class GatewayDrain {
         }
         if (!live.isEmpty() || !idle()) {
             log.warn("drain grace over: rejecting queued={} aborting in_flight={}", queued(), live.size());
-            admissions.forEach(a -> a.rejectQueued(RejectReason.DRAINING,
+            admissions.get().forEach(a -> a.rejectQueued(RejectReason.DRAINING,
                     "the gateway shut down before this request was served"));
             for (InFlight ex : List.copyOf(live)) {
-                ex.abortOnDrain();
+                ex.abortOnDrain("the gateway shut down before this request finished");
             }
             long hard = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
             while (!live.isEmpty() && System.nanoTime() < hard) {
@@ -56,10 +57,10 @@ final class GatewayDrain {
     }
 
     private boolean idle() {
-        return admissions.stream().allMatch(a -> a.snapshot().idle());
+        return admissions.get().stream().allMatch(a -> a.snapshot().idle());
     }
 
     private int queued() {
-        return admissions.stream().mapToInt(a -> a.snapshot().queued()).sum();
+        return admissions.get().stream().mapToInt(a -> a.snapshot().queued()).sum();
     }
 }

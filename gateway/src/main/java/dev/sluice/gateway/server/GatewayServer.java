@@ -1,51 +1,25 @@
 package dev.sluice.gateway.server;
 
-import dev.sluice.gateway.cacheview.KvEventSubscription;
-import dev.sluice.gateway.cacheview.ModelTokenizer;
-import dev.sluice.gateway.cacheview.PromptTokens;
-import dev.sluice.gateway.config.RoutingConfig;
-import dev.sluice.gateway.metrics.ModelTokenizerMetrics;
-import dev.sluice.gateway.metrics.CacheViewMetrics;
 import dev.sluice.gateway.admin.AdminServer;
 import dev.sluice.gateway.admin.RecentErrors;
 import dev.sluice.gateway.admin.StateView;
 import dev.sluice.gateway.admission.AdmissionController;
-import dev.sluice.gateway.admission.LearnedRatioCounter;
-import dev.sluice.gateway.admission.PromptTokenCounter;
 import dev.sluice.gateway.api.RequestJson;
 import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.coordination.CoordinationStatus;
-import dev.sluice.gateway.discovery.DiscoverySources;
 import dev.sluice.gateway.discovery.WorkerDirectory;
-import dev.sluice.gateway.coordination.DemandTally;
-import dev.sluice.gateway.coordination.FleetLeases;
-import dev.sluice.gateway.coordination.RedisLeaseStore;
-import dev.sluice.gateway.coordination.ReplicaIdentity;
-import dev.sluice.gateway.metrics.CoordinationMetrics;
-import dev.sluice.gateway.config.AdmissionConfig;
 import dev.sluice.gateway.config.ConfigOverrides;
 import dev.sluice.gateway.config.ConfigWarnings;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.PoolsConfig;
 import java.util.ArrayList;
 import java.util.List;
-import dev.sluice.gateway.health.HealthChecker;
+import java.util.function.Function;
+import java.util.stream.Collectors;
 import dev.sluice.gateway.health.HealthTable;
-import dev.sluice.gateway.health.StallProbes;
-import dev.sluice.gateway.health.TelemetryPoller;
-import dev.sluice.gateway.health.WorkerIdentityProbe;
-import dev.sluice.gateway.metrics.AdmissionMetrics;
 import dev.sluice.gateway.metrics.GatewayMetrics;
-import dev.sluice.gateway.metrics.RoutingMetrics;
-import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.InFlight;
-import dev.sluice.gateway.pd.PairProbes;
 import dev.sluice.gateway.pd.PdServices;
-import dev.sluice.gateway.pd.ServedModel;
-import dev.sluice.gateway.routing.FleetRoutedLoad;
-import dev.sluice.gateway.routing.RoutingPolicies;
-import dev.sluice.gateway.routing.RoutingPolicy;
-import dev.sluice.gateway.routing.WorkerRole;
 import dev.sluice.gateway.routing.WorkerSet;
 import dev.sluice.gateway.tracing.Tracing;
 import dev.sluice.gateway.tls.ServerTls;
@@ -59,7 +33,6 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -105,18 +78,19 @@ public final class GatewayServer implements AutoCloseable {
         if (pc.explicit()) {
             metrics.poolLabels().enable(pc.defaultPool()); // every pool's and worker's series get a pool label
         }
-        PoolServices shared = new PoolServices(transport, loops, pool, metrics, background, recentErrors, live, tracing,
+        PoolServices shared = new PoolServices(transport, loops, pool, metrics, recentErrors, live, tracing,
                 this::listenAddress, pc.defaultPool());
+        Function<PoolsConfig.Pool, ModelPool> build = p -> new ModelPool(p.name(), p.models(), p.view(), shared);
         List<ModelPool> running = new ArrayList<>();
         if (pc.explicit()) {
-            pc.pools().forEach(p -> running.add(new ModelPool(p.name(), p.models(), p.view(), shared)));
+            pc.pools().forEach(p -> running.add(build.apply(p)));
         } else {
             running.add(new ModelPool(pc.defaultPool(), List.of(), config, shared));
         }
         this.pools = new Pools(running, running.stream().filter(p -> p.name.equals(pc.defaultPool())).findFirst()
                 .orElseThrow(), pc.explicit());
-        this.reconfiguration = new PoolsReconfiguration(pools, config);
-        this.drain = new GatewayDrain(running.stream().map(p -> p.admission).toList(), live);
+        this.reconfiguration = new PoolsReconfiguration(pools, config, build, shared);
+        this.drain = new GatewayDrain(() -> pools.all().stream().map(p -> p.admission).toList(), live);
         this.front = new FrontServices(() -> pools.defaultPool().settings(), new RequestJson(config.http().json()),
                 pools, drain::draining, this::coordination, metrics);
         this.reloads = new ReloadEntry(reconfiguration, metrics.registry());
@@ -135,9 +109,7 @@ public final class GatewayServer implements AutoCloseable {
             background.every("tls_reload_check", loops.fileIo, config.listen().tls().get().reloadCheck(),
                     () -> metrics.tlsReload(serverTls.reloadIfChanged().name().toLowerCase()));
         }
-        for (ModelPool p : pools.all()) {
-            p.start();
-        }
+        reconfiguration.start(); // every pool; from now on a pool a reload adds starts as it is added
         metrics.bindNetty(loops.requests);
         if (config.admin().enabled()) {
             ModelPool d = pools.defaultPool();
@@ -151,9 +123,9 @@ public final class GatewayServer implements AutoCloseable {
                 stateView.ready(() -> ReadinessReport.answer(pools, drain.draining(), coordination(), false).ready());
             }
             adminServer = new AdminServer(config.admin(), stateView, metrics);
-            java.util.Map<String, dev.sluice.gateway.discovery.WorkerDirectory> directories = new java.util.HashMap<>();
-            pools.all().forEach(p -> directories.put(p.name, p.directory));
-            adminServer.onWorkers(directories, pools.defaultPool().name);
+            // the pools serving now: a pool a reload added takes workers, a removed one no longer does
+            adminServer.onWorkers(() -> pools.all().stream().collect(Collectors.toMap(p -> p.name, p -> p.directory)),
+                    pools.defaultPool().name);
             reloads.admin(adminServer, stateView);
             adminServer.start(loops.boss, loops.admin, transport.serverChannel());
             log.info("admin listening address={}:{}", config.admin().host(), adminServer.port());
@@ -281,6 +253,11 @@ public final class GatewayServer implements AutoCloseable {
         return pools.defaultPool().admission;
     }
 
+    /** Pools a reload removed whose requests still drain (tests, state). */
+    public List<String> retiringPools() {
+        return reconfiguration.retiring();
+    }
+
     /** Requests whose exchange has not ended (for drain and tests). */
     public int liveRequests() {
         return live.size();
@@ -319,6 +296,7 @@ public final class GatewayServer implements AutoCloseable {
     @Override
     public void close() {
         reloads.close();
+        reconfiguration.close(); // pools a reload removed that still drain: stopped and closed now
         pools.all().forEach(ModelPool::close);
         if (adminServer != null) {
             adminServer.close();

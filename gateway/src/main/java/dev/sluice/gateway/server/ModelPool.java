@@ -3,6 +3,7 @@ package dev.sluice.gateway.server;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.admission.LearnedRatioCounter;
 import dev.sluice.gateway.admission.PromptTokenCounter;
+import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.cacheview.KvEventSubscription;
 import dev.sluice.gateway.cacheview.ModelTokenizer;
 import dev.sluice.gateway.cacheview.PromptTokens;
@@ -63,6 +64,10 @@ final class ModelPool implements AutoCloseable {
     final Optional<KvEventSubscription> kvEvents;
     final PrefillRateState prefillRates;
     private final PoolServices shared;
+    /** This pool's periodic tasks, every one: stopped together when the pool closes (a reload removed it). */
+    private final BackgroundTasks tasks;
+    /** This pool's requests in flight (each also in the gateway's set). */
+    final PoolInFlight inFlight;
     private final AbortSender aborts;
     private final LearnedRatioCounter estimator;
     private final PromptTokenCounter counter;
@@ -81,6 +86,8 @@ final class ModelPool implements AutoCloseable {
         this.name = name;
         this.models = List.copyOf(models);
         this.shared = shared;
+        this.tasks = new BackgroundTasks(shared.metrics().registry());
+        this.inFlight = new PoolInFlight(shared.live());
         this.workers = new WorkerSet(config.workers());
         workers.all().forEach(w -> shared.metrics().poolLabels().assign(w.name(), name));
         boolean labelled = shared.metrics().poolLabels().on(); // pools: configured
@@ -132,25 +139,25 @@ final class ModelPool implements AutoCloseable {
         this.settings = new AtomicReference<>(LiveSettings.of(config, routingUsesPrefix,
                 modelTokens.map(t -> (PromptTokens) t).orElse(PromptTokens.NONE)));
         this.prefillRates = PrefillRateState.of(this::config, admission, redis, shared.loops().fileIo,
-                shared.background(), shared.defaultPool().equals(name) ? null : name);
+                tasks, shared.defaultPool().equals(name) ? null : name);
         ServedModel servedModel = new ServedModel();
         this.pd = new PdServices(workers, shared.upstream(), aborts, metrics, admission, counter, health,
-                shared.recentErrors(), shared.live(), servedModel, shared.tracing());
+                shared.recentErrors(), inFlight, servedModel, shared.tracing());
         this.reconciler = new WorkerReconciler(workers, health, admission, metrics, routingMetrics,
                 prefillPolicy, decodePolicy, shared.upstream(), shared.loops().upstreamLoops(), config.telemetry(),
-                shared.live(), name);
+                inFlight, name);
         this.directory = new WorkerDirectory(workers.unified(), reconciler,
                 DiscoverySources.standard(shared.loops().control::next, shared.transport().datagramChannel()));
         this.checker = new HealthChecker(workers, shared.upstream(), shared.loops().control.next(), health,
-                shared.background());
+                tasks);
         // the probes run on the control loop, like the health checks: a busy request loop does not delay them
         EventLoop probeLoop = shared.loops().control.next();
         this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), shared.upstream(),
-                aborts, metrics, probeLoop, servedModel), probeLoop, shared.background(),
+                aborts, metrics, probeLoop, servedModel), probeLoop, tasks,
                 (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, directory, aborts);
-        HealthFollowers.attach(health, metrics, shared.live(), admission);
+        HealthFollowers.attach(health, metrics, inFlight, admission);
         StartupMetrics.preRegister(metrics, workers);
         metrics.bindWorkers(workers, config.telemetry());
     }
@@ -160,15 +167,15 @@ final class ModelPool implements AutoCloseable {
         GatewayConfig config = config();
         checker.start();
         stallProbes.start();
-        ControlTasks.start(config, shared.background(), shared.loops().control.next(), admission, reconciler,
+        ControlTasks.start(config, tasks, shared.loops().control.next(), admission, reconciler,
                 workers, kvEvents, kvMetrics, leases, coordinationMetrics);
         started = true;
         prefillRates.start();
         telemetry = new TelemetryPoller(workers, shared.upstream(), shared.loops().control.next(), config.telemetry(),
-                health, shared.background());
+                health, tasks);
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, shared.upstream(), shared.loops().control.next(),
-                config.disaggregation(), config.telemetry().timeout().multipliedBy(5), shared.background());
+                config.disaggregation(), config.telemetry().timeout().multipliedBy(5), tasks);
         identities.onConfirmed(admission::kick).ranks(new dev.sluice.gateway.routing.RankPlanner(
                 config.routing().dpAware(), config.routing().kvEvents().map(k -> k.dpRanks()).orElse(0))).start();
         directory.start(config.workers());
@@ -178,7 +185,7 @@ final class ModelPool implements AutoCloseable {
     private synchronized void restartHealthChecks() {
         checker.close();
         checker = new HealthChecker(workers, shared.upstream(), shared.loops().control.next(), health,
-                shared.background());
+                tasks);
         if (started) {
             checker.start();
         }
@@ -232,11 +239,18 @@ final class ModelPool implements AutoCloseable {
         return workers.all().contains(w);
     }
 
+    /** Readiness does not wait for the first verdicts of a pool a reload added (as for a worker added later). */
+    void addedLive() {
+        firstVerdicts = true;
+    }
+
+    /** Every periodic task of the pool stops (the control tasks, the probes, the rate saves), then the sources. */
     @Override
     public void close() {
         synchronized (this) {
             checker.close();
         }
+        tasks.close();
         stallProbes.close();
         directory.close();
         if (identities != null) {

@@ -19,23 +19,43 @@ import java.util.Optional;
 final class Pools {
     private static final ObjectMapper JSON = new ObjectMapper();
 
-    private final List<ModelPool> all;
-    private final ModelPool defaultPool;
+    private final ModelPool defaultPool; // never removed: a reload that would is refused whole
     private final boolean explicit;
-    private final Map<String, ModelPool> byModel = new HashMap<>();
     private final long created = System.currentTimeMillis() / 1000;
+    /** The pools serving now and their models: swapped whole by a reload, read without a lock by every request. */
+    private volatile Serving serving;
 
-    Pools(List<ModelPool> all, ModelPool defaultPool, boolean explicit) {
-        this.all = List.copyOf(all);
-        this.defaultPool = defaultPool;
-        this.explicit = explicit;
-        for (ModelPool p : all) {
-            p.models.forEach(m -> byModel.put(m, p));
+    private record Serving(List<ModelPool> all, Map<String, ModelPool> byModel) {
+        static Serving of(List<ModelPool> all) {
+            Map<String, ModelPool> byModel = new HashMap<>();
+            for (ModelPool p : all) {
+                p.models.forEach(m -> byModel.put(m, p));
+            }
+            return new Serving(List.copyOf(all), Map.copyOf(byModel));
         }
     }
 
+    Pools(List<ModelPool> all, ModelPool defaultPool, boolean explicit) {
+        this.defaultPool = defaultPool;
+        this.explicit = explicit;
+        this.serving = Serving.of(all);
+    }
+
+    /** The pools serving now, in configuration order (one read: callers that look twice keep the list). */
     List<ModelPool> all() {
-        return all;
+        return serving.all();
+    }
+
+    /**
+     * From now on {@code all} serve (a reload added or removed pools): a request resolves its model against
+     * this list; a pool left out takes no new request, and its models are unknown unless another pool names
+     * them. The default pool is always among them.
+     */
+    void serve(List<ModelPool> all) {
+        if (!all.contains(defaultPool)) {
+            throw new IllegalArgumentException("pools: the default pool " + defaultPool.name + " cannot be removed");
+        }
+        serving = Serving.of(all);
     }
 
     ModelPool defaultPool() {
@@ -48,7 +68,7 @@ final class Pools {
     }
 
     Optional<ModelPool> named(String name) {
-        return all.stream().filter(p -> p.name.equals(name)).findFirst();
+        return all().stream().filter(p -> p.name.equals(name)).findFirst();
     }
 
     /** The pool of {@code request}: by its model; the default pool when it names none; empty for an unknown model. */
@@ -57,12 +77,12 @@ final class Pools {
         if (!explicit || m == null || m.isNull() || (m.isTextual() && m.asText().isEmpty())) {
             return Optional.of(defaultPool);
         }
-        return Optional.ofNullable(m.isTextual() ? byModel.get(m.asText()) : null);
+        return Optional.ofNullable(m.isTextual() ? serving.byModel().get(m.asText()) : null);
     }
 
     /** Every model the names of every pool, aliases included, as a sentence for an error message. */
     String modelList() {
-        return String.join(", ", byModel.keySet().stream().sorted().toList());
+        return String.join(", ", serving.byModel().keySet().stream().sorted().toList());
     }
 
     /**
@@ -72,7 +92,7 @@ final class Pools {
     String models() {
         ObjectNode out = JSON.createObjectNode().put("object", "list");
         ArrayNode data = out.putArray("data");
-        for (ModelPool p : all) {
+        for (ModelPool p : all()) {
             for (String m : p.models) {
                 data.addObject().put("id", m).put("object", "model").put("created", created).put("owned_by", "sluice")
                         .put("pool", p.name).put("root", p.models.get(0));

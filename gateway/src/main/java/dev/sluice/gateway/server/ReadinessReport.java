@@ -47,19 +47,20 @@ final class ReadinessReport {
                     && coordination.map(dev.sluice.gateway.coordination.CoordinationStatus::serving).orElse(true);
             return new Answer(ready, json(workers, ready, detail, coordination));
         }
-        java.util.List<PoolReadiness> each = pools.all().stream().map(PoolReadiness::of).toList();
+        java.util.List<ModelPool> all = pools.all(); // one list: a reload may swap the pools meanwhile
+        java.util.List<PoolReadiness> each = all.stream().map(PoolReadiness::of).toList();
         boolean ready = PoolReadiness.replicaReady(each, draining);
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("status", ready ? "ready" : "not_ready");
         if (draining) {
             root.put("reason", "draining");
         }
-        usable(root.putObject("usable"), pools.all().stream().flatMap(p -> p.workers.all().stream()).toList());
+        usable(root.putObject("usable"), all.stream().flatMap(p -> p.workers.all().stream()).toList());
         coordination(root, coordination, detail);
         ArrayNode list = root.putArray("pools");
         for (int i = 0; i < each.size(); i++) {
             PoolReadiness r = each.get(i);
-            ModelPool p = pools.all().get(i);
+            ModelPool p = all.get(i);
             ObjectNode o = list.addObject().put("name", r.name()).put("ready", r.canServe())
                     .put("started", r.started()).put("reason", r.reason());
             usable(o.putObject("usable"), p.workers.all());

@@ -79,7 +79,11 @@ class AdminStatusPageBrowserTest {
     }
 
     private String text(String css) {
-        return browser.findElement(By.cssSelector(css)).getText();
+        try {
+            return browser.findElement(By.cssSelector(css)).getText();
+        } catch (WebDriverException e) {
+            return "-"; // not drawn yet (the sections come with the first answer), or redrawn between find and read
+        }
     }
 
     /** The gateway's own figure: {@code sluice_queue_depth} summed over the priority classes, from the admin /metrics. */
@@ -96,8 +100,8 @@ class AdminStatusPageBrowserTest {
     }
 
     private int pageQueue() {
-        String t = text("#queue-queued");
-        return t.equals("-") ? -1 : Integer.parseInt(t);
+        String t = text("#pools section[data-pool=''] .queue-queued");
+        return t.equals("-") || t.isEmpty() ? -1 : Integer.parseInt(t);
     }
 
     private static String generate(int tokens, String tag) {
@@ -112,7 +116,13 @@ class AdminStatusPageBrowserTest {
         browser.get(adminUrl("/"));
         assertThat(eventually(Duration.ofSeconds(10), () -> pageQueue() == 0)).as("the page drew its first state")
                 .isTrue();
-        assertThat(browser.findElements(By.cssSelector("#workers tbody tr[data-worker]"))).hasSize(3);
+        assertThat(browser.findElements(By.cssSelector("#pools section[data-pool=''] table.workers tbody tr[data-worker]"))).hasSize(3);
+        assertThat(browser.findElements(By.cssSelector("#pools section.pool"))).as("one section: the gateway's").hasSize(1);
+        assertThat(browser.findElement(By.cssSelector("#pools section[data-pool=''] h2.pool-heading")).isDisplayed())
+                .as("no pool heading without pools").isFalse();
+        assertThat(text("#pools section[data-pool=''] table.limits tr[data-limit='max_queued_requests'] td"))
+                .isEqualTo("64 req");
+        assertThat(text("#pools section[data-pool=''] table.limits tr[data-limit='early_rejection'] td")).isEqualTo("on");
 
         // the burst: 24 requests, one every 100 ms (10 a second against a drain of ~3): the queue rises, then drains
         List<CompletableFuture<HttpResponse<String>>> calls = new ArrayList<>();
@@ -224,7 +234,7 @@ class AdminStatusPageBrowserTest {
         assertThat(eventually(Duration.ofSeconds(20), () -> w.state() == state)).as("%s becomes %s", w, state).isTrue();
         long changedAt = System.nanoTime();
         long changedEpochMs = w.status().since().toEpochMilli();
-        String row = "#workers tr[data-url='" + w.url() + "']";
+        String row = "#pools section[data-pool=''] tr[data-url='" + w.url() + "']";
         long deadline = changedAt + TimeUnit.SECONDS.toNanos(5);
         while (System.nanoTime() < deadline && !state.label().equals(attribute(row, "data-state"))) {
             Thread.sleep(20);

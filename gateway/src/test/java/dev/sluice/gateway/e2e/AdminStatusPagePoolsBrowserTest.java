@@ -34,7 +34,8 @@ import org.openqa.selenium.chrome.ChromeDriver;
  * A burst against the second pool's slow prefill makes that pool's queue rise and drain on the page,
  * following the gateway's own {@code sluice_queue_depth{pool="slow"}} within a second, while the first
  * pool's stays empty; a decode of the second pool whose {@code /health} fails goes ejected and comes
- * back in that pool's worker table.
+ * back in that pool's worker table. Each section shows its own pool's limits in force (the two pools' differ)
+ * and KV events (the second pool's prefill is a publisher, the first pool has none).
  */
 class AdminStatusPagePoolsBrowserTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -60,6 +61,7 @@ class AdminStatusPagePoolsBrowserTest {
                 + "pools:\n"
                 + "  - name: chat\n    models: [chat-model]\n    disaggregation: none\n"
                 + "    workers: {unified: [{url: " + chat.unified().get(0).url() + "}]}\n"
+                + "    admission: {max_queued_requests: 12, max_pending_tokens: 30000}\n"
                 + "  - name: slow\n    models: [slow-model]\n    disaggregation: sglang\n"
                 + "    workers:\n"
                 + "      prefill: [{url: " + slow.prefills().get(0).url() + ", bootstrap_port: "
@@ -67,7 +69,11 @@ class AdminStatusPagePoolsBrowserTest {
                 + "      decode: [{url: " + slow.decodes().get(0).url() + "}, {url: " + slow.decodes().get(1).url() + "}]\n"
                 + "    admission: {max_queued_requests: 64, max_pending_tokens: 200000, queue_timeout: 60s,\n"
                 + "      prefill: {max_inflight_requests: 1, max_inflight_tokens: 100000},\n"
-                + "      initial_prefill_tokens_per_second: 2000}\n");
+                + "      initial_prefill_tokens_per_second: 2000}\n"
+                // the slow pool's prefill is named as a KV event publisher (at an address where none publishes):
+                // the pool's section lists it under "KV events", the chat pool's has none
+                + "    routing: {prefill: {policy: cache_aware}, kv_events: {endpoints: {\""
+                + slow.prefills().get(0).url() + "\": \"tcp://127.0.0.1:1\"}}}\n");
         browser = HeadlessChromium.start();
     }
 
@@ -101,6 +107,11 @@ class AdminStatusPagePoolsBrowserTest {
         }
     }
 
+    /** The page's value of limit {@code key} in {@code pool}'s section ("64 req"). */
+    private String limit(String pool, String key) {
+        return text("#pools section[data-pool='" + pool + "'] table.limits tr[data-limit='" + key + "'] td");
+    }
+
     private int pageQueue(String pool) {
         String t = text("#pools section[data-pool='" + pool + "'] .queue-queued");
         return t.equals("-") || t.isEmpty() ? -1 : Integer.parseInt(t);
@@ -127,10 +138,26 @@ class AdminStatusPagePoolsBrowserTest {
         browser.get(adminUrl("/"));
         assertThat(eventually(Duration.ofSeconds(10), () -> pageQueue("slow") == 0 && pageQueue("chat") == 0))
                 .as("the page drew a section per pool").isTrue();
-        assertThat(browser.findElement(By.id("admission")).isDisplayed()).as("no gateway-wide queue with pools")
-                .isFalse();
+        assertThat(browser.findElements(By.cssSelector("#pools section.pool")).stream()
+                .map(e -> e.getAttribute("data-pool")).toList()).as("a section per pool, none for the gateway")
+                .containsExactly("chat", "slow");
         assertThat(text("#pools section[data-pool='chat'] .pool-name")).isEqualToIgnoringCase("chat (default)");
         assertThat(text("#pools section[data-pool='slow'] .queue-max")).isEqualTo("64");
+        assertThat(text("#pools section[data-pool='chat'] .queue-max")).isEqualTo("12");
+        // each pool's own limits in force, in its own section
+        assertThat(limit("slow", "max_queued_requests")).isEqualTo("64 req");
+        assertThat(limit("chat", "max_queued_requests")).isEqualTo("12 req");
+        assertThat(limit("slow", "max_pending_tokens")).isEqualTo("200.0k tok");
+        assertThat(limit("chat", "max_pending_tokens")).isEqualTo("30.0k tok");
+        assertThat(limit("slow", "prefill_max_inflight_requests")).isEqualTo("1 req per prefill");
+        assertThat(limit("chat", "prefill_max_inflight_requests")).isNotEqualTo("1 req per prefill");
+        // and its own KV events: the slow pool's prefill, none in the chat pool
+        assertThat(browser.findElement(By.cssSelector("#pools section[data-pool='slow'] .kv-events")).isDisplayed())
+                .isTrue();
+        assertThat(text("#pools section[data-pool='slow'] .kv-events tbody"))
+                .contains(slow.prefills().get(0).url().substring("http://".length()));
+        assertThat(browser.findElement(By.cssSelector("#pools section[data-pool='chat'] .kv-events")).isDisplayed())
+                .isFalse();
         assertThat(browser.findElements(By.cssSelector("#pools section[data-pool='slow'] tr[data-pool='slow']")))
                 .hasSize(3);
         assertThat(browser.findElements(By.cssSelector("#pools section[data-pool='chat'] tr[data-pool='chat']")))

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sluice.gateway.admission.AdmissionController;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.TwoModelPools;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
@@ -38,6 +39,7 @@ import org.junit.jupiter.api.Test;
 class ModelPoolsEndToEndTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private TwoModelPools pools;
     private SimCluster big;
     private SimCluster small;
     private SimCluster spare;
@@ -47,30 +49,17 @@ class ModelPoolsEndToEndTest {
     @BeforeEach
     void start() throws Exception {
         // the big pool's decode takes ~0.6 s a request (32 tokens x 20 ms): a burst piles up behind it
-        big = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("big-model")
-                .withDecodeStep(Duration.ofMillis(20)), SimMode.SGLANG);
-        small = SimCluster.start(0, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("small-model")
-                .withDecodeStep(Duration.ofMillis(1)), SimMode.UNIFIED);
+        pools = TwoModelPools.start(SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(20)),
+                SimConfig.defaults().withHealthGeneration(false).withDecodeStep(Duration.ofMillis(1)));
+        big = pools.big;
+        small = pools.small;
         spare = SimCluster.start(0, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("small-model")
                 .withDecodeStep(Duration.ofMillis(1)), SimMode.UNIFIED);
-        yaml = "listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\n"
+        yaml = pools.yaml("listen: {host: 127.0.0.1, port: 0}\nadmin: {port: 0}\n"
                 + "health: {interval: 200ms}\n"
-                + "admission: {queue_timeout: 20s}\n"
-                + "pools:\n"
-                + "  - name: big\n"
-                + "    models: [big-model, big]\n"
-                + "    disaggregation: sglang\n"
-                + "    workers:\n"
-                + "      prefill: [{url: " + big.prefills().get(0).url() + ", bootstrap_port: "
-                + big.prefills().get(0).bootstrapPort() + "}]\n"
-                + "      decode: [{url: " + big.decodes().get(0).url() + "}]\n"
-                + "    admission: {max_queued_requests: 1, prefill: {max_inflight_requests: 1}, "
-                + "decode: {max_inflight_streams: 1}}\n"
-                + "  - name: small\n"
-                + "    models: [small-model]\n"
-                + "    disaggregation: none\n"
-                + "    workers:\n"
-                + "      unified: [{url: " + small.unified().get(0).url() + "}]\n";
+                + "admission: {queue_timeout: 20s}\n",
+                "{max_queued_requests: 1, prefill: {max_inflight_requests: 1}, decode: {max_inflight_streams: 1}}",
+                null);
         gw = PdTestbed.startGateway(yaml);
     }
 
@@ -85,8 +74,7 @@ class ModelPoolsEndToEndTest {
             assertThat(eventually(Duration.ofSeconds(10), () -> gw.liveRequests() == 0)).isTrue();
         } finally {
             gw.close();
-            big.close();
-            small.close();
+            pools.close();
             spare.close();
         }
     }
@@ -223,7 +211,7 @@ class ModelPoolsEndToEndTest {
     }
 
     @Test
-    void aReloadChangesEachPoolsOwnLimitsAndRefusesANewListOfPools() throws Exception {
+    void aReloadChangesEachPoolsOwnLimitsAndRefusesToRemoveTheDefaultPool() throws Exception {
         String raised = yaml.replace("admission: {max_queued_requests: 1,", "admission: {max_queued_requests: 5,")
                 .replace("      unified: [{url: " + small.unified().get(0).url() + "}]\n",
                         "      unified: [{url: " + small.unified().get(0).url() + "}]\n"
@@ -239,11 +227,17 @@ class ModelPoolsEndToEndTest {
                         dev.sluice.gateway.config.ConfigLoader.parse(renamed, "renamed.yaml")))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("small")
                 .hasMessageContaining("restart");
-        String added = raised + "  - name: extra\n    models: [extra-model]\n    disaggregation: none\n"
-                + "    workers: {unified: [{url: " + spare.unified().get(0).url() + "}]}\n";
+        // the default pool stays: a file without it (or naming another default) is refused whole
+        String smallOnly = raised.substring(0, raised.indexOf("pools:\n")) + "pools:\n"
+                + raised.substring(raised.indexOf("  - name: small\n"));
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
-                        dev.sluice.gateway.config.ConfigLoader.parse(added, "added.yaml")))
-                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("restart");
+                        dev.sluice.gateway.config.ConfigLoader.parse(smallOnly, "small-only.yaml")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("the default pool big cannot be removed");
+        String otherDefault = raised + "default_pool: small\n";
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> gw.apply(
+                        dev.sluice.gateway.config.ConfigLoader.parse(otherDefault, "other-default.yaml")))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("default_pool: small");
         // nothing of the refused files was applied
         assertThat(gw.admission("small").orElseThrow().config().maxQueuedRequests()).isEqualTo(3);
         assertThat(chat("tiny").statusCode()).isEqualTo(404);

@@ -9,9 +9,8 @@ import dev.sluice.gateway.cli.StatusCommand;
 import dev.sluice.gateway.config.ConfigLoader;
 import dev.sluice.gateway.server.GatewayServer;
 import dev.sluice.gateway.testing.PdTestbed;
+import dev.sluice.gateway.testing.TwoModelPools;
 import dev.sluice.testbed.sim.SimCluster;
-import dev.sluice.testbed.sim.SimConfig;
-import dev.sluice.testbed.sim.SimMode;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.InetAddress;
@@ -37,6 +36,7 @@ class ModelPoolsOperatorViewsTest {
     private static final ObjectMapper JSON = new ObjectMapper();
     private final HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
     private final List<AutoCloseable> closing = new ArrayList<>();
+    private TwoModelPools pools;
     private SimCluster big;
     private SimCluster small;
 
@@ -48,32 +48,16 @@ class ModelPoolsOperatorViewsTest {
     }
 
     private String yaml(String smallUrl) {
-        return "listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\nadmin: {port: 0}\n"
-                + "health: {interval: 100ms, unhealthy_threshold: 1, healthy_threshold: 1}\n"
-                + "pools:\n"
-                + "  - name: big\n"
-                + "    models: [big-model, big]\n"
-                + "    disaggregation: sglang\n"
-                + "    workers:\n"
-                + "      prefill: [{url: " + big.prefills().get(0).url() + ", bootstrap_port: "
-                + big.prefills().get(0).bootstrapPort() + "}]\n"
-                + "      decode: [{url: " + big.decodes().get(0).url() + "}]\n"
-                + "    admission: {max_queued_requests: 7}\n"
-                + "  - name: small\n"
-                + "    models: [small-model]\n"
-                + "    disaggregation: none\n"
-                + "    workers:\n"
-                + "      unified: [{url: " + smallUrl + "}]\n"
-                + "    admission: {max_queued_requests: 5, max_pending_tokens: 9000}\n";
+        return pools.yaml("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\nadmin: {port: 0}\n"
+                + "health: {interval: 100ms, unhealthy_threshold: 1, healthy_threshold: 1}\n",
+                "{max_queued_requests: 7}", smallUrl, "{max_queued_requests: 5, max_pending_tokens: 9000}");
     }
 
     private void startWorkers() throws Exception {
-        big = SimCluster.start(1, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("big-model"),
-                SimMode.SGLANG);
-        closing.add(big);
-        small = SimCluster.start(0, 1, 0, SimConfig.defaults().withHealthGeneration(false).withModel("small-model"),
-                SimMode.UNIFIED);
-        closing.add(small);
+        pools = TwoModelPools.start();
+        closing.add(pools);
+        big = pools.big;
+        small = pools.small;
     }
 
     /** Polls {@code check} for up to 10 s; an exception (e.g. a refused connection) counts as not yet. */

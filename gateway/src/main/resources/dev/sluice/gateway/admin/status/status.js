@@ -49,26 +49,26 @@
   }
   function badge(text, cls) { return el('span', text, 'badge ' + cls); }
 
-  function drawAdmission(s) {
-    const q = s.queue, l = s.limits;
-    $('queue-queued').textContent = q.queued;
-    $('queue-max').textContent = num(l.max_queued_requests);
-    meter($('queue-meter'), q.queued, l.max_queued_requests);
-    $('pending-tokens').textContent = num(q.pending_tokens);
-    $('pending-max').textContent = num(l.max_pending_tokens);
-    meter($('pending-meter'), q.pending_tokens, l.max_pending_tokens);
-    $('inflight-prefill').textContent = num(q.inflight_prefill_tokens);
-    $('dispatched').textContent = num(q.dispatched);
-    $('prefill-rate').textContent = num(q.prefill_tokens_per_second) + ' tok/s'
+  // The queue and budget of the gateway or a pool, in its section (at: the section's element of a class).
+  function drawAdmission(at, q, l) {
+    at('queue-queued').textContent = q.queued;
+    at('queue-max').textContent = num(l.max_queued_requests);
+    meter(at('queue-meter'), q.queued, l.max_queued_requests);
+    at('pending-tokens').textContent = num(q.pending_tokens);
+    at('pending-max').textContent = num(l.max_pending_tokens);
+    meter(at('pending-meter'), q.pending_tokens, l.max_pending_tokens);
+    at('inflight-prefill').textContent = num(q.inflight_prefill_tokens);
+    at('dispatched').textContent = num(q.dispatched);
+    at('prefill-rate').textContent = num(q.prefill_tokens_per_second) + ' tok/s'
       + (q.throughput_measured ? ' (measured)' : ' (not yet measured)');
-    $('slack').textContent = q.prediction_slack_seconds === undefined ? '-' : dur(q.prediction_slack_seconds * 1000);
+    at('slack').textContent = q.prediction_slack_seconds === undefined ? '-' : dur(q.prediction_slack_seconds * 1000);
     const rows = [];
     for (const [name, c] of Object.entries(q.by_class || {})) {
       const tenants = Object.entries(c.tenants || {}).sort((a, b) => b[1] - a[1])
         .map(([t, n]) => t + ': ' + n).join(', ');
       rows.push(row([[name], [c.queued, 'num'], [tenants || '-', 'wrap']]));
     }
-    fill(document.querySelector('#classes tbody'), rows, 3, 'no priority classes');
+    fill(at('classes').querySelector('tbody'), rows, 3, 'no priority classes');
   }
   function meter(m, value, max) {
     m.max = max > 0 ? max : 1;
@@ -120,55 +120,51 @@
     for (const url of [...shownAt.keys()]) if (!urls.has(url)) shownAt.delete(url);
   }
 
-  function drawWorkers(s) {
-    const rows = workerRows(s.workers, s.limits, Date.parse(s.time));
-    forgetGone(new Set(s.workers.map((w) => w.url)));
-    fill(document.querySelector('#workers tbody'), rows, 14, 'no workers');
-  }
-
   // With pools: configured (the implicit pool of a gateway without them names no model: it takes any).
   function pooled(s) {
     const p = s.pools || [];
     return p.length > 1 || (p.length === 1 && (p[0].models || []).length > 0);
   }
 
-  // A section per pool, built once from the template and then only updated, so a reader of the page
-  // (or a test) holding an element keeps it across polls.
+  // A section per pool (without pools, one for the gateway: name ''), built once from the template and then
+  // only updated, so a reader of the page (or a test) holding an element keeps it across polls.
   function poolSection(name) {
     const list = $('pools');
     for (const sec of list.children) if (sec.dataset.pool === name) return sec;
     const sec = $('pool-template').content.firstElementChild.cloneNode(true);
     sec.dataset.pool = name;
+    for (const h of sec.querySelectorAll('.pool-heading')) h.hidden = name === '';
     list.appendChild(sec);
     return sec;
   }
 
-  function drawPools(s) {
-    const now = Date.parse(s.time);
-    const names = new Set();
-    const urls = new Set();
-    for (const p of s.pools) {
-      names.add(p.name);
-      const sec = poolSection(p.name);
-      const q = p.queue, l = p.limits;
-      const at = (cls) => sec.querySelector('.' + cls);
+  // One section: p is a pool of /admin/state's "pools", or, without pools, the state itself (its top-level
+  // limits, queue, workers and KV events are then the gateway's).
+  function drawSection(p, name, now) {
+    const sec = poolSection(name);
+    const at = (cls) => sec.querySelector('.' + cls);
+    if (name !== '') {
       at('pool-name').textContent = p.name + (p.default ? ' (default)' : '');
       at('pool-models').textContent = (p.models || []).join(', ') + ' · ' + p.disaggregation;
       const r = at('pool-readiness');
       r.textContent = p.ready ? 'serving' : 'not serving: ' + (p.readiness || '?');
       r.className = 'badge pool-readiness ' + (p.ready ? 'ready' : 'not-ready');
-      at('queue-queued').textContent = q.queued;
-      at('queue-max').textContent = num(l.max_queued_requests);
-      meter(at('queue-meter'), q.queued, l.max_queued_requests);
-      at('pending-tokens').textContent = num(q.pending_tokens);
-      at('pending-max').textContent = num(l.max_pending_tokens);
-      meter(at('pending-meter'), q.pending_tokens, l.max_pending_tokens);
-      at('inflight-prefill').textContent = num(q.inflight_prefill_tokens);
-      at('dispatched').textContent = num(q.dispatched);
-      at('prefill-rate').textContent = num(q.prefill_tokens_per_second) + ' tok/s'
-        + (q.throughput_measured ? ' (measured)' : ' (not yet measured)');
+    }
+    drawAdmission(at, p.queue, p.limits);
+    fill(at('workers').querySelector('tbody'), workerRows(p.workers, p.limits, now, name === '' ? undefined : name),
+      name === '' ? 14 : 15, 'no workers');
+    drawKvEvents(at('kv-events'), p.kv_events);
+    drawLimits(at('limits'), p.limits);
+  }
+
+  function drawSections(s) {
+    const now = Date.parse(s.time);
+    const shown = pooled(s) ? s.pools.map((p) => [p, p.name]) : [[s, '']];
+    const names = new Set(shown.map(([, name]) => name));
+    const urls = new Set();
+    for (const [p, name] of shown) {
+      drawSection(p, name, now);
       p.workers.forEach((w) => urls.add(w.url));
-      fill(sec.querySelector('table.list tbody'), workerRows(p.workers, l, now, p.name), 15, 'no workers');
     }
     for (const sec of [...$('pools').children]) if (!names.has(sec.dataset.pool)) sec.remove();
     forgetGone(urls);
@@ -196,11 +192,10 @@
     fill(document.querySelector('#peers tbody'), peers, 5, 'no live replicas');
   }
 
-  function drawKvEvents(k) {
-    const section = $('kv-events');
+  function drawKvEvents(section, k) {
     section.hidden = !k;
     if (!k) return;
-    $('kv-decisions').textContent = 'Routing decisions: ' + Object.entries(k.decisions || {})
+    section.querySelector('.kv-decisions').textContent = 'Routing decisions: ' + Object.entries(k.decisions || {})
       .map(([src, n]) => src + ' ' + num(n)).join(', ');
     fill(section.querySelector('tbody'), (k.workers || []).map((w) => row([[w.worker], [w.freshness],
       [num(w.blocks), 'num'], [num(w.events), 'num'], [num(w.gaps), 'num'],
@@ -216,18 +211,20 @@
     7, 'none since the gateway started');
   }
 
-  function drawLimits(s) {
-    const l = s.limits;
+  function drawLimits(table, l) {
     const units = { max_queued_requests: 'req', max_pending_tokens: 'tok', max_request_tokens: 'tok',
       prefill_max_inflight_requests: 'req per prefill', prefill_max_inflight_tokens: 'tok per prefill',
       decode_max_inflight_streams: 'streams per decode' };
     const rows = Object.entries(l).map(([k, v]) => {
-      const text = k.endsWith('_ms') ? dur(v) : num(v) + ' ' + (units[k] || '');
+      // early_rejection is a switch: a number's formatting would throw on it and stop the whole redraw
+      const text = typeof v === 'boolean' ? (v ? 'on' : 'off') : k.endsWith('_ms') ? dur(v)
+        : num(v) + ' ' + (units[k] || '');
       const tr = row([[text, 'num']]);
       tr.prepend(el('th', k.replace(/_ms$/, '')));
+      tr.dataset.limit = k;
       return tr;
     });
-    fill(document.querySelector('#limits tbody'), rows, 2, '');
+    fill(table.querySelector('tbody'), rows, 2, '');
   }
 
   function draw(s) {
@@ -236,21 +233,9 @@
     r.className = 'badge ' + (s.draining ? 'draining' : s.ready ? 'ready' : 'not-ready');
     $('live-requests').textContent = s.live_requests;
     $('config-hash').textContent = s.config && s.config.hash ? s.config.hash : '-';
-    const withPools = pooled(s);
-    $('pools').hidden = !withPools;
-    $('admission').hidden = withPools; // the top-level fields are the default pool's: shown in its section
-    $('workers').hidden = withPools;
-    $('limits-scope').textContent = withPools ? ' (default pool)' : '';
-    if (withPools) {
-      drawPools(s);
-    } else {
-      drawAdmission(s);
-      drawWorkers(s);
-    }
+    drawSections(s);
     drawCoordination(s.coordination);
-    drawKvEvents(s.kv_events);
     drawErrors(s);
-    drawLimits(s);
     document.body.dataset.stateTime = s.time;
   }
 
@@ -272,7 +257,12 @@
       if (!res.ok) throw new Error('HTTP ' + res.status);
       const s = await res.json();
       lastOk = Date.now();
-      draw(s);
+      try {
+        draw(s);
+      } catch (e) { // a fault of the page, not of the gateway: said in the console, where a test looks
+        console.error('status page: redraw failed: ' + e);
+        throw e;
+      }
       freshness(null);
     } catch (e) {
       freshness(e.message || String(e));
