@@ -72,14 +72,15 @@ final class PrometheusText {
     /**
      * Per rank (index), the requests it holds running or waiting: SGLang's {@link #RANK_REQUESTS} per
      * {@code dp_rank}, else vLLM's running and waiting per engine, the engines in {@link #engines} order;
-     * empty when no series carries a rank (a vLLM server with one engine counts as one rank).
+     * empty when no series carries a rank, or a vLLM server shows one engine (it has no ranks to route to).
      */
     static java.util.List<Double> rankRequests(Map<String, Aggregate> m) {
         java.util.List<Double> out = sglangRankRequests(m);
-        if (!out.isEmpty()) {
+        java.util.List<String> engines = engines(m);
+        if (!out.isEmpty() || engines.size() < 2) {
             return out;
         }
-        for (String engine : engines(m)) {
+        for (String engine : engines) {
             Aggregate waiting = m.get(ENGINE_WAITING + "{engine=\"" + engine + "\"}");
             out.add(m.get(ENGINE_KEY + engine + "\"}").sum() + (waiting == null ? 0 : waiting.sum()));
         }
