@@ -104,7 +104,7 @@ class VllmDpAwareRoutingEndToEndTest {
                 assertThat(f.get().statusCode()).isEqualTo(200);
             }
             assertThat(v.rankAssignments()).hasSize(4)
-                    .allSatisfy(a -> assertThat(a.how()).isEqualTo(RankAssignment.How.ROUND_ROBIN));
+                    .allSatisfy(a -> assertThat(a.how()).isEqualTo(RankAssignment.How.LEAST_LOADED));
             assertThat(generations(v)).allSatisfy(r -> assertThat(r.header("x-data-parallel-rank")).isEmpty());
             assertThat(workerState(bed).get(0).at("/dp_ranks/detail").asText())
                     .isEqualTo("per worker: routing.dp_aware is never");

@@ -74,8 +74,7 @@ final class DpDispatch {
      * [0, engines) with a validation error, a 400 (vllm-project/vllm@009daaeebfb0ce2813f970f2173ea9c8eee09092
      * vllm/v1/engine/input_processor.py); {@code DPLBAsyncMPClient.get_core_engine_for_request} then sends it to
      * that engine without balancing (vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7
-     * vllm/v1/engine/core_client.py). Without the header the simulator takes its engines in turn, which is what
-     * vLLM's balancer (the fewest waiting + running, the scan's start rotating) does on equal loads.
+     * vllm/v1/engine/core_client.py). Without the header the server balances ({@link DpRanks#assignLeastLoaded}).
      */
     static Requested vllmHeader(String value, int engines) throws GenerationRequest.BadRequest {
         if (value == null) {
@@ -96,11 +95,15 @@ final class DpDispatch {
     /** Gives each item its rank and records it (and, on a decode, the prefill rank it will fetch from). */
     static void assign(SimWorker w, Requested req, List<SimItem> items) {
         int dp = w.cfg.dpSize();
-        for (SimItem item : items) {
+        for (int k = 0; k < items.size(); k++) {
+            SimItem item = items.get(k);
             RankAssignment.How how;
             if (req.routed() != null) {
                 item.dpRank = req.routed();
                 how = RankAssignment.How.ROUTED;
+            } else if (w.isVllm()) {
+                w.ranks.assignLeastLoaded(item, items.subList(0, k));
+                how = RankAssignment.How.LEAST_LOADED;
             } else if (w instanceof PrefillServer && item.room >= 0) {
                 item.dpRank = (int) (item.room % dp);
                 how = RankAssignment.How.BOOTSTRAP_ROOM;

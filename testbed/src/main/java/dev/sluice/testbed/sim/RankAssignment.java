@@ -19,7 +19,9 @@ public record RankAssignment(String rid, long room, int rank, How how) {
         ROUTED,
         /** A PD prefill: {@code bootstrap_room % dp_size}. */
         BOOTSTRAP_ROOM,
-        /** The server's own round robin. */
-        ROUND_ROBIN
+        /** The server's own round robin (SGLang). */
+        ROUND_ROBIN,
+        /** vLLM's own balancer: the engine with the fewest requests, ties in turn. */
+        LEAST_LOADED
     }
 }

@@ -10,6 +10,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -37,7 +40,7 @@ class VllmDpRanksTest {
             assertThat(outside.body()).contains("data_parallel_rank 4 is out of range [0, 4).");
             assertThat(v.rankAssignments()).extracting(RankAssignment::rank).containsExactly(3, 3, 1, 0);
             assertThat(v.rankAssignments()).extracting(RankAssignment::how).containsExactly(RankAssignment.How.ROUTED,
-                    RankAssignment.How.ROUTED, RankAssignment.How.ROUTED, RankAssignment.How.ROUND_ROBIN);
+                    RankAssignment.How.ROUTED, RankAssignment.How.ROUTED, RankAssignment.How.LEAST_LOADED);
             String metrics = client.get(v, "/metrics").body();
             for (int e = 0; e < 4; e++) {
                 assertThat(metrics).contains("vllm:num_requests_running{engine=\"" + e + "\",model_name=\"sim-model\"}");
@@ -45,7 +48,22 @@ class VllmDpRanksTest {
             // SGLang's body field means nothing to vLLM
             client.post(v, COMPLETIONS, json("{\"model\":\"sim-model\",\"prompt\":\"hi\",\"max_tokens\":1,"
                     + "\"routed_dp_rank\":3}")).get();
-            assertThat(v.rankAssignments()).last().extracting(RankAssignment::how).isEqualTo(RankAssignment.How.ROUND_ROBIN);
+            assertThat(v.rankAssignments()).last().extracting(RankAssignment::how).isEqualTo(RankAssignment.How.LEAST_LOADED);
+
+            // without a header vLLM's balancer takes the engine with the fewest requests: engines 1-3 are busy
+            ObjectNode slow = json("{\"model\":\"sim-model\",\"prompt\":\"hi\",\"max_tokens\":1000}");
+            List<CompletableFuture<HttpResponse<String>>> busy = new ArrayList<>();
+            for (String rank : new String[] {"1", "2", "3"}) {
+                busy.add(client.post(v, COMPLETIONS, slow, "X-data-parallel-rank", rank));
+            }
+            assertThat(SimClient.eventually(Duration.ofSeconds(5), () -> v.rankAssignments().size() == 8)).isTrue();
+            for (int i = 0; i < 2; i++) {
+                assertThat(client.post(v, COMPLETIONS, body).get().statusCode()).isEqualTo(200);
+                assertThat(v.rankAssignments()).last().extracting(RankAssignment::rank).isEqualTo(0);
+            }
+            for (CompletableFuture<HttpResponse<String>> f : busy) {
+                assertThat(f.get().statusCode()).isEqualTo(200);
+            }
         }
     }
 
