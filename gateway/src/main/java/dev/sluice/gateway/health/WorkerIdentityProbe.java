@@ -121,7 +121,13 @@ public final class WorkerIdentityProbe implements AutoCloseable {
                             get(w, "/version", version -> {
                                 WorkerIdentity versioned = withVersion(id, version);
                                 // its engines (data-parallel ranks) are known only from its per-engine gauges
-                                get(w, "/metrics", metrics -> record(w, versioned.withEngines(engines(metrics))));
+                                get(w, "/metrics", metrics -> {
+                                    // an unreadable scrape keeps what was counted: one failed poll must not
+                                    // flip the worker's routing for a minute
+                                    int counted = engines(metrics);
+                                    int known = w.identity().server().equals("vllm") ? w.identity().engines() : 0;
+                                    record(w, versioned.withEngines(counted >= 0 ? counted : known));
+                                });
                             });
                         });
                     } else {
@@ -276,11 +282,11 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     /**
      * The engines a vLLM server's {@code /metrics} shows: the distinct {@code engine} labels of
      * {@code vllm:num_requests_running} (one series per engine core its API server manages; see
-     * {@link dev.sluice.gateway.routing.RankPlanner}); 0 when it could not be read or has none.
+     * {@link dev.sluice.gateway.routing.RankPlanner}); 0 when it has none, -1 when it could not be read.
      */
     static int engines(UpstreamFetch.Result r) {
         if (!r.ok()) {
-            return 0;
+            return -1;
         }
         return PrometheusText.engines(PrometheusText.read(r.text())).size();
     }
