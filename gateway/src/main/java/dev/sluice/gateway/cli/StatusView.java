@@ -102,6 +102,15 @@ final class StatusView {
             }
         }
         for (JsonNode w : s.path("workers")) {
+            // how its data-parallel ranks are routed, where that is news: per rank, or a vLLM worker kept whole
+            JsonNode dp = w.path("dp_ranks");
+            String detail = dp.path("detail").asText("");
+            if (dp.path("routed").asInt(1) > 1 || detail.contains("vLLM")) {
+                b.append(String.format("  %s %s: %s%n", w.path("role").asText(), w.path("worker").asText(),
+                        truncate(detail, 110)));
+            }
+        }
+        for (JsonNode w : s.path("workers")) {
             JsonNode probe = w.path("stall_probe");
             if (!probe.isMissingNode()) {
                 b.append(String.format("  %s %s: SUSPECT, no client request goes to it; %s (%d failed since the "

@@ -10,13 +10,14 @@ import java.util.List;
  */
 public final class ConfigNotes {
     /**
-     * vLLM takes a data-parallel rank only from its {@code X-data-parallel-rank} header
-     * (vllm-project/vllm vllm/entrypoints/openai serving, {@code _get_data_parallel_rank}) and its
-     * {@code /v1/models} reports no DP size, so the gateway routes its workers whole.
+     * vLLM takes a data-parallel rank only from its {@code X-data-parallel-rank} header and reports no DP size
+     * but exports its gauges per engine (see {@link dev.sluice.gateway.routing.RankPlanner}): whether a vLLM worker
+     * is routed per rank is known only once its {@code /metrics} is read.
      */
-    static final String DP_VLLM = "vLLM reports no dp_size and takes no rank in the request body: its workers are "
-            + "routed per worker, vLLM's own balancer picking the rank (SGLang workers with dp_size > 1 are routed "
-            + "per rank)";
+    static final String DP_VLLM = "a vLLM worker is routed per rank when its /metrics shows more than one engine "
+            + "(the engine label of vllm:num_requests_running; the rank goes in the X-data-parallel-rank header); "
+            + "with one engine (dp_size 1, or external balancing) or unreadable metrics it is routed per worker, vLLM's "
+            + "own balancer picking the rank (status and /admin/state say which, per worker)";
 
     private ConfigNotes() {
     }
@@ -28,9 +29,9 @@ public final class ConfigNotes {
 
     private static List<String> ofView(GatewayConfig config) {
         List<String> out = new ArrayList<>();
-        if (config.routing().dpAware() == RoutingConfig.DpAware.AUTO
-                && config.disaggregation() == DisaggregationMode.VLLM) {
-            out.add("routing.dp_aware: auto (disaggregation: vllm): " + DP_VLLM);
+        RoutingConfig.DpAware dp = config.routing().dpAware();
+        if (dp != RoutingConfig.DpAware.NEVER && config.disaggregation() == DisaggregationMode.VLLM) {
+            out.add("routing.dp_aware: " + dp.label() + " (disaggregation: vllm): " + DP_VLLM);
         }
         return out;
     }

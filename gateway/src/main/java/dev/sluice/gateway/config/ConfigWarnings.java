@@ -37,20 +37,7 @@ public final class ConfigWarnings {
     private static List<String> ofView(GatewayConfig config) {
         List<String> out = new ArrayList<>();
         health(config, out);
-        dpRanks(config, out);
         return out;
-    }
-
-    /** {@code routing.dp_aware: always} asked for ranks where the workers take none ({@link ConfigNotes#DP_VLLM}). */
-    private static void dpRanks(GatewayConfig config, List<String> out) {
-        if (config.routing().dpAware() != RoutingConfig.DpAware.ALWAYS) {
-            return;
-        }
-        if (config.disaggregation() == DisaggregationMode.VLLM) {
-            out.add("routing.dp_aware: always (disaggregation: vllm): " + ConfigNotes.DP_VLLM);
-        } else if (config.disaggregation() == DisaggregationMode.NONE) {
-            out.add("routing.dp_aware: always: if the workers are vLLM, " + ConfigNotes.DP_VLLM);
-        }
     }
 
     private static void health(GatewayConfig config, List<String> out) {

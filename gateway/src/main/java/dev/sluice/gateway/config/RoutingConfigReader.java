@@ -73,11 +73,12 @@ public final class RoutingConfigReader {
                         + "hold, the same on every gateway replica; the local prefix tree stays the fallback when a "
                         + "worker's view is missing or stale (docs/cache-affinity.md). Absent: off.")))
                 .dpAware(n.child("dp_aware", "Send each request to a data-parallel rank of a worker, not to the worker: "
-                        + "auto (for an SGLang worker whose /server_info reports dp_size > 1; the rank goes in "
+                        + "auto (for an SGLang worker whose /server_info reports dp_size > 1: the rank goes in "
                         + "routed_dp_rank, and on a PD pair the bootstrap room is chosen so that room % dp_size is the "
-                        + "prefill's rank), always (as auto, and an SGLang worker that reports no dp_size is taken at "
-                        + "kv_events.dp_ranks), or never (the worker's own balancer picks the rank). vLLM workers are "
-                        + "routed per worker (docs/routing.md). Takes a restart.")
+                        + "prefill's rank; for a vLLM worker whose /metrics shows more than one engine: the rank goes in "
+                        + "the X-data-parallel-rank header), always (as auto, and an SGLang worker that reports no "
+                        + "dp_size is taken at kv_events.dp_ranks), or never (the worker's own balancer picks the rank; "
+                        + "docs/routing.md). Takes a restart.")
                         .oneOf(RoutingConfig.DpAware.AUTO, List.of(RoutingConfig.DpAware.values()),
                                 RoutingConfig.DpAware::label))
                 .build();

@@ -20,6 +20,13 @@ final class PrometheusText {
     }
 
     /**
+     * vLLM's scheduler gauges, one series per engine core it manages ({@code PrometheusStatLogger},
+     * labels {@code model_name} and {@code engine}: vllm-project/vllm@005a810bc40faa25b8870fbc8559c3462581eee3
+     * vllm/v1/metrics/loggers.py).
+     */
+    static final String ENGINE_RUNNING = "vllm:num_requests_running";
+    static final String ENGINE_WAITING = "vllm:num_requests_waiting";
+    /**
      * Metrics whose series are also kept apart by one label, under {@code name{label="value"}}:
      * SGLang's token and GPU-time counters carry what they count in a label (sgl-project/sglang
      * python/sglang/srt/metrics/collector.py, SchedulerMetricsCollector: {@code realtime_tokens_total}
@@ -32,7 +39,9 @@ final class PrometheusText {
             "sglang:num_queue_reqs", "dp_rank",
             "sglang:num_prefill_bootstrap_queue_reqs", "dp_rank",
             "sglang:num_decode_prealloc_queue_reqs", "dp_rank",
-            "sglang:num_decode_transfer_queue_reqs", "dp_rank");
+            "sglang:num_decode_transfer_queue_reqs", "dp_rank",
+            ENGINE_RUNNING, "engine",
+            ENGINE_WAITING, "engine");
 
     /**
      * The gauges that count a rank's requests, running or waiting wherever its scheduler keeps them
@@ -43,8 +52,42 @@ final class PrometheusText {
             "sglang:num_queue_reqs", "sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_decode_prealloc_queue_reqs",
             "sglang:num_decode_transfer_queue_reqs");
 
-    /** Per {@code dp_rank} (index), the {@link #RANK_REQUESTS} summed; empty when no series carries a rank. */
+    private static final String ENGINE_KEY = ENGINE_RUNNING + "{engine=\"";
+
+    /**
+     * The {@code engine} label values of {@link #ENGINE_RUNNING}, in ascending (numeric) order: a vLLM
+     * server's engines as the positions its {@code X-data-parallel-rank} header names. Empty when none.
+     */
+    static java.util.List<String> engines(Map<String, Aggregate> m) {
+        java.util.List<String> out = new java.util.ArrayList<>();
+        for (String key : m.keySet()) {
+            if (key.startsWith(ENGINE_KEY) && key.endsWith("\"}")) {
+                out.add(key.substring(ENGINE_KEY.length(), key.length() - 2));
+            }
+        }
+        out.sort(java.util.Comparator.comparing((String e) -> e.length()).thenComparing(e -> e));
+        return out;
+    }
+
+    /**
+     * Per rank (index), the requests it holds running or waiting: SGLang's {@link #RANK_REQUESTS} per
+     * {@code dp_rank}, else vLLM's running and waiting per engine, the engines in {@link #engines} order;
+     * empty when no series carries a rank, or a vLLM server shows one engine (it has no ranks to route to).
+     */
     static java.util.List<Double> rankRequests(Map<String, Aggregate> m) {
+        java.util.List<Double> out = sglangRankRequests(m);
+        java.util.List<String> engines = engines(m);
+        if (!out.isEmpty() || engines.size() < 2) {
+            return out;
+        }
+        for (String engine : engines) {
+            Aggregate waiting = m.get(ENGINE_WAITING + "{engine=\"" + engine + "\"}");
+            out.add(m.get(ENGINE_KEY + engine + "\"}").sum() + (waiting == null ? 0 : waiting.sum()));
+        }
+        return out;
+    }
+
+    private static java.util.List<Double> sglangRankRequests(Map<String, Aggregate> m) {
         java.util.List<Double> out = new java.util.ArrayList<>();
         for (int rank = 0; rank < 4096; rank++) {
             double sum = 0;

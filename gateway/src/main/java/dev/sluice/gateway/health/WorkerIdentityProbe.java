@@ -31,7 +31,8 @@ import org.slf4j.LoggerFactory;
  * arguments: {@code disaggregation_mode}, {@code disaggregation_bootstrap_port}, {@code dp_size},
  * {@code enable_metrics}, {@code version}; sgl-project/sglang
  * {@code python/sglang/srt/entrypoints/http_server.py}, {@code get_server_info}), the deprecated
- * {@code /get_server_info} on older servers, and vLLM's {@code /v1/models} and {@code /version}. A version
+ * {@code /get_server_info} on older servers, and vLLM's {@code /v1/models}, {@code /version} and
+ * {@code /metrics} (for its engines: {@link WorkerIdentity#engines()}). A version
  * outside {@link CoveredReleases} is a warning (logged once per worker, as every change of identity). Where the answer
  * contradicts the configuration the worker's {@link WorkerIdentity} names it, the log says it at
  * ERROR, and {@code /admin/state}, {@code status} and {@code sluice_worker_misconfigured} show it.
@@ -42,6 +43,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(WorkerIdentityProbe.class);
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int MAX_BODY = 1 << 20;
+    private static final int METRICS_BODY = 8 << 20;
     static final Duration PERIOD = Duration.ofSeconds(60);
     static final Duration RETRY = Duration.ofSeconds(5);
     private static final Duration TICK = Duration.ofMillis(250); // a new worker is asked within it
@@ -116,7 +118,17 @@ public final class WorkerIdentityProbe implements AutoCloseable {
                             }
                             // vLLM's GET /version: {"version": VLLM_VERSION} (vllm-project/vllm@048027fbbdb8
                             // vllm/entrypoints/openai/api_server.py, show_version)
-                            get(w, "/version", version -> record(w, withVersion(id, version)));
+                            get(w, "/version", version -> {
+                                WorkerIdentity versioned = withVersion(id, version);
+                                // its engines (data-parallel ranks) are known only from its per-engine gauges
+                                get(w, "/metrics", metrics -> {
+                                    // an unreadable scrape keeps what was counted: one failed poll must not
+                                    // flip the worker's routing for a minute
+                                    int counted = engines(metrics);
+                                    int known = w.identity().server().equals("vllm") ? w.identity().engines() : 0;
+                                    record(w, versioned.withEngines(counted >= 0 ? counted : known));
+                                });
+                            });
                         });
                     } else {
                         record(w, fromServerInfo(w, old));
@@ -129,7 +141,9 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     }
 
     private void get(Worker w, String path, java.util.function.Consumer<UpstreamFetch.Result> then) {
-        UpstreamFetch.get(pool, loop, w, path, timeout, MAX_BODY).addListener(f ->
+        // a vLLM server's /metrics holds every histogram once per engine: the telemetry poller's bound
+        int limit = path.equals("/metrics") ? METRICS_BODY : MAX_BODY;
+        UpstreamFetch.get(pool, loop, w, path, timeout, limit).addListener(f ->
                 then.accept((UpstreamFetch.Result) f.getNow()));
     }
 
@@ -162,8 +176,9 @@ public final class WorkerIdentityProbe implements AutoCloseable {
                     id.server(), warning);
         }
         if (!id.misconfigured()) {
-            log.info("worker identity role={} worker={} server={} version={} mode={} dp_size={}", w.role().label(),
-                    w.name(), id.server(), id.version(), id.mode().isEmpty() ? "-" : id.mode(), id.dpSize());
+            log.info("worker identity role={} worker={} server={} version={} mode={} dp_size={} engines={}",
+                    w.role().label(), w.name(), id.server(), id.version(), id.mode().isEmpty() ? "-" : id.mode(),
+                    id.dpSize(), id.engines());
         }
         String mismatch = ranks.mismatch(id);
         if (mismatch != null) {
@@ -257,10 +272,23 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             String version = JSON.readTree(r.body()).path("version").asText("");
             List<String> warnings = new ArrayList<>(id.warnings());
             CoveredReleases.outside(id.server(), version).ifPresent(warnings::add);
-            return new WorkerIdentity(id.server(), version, id.mode(), id.dpSize(), id.problems(), warnings);
+            return new WorkerIdentity(id.server(), version, id.mode(), id.dpSize(), id.problems(), warnings,
+                    id.engines());
         } catch (IOException | RuntimeException e) {
             return id;
         }
+    }
+
+    /**
+     * The engines a vLLM server's {@code /metrics} shows: the distinct {@code engine} labels of
+     * {@code vllm:num_requests_running} (one series per engine core its API server manages; see
+     * {@link dev.sluice.gateway.routing.RankPlanner}); 0 when it has none, -1 when it could not be read.
+     */
+    static int engines(UpstreamFetch.Result r) {
+        if (!r.ok()) {
+            return -1;
+        }
+        return PrometheusText.engines(PrometheusText.read(r.text())).size();
     }
 
     @Override

@@ -109,6 +109,11 @@ abstract class Attempt {
      * the {@code traceparent} of its {@code call}'s span (the client's own trace headers are never forwarded).
      */
     final FullHttpRequest workerRequest(ByteBuf body, Worker worker, boolean stream, RequestTrace.Call call) {
+        return workerRequest(body, worker, stream, call, -1);
+    }
+
+    /** As {@link #workerRequest(ByteBuf, Worker, boolean, RequestTrace.Call)}, naming vLLM's engine {@code dpRank} (-1: none). */
+    final FullHttpRequest workerRequest(ByteBuf body, Worker worker, boolean stream, RequestTrace.Call call, int dpRank) {
         FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST,
                 scope.request().route().path(), body);
         req.headers().set(HttpHeaderNames.HOST, worker.name())
@@ -116,6 +121,9 @@ abstract class Attempt {
                 .setInt(HttpHeaderNames.CONTENT_LENGTH, body.readableBytes())
                 .set(HttpHeaderNames.ACCEPT, stream ? "text/event-stream" : "application/json")
                 .set("X-Request-Id", rid);
+        if (dpRank >= 0) {
+            req.headers().set(DpRankFields.VLLM_HEADER, dpRank);
+        }
         scope.trace().workerCall(key, call, worker.name(), rid, req.headers()::set);
         // the worker's own key (workers.api_key_env); the client's Authorization is never forwarded
         Optional<Secret> auth = worker.authorization();

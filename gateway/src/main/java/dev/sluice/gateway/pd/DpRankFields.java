@@ -19,6 +19,12 @@ import dev.sluice.gateway.routing.RankChoice;
  * ignores the rank fields.
  */
 final class DpRankFields {
+    /**
+     * vLLM's rank header: the position of the engine among those its API server manages (see
+     * {@link dev.sluice.gateway.routing.RankPlanner}). Built into each worker request by the gateway; the
+     * client's headers are never forwarded ({@link Attempt#workerRequest}), so a client's own cannot reach a worker.
+     */
+    static final String VLLM_HEADER = "X-data-parallel-rank";
     static final String ROUTED = "routed_dp_rank";
     static final String PREFILL_RANK = "disagg_prefill_dp_rank";
     /** The rank fields a client may not set (the old name included): the gateway's admission counts per rank. */
@@ -27,6 +33,17 @@ final class DpRankFields {
     private static final long ROOM_BOUND = 1L << 62;
 
     private DpRankFields() {
+    }
+
+    /**
+     * The {@link #VLLM_HEADER} value for {@code rank} (chosen among {@code ranks}) on worker {@code w}, or -1 for
+     * none: the worker is routed whole, takes its rank in the body (SGLang), or its engines changed since the
+     * dispatch (a rank counted among another number of engines could be out of vLLM's range, which it refuses).
+     */
+    static int headerRank(dev.sluice.gateway.routing.Worker w, int rank, int ranks) {
+        dev.sluice.gateway.routing.RankPlan plan = w.rankPlan();
+        return rank >= 0 && plan.carrier() == dev.sluice.gateway.routing.RankCarrier.HEADER && plan.ranks() == ranks
+                ? rank : -1;
     }
 
     /** A fresh room, with {@code room % ranks == rank} when the prefill is routed per rank. */

@@ -25,7 +25,10 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
     boolean send() {
         // the client's bytes as they came, with the worker's data-parallel rank when it is routed per rank
         dev.sluice.gateway.routing.RankChoice ranks = key.ranks();
-        boolean ranked = ranks.decodeRanked() && scope.request().batchSize() == 0;
+        boolean any = ranks.decodeRanked() && scope.request().batchSize() == 0;
+        // vLLM takes its rank from a header, SGLang from the body
+        int header = any ? DpRankFields.headerRank(decode, ranks.decodeRank(), ranks.decodeRanks()) : -1;
+        boolean ranked = any && decode.rankPlan().carrier() == dev.sluice.gateway.routing.RankCarrier.BODY_FIELD;
         ByteBuf body = WorkerBodies.spliced(scope.alloc(), scope.request(), ranked ? DpRankFields.unifiedMembers(ranks) : "");
         if (body == null) {
             byte[] bytes;
@@ -42,7 +45,7 @@ final class UnifiedAttempt extends ConnectionAbortedAttempt {
         }
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.UNIFIED));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.UNIFIED, header));
         return true;
     }
 

@@ -41,7 +41,8 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
             return false;
         }
         prefillLeg = new VllmPrefillLeg(this, this::prefillAnswered);
-        prefillLeg.start(workerRequest(body, prefill, false, RequestTrace.Call.PREFILL));
+        prefillLeg.start(workerRequest(body, prefill, false, RequestTrace.Call.PREFILL,
+                ranked() ? DpRankFields.headerRank(prefill, key.ranks().prefillRank(), key.ranks().prefillRanks()) : -1));
         return true;
     }
 
@@ -67,9 +68,24 @@ final class VllmAttempt extends ConnectionAbortedAttempt {
         decodeSent = true;
         decodeHalf = new DecodeHalf(this);
         decodeStarted(decodeHalf);
-        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.DECODE));
+        decodeHalf.start(workerRequest(body, decode, scope.request().stream(), RequestTrace.Call.DECODE,
+                ranked() ? DpRankFields.headerRank(decode, key.ranks().decodeRank(), key.ranks().decodeRanks()) : -1));
         scope.trace().callAttribute(key, RequestTrace.Call.DECODE, "sluice.vllm.kv_handoff",
                 kvTransferParams == null ? "recomputed" : "transferred");
+    }
+
+    /**
+     * Whether the legs name their engines: each worker routed per engine gets its own rank's
+     * {@code X-data-parallel-rank}; the decode needs no word of the prefill's rank, since the prefill's
+     * {@code kv_transfer_params} name the engine that holds the KV ({@code remote_engine_id}, which
+     * {@code EngineCoreProc.run_engine_core} suffixes {@code _dp<rank>} under data parallelism,
+     * vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7 vllm/v1/engine/core.py; and {@code remote_host}/{@code remote_port}, the side channel of that engine:
+     * {@code VLLM_NIXL_SIDE_CHANNEL_PORT + data_parallel_rank} in {@code NixlConnectorScheduler},
+     * vllm-project/vllm@002a1057e9ae674d7bdc9c4be95bc29d65d2e808
+     * vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py). A batch names none (as in SGLang mode).
+     */
+    private boolean ranked() {
+        return scope.request().batchSize() == 0;
     }
 
     /** The release leg: fire and forget, bounded by the abort timeout; its answer is read and dropped. */

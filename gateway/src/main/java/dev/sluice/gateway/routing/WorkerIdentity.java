@@ -15,14 +15,31 @@ import java.util.List;
  * @param dpSize   data-parallel ranks (SGLang's {@code dp_size}), 0 when unknown
  * @param problems what contradicts the configuration (every request would fail), one sentence each
  * @param warnings what will work but less well (no {@code --enable-metrics}: no telemetry)
+ * @param engines  vLLM's engine cores behind the URL (its data-parallel ranks that this API server manages):
+ *                 the distinct {@code engine} labels of {@code vllm:num_requests_running} on its {@code /metrics};
+ *                 0 when not vLLM, or its metrics could not be read or carry no engine label
  */
 public record WorkerIdentity(String server, String version, String mode, int dpSize, List<String> problems,
-                             List<String> warnings) {
+                             List<String> warnings, int engines) {
     public static final WorkerIdentity UNKNOWN = new WorkerIdentity("unknown", "", "", 0, List.of(), List.of());
 
     public WorkerIdentity {
         problems = List.copyOf(problems);
         warnings = List.copyOf(warnings);
+        if (engines < 0) {
+            throw new IllegalArgumentException("engines: " + engines + " (expected: >= 0)");
+        }
+    }
+
+    /** A worker whose engines are not (or not yet) counted: every SGLang worker. */
+    public WorkerIdentity(String server, String version, String mode, int dpSize, List<String> problems,
+                          List<String> warnings) {
+        this(server, version, mode, dpSize, problems, warnings, 0);
+    }
+
+    /** This identity with the engines its {@code /metrics} showed. */
+    public WorkerIdentity withEngines(int count) {
+        return new WorkerIdentity(server, version, mode, dpSize, problems, warnings, count);
     }
 
     /** Whether the worker's own description contradicts its configured role (it would fail every request). */

@@ -144,14 +144,14 @@ class CheckConfigCommandTest {
         assertThat(out.toString()).isEmpty();
     }
 
-    /** On vLLM, DP-aware routing falls back to per-worker routing: check-config says so (a note, silent under -q). */
+    /** On vLLM, DP-aware routing depends on the engines each worker's metrics show: check-config says so (a note, silent under -q). */
     @Test
-    void aVllmFleetIsNotedAsRoutedPerWorker() throws IOException {
+    void aVllmFleetIsNotedAsRoutedByItsEngines() throws IOException {
         Path f = file("disaggregation: vllm\nworkers: {prefill: [{url: 'http://127.0.0.1:30000'}], "
                 + "decode: [{url: 'http://127.0.0.1:30001'}]}\n");
         assertThat(run(new CheckConfigCommand(), Map.of(), "--config", f.toString())).isZero();
         assertThat(err.toString()).contains("sluice-gateway: note: routing.dp_aware: auto (disaggregation: vllm): "
-                + "vLLM reports no dp_size");
+                + "a vLLM worker is routed per rank when its /metrics shows more than one engine");
         err.getBuffer().setLength(0);
         assertThat(run(new CheckConfigCommand(), Map.of(), "-q", "--config", f.toString())).isZero();
         assertThat(err.toString()).isEmpty();

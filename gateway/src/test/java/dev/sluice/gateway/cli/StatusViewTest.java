@@ -6,7 +6,10 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.junit.jupiter.api.Test;
 
-/** The {@code prefill} line of {@code status} says how deadlines are judged while the rate is only the guess. */
+/**
+ * The {@code prefill} line of {@code status} says how deadlines are judged while the rate is only the guess;
+ * a worker's line says how its data-parallel ranks are routed when that is news.
+ */
 class StatusViewTest {
     private static JsonNode state(boolean earlyRejection) throws Exception {
         return new ObjectMapper().readTree("""
@@ -24,5 +27,21 @@ class StatusViewTest {
                 .contains("prefill  8000 tokens/s (guess: deadline checks at the in-flight bound)");
         assertThat(StatusView.render(state(false), "http://127.0.0.1:9001"))
                 .contains("prefill  8000 tokens/s (guess: deadline checks off)");
+    }
+
+    @Test
+    void aWorkerRoutedPerRankOrAVllmWorkerKeptWholeSaysWhy() throws Exception {
+        String workers = """
+                [{"role": "decode", "worker": "127.0.0.1:8001", "state": "healthy",
+                  "dp_ranks": {"routed": 4, "detail": "per rank: vLLM's /metrics shows 4 engines (the rank goes in X-data-parallel-rank)"}},
+                 {"role": "prefill", "worker": "127.0.0.1:8000", "state": "healthy",
+                  "dp_ranks": {"routed": 1, "detail": "per worker: vLLM's /metrics shows one engine (dp_size 1, or one rank of an externally balanced deployment)"}},
+                 {"role": "decode", "worker": "127.0.0.1:8002", "state": "healthy",
+                  "dp_ranks": {"routed": 1, "detail": "per worker: the worker reports no dp_size"}}]""";
+        JsonNode s = new ObjectMapper().readTree(state(true).toString().replace("\"workers\":[]", "\"workers\":" + workers));
+        String out = StatusView.render(s, "http://127.0.0.1:9001");
+        assertThat(out).contains("  decode 127.0.0.1:8001: per rank: vLLM's /metrics shows 4 engines")
+                .contains("  prefill 127.0.0.1:8000: per worker: vLLM's /metrics shows one engine")
+                .doesNotContain("reports no dp_size");
     }
 }

@@ -49,25 +49,28 @@ class ConfigWarningsTest {
         assertThat(parse("vllm_kv_connector: mooncake\n" + WORKERS).disaggregation()).isEqualTo(DisaggregationMode.SGLANG);
     }
 
-    /** A rank per request where the workers take none falls back to per-worker routing, and check-config says so. */
+    /** vLLM workers are routed per rank only when their metrics show several engines: check-config notes it, never warns. */
     @Test
-    void dpRanksOnVllmFallBackPerWorkerAndSaySo() throws Exception {
+    void dpRanksOnVllmAreNotedAsDependingOnTheEngines() throws Exception {
         String vllm = "disaggregation: vllm\n" + WORKERS;
         assertThat(ConfigNotes.of(parse(vllm))).singleElement().asString()
-                .startsWith("routing.dp_aware: auto (disaggregation: vllm): vLLM reports no dp_size")
-                .contains("routed per worker");
-        assertThat(ConfigWarnings.of(parse(vllm + "routing: {dp_aware: always}\n"))).singleElement().asString()
+                .startsWith("routing.dp_aware: auto (disaggregation: vllm): a vLLM worker is routed per rank when its "
+                        + "/metrics shows more than one engine")
+                .contains("X-data-parallel-rank").contains("routed per worker");
+        assertThat(ConfigNotes.of(parse(vllm + "routing: {dp_aware: always}\n"))).singleElement().asString()
                 .startsWith("routing.dp_aware: always (disaggregation: vllm)");
+        assertThat(ConfigWarnings.of(parse(vllm + "routing: {dp_aware: always}\n"))).isEmpty();
+        assertThat(ConfigWarnings.of(parse("disaggregation: none\nworkers: {unified: [{url: 'http://127.0.0.1:30000'}]}\n"
+                + "routing: {dp_aware: always}\n"))).isEmpty();
         assertThat(ConfigNotes.of(parse(vllm + "routing: {dp_aware: never}\n"))).isEmpty();
-        assertThat(ConfigWarnings.of(parse(vllm + "routing: {dp_aware: never}\n"))).isEmpty();
-        assertThat(ConfigNotes.of(parse(WORKERS))).as("SGLang takes a rank").isEmpty();
+        assertThat(ConfigNotes.of(parse(WORKERS))).as("SGLang reports its dp_size").isEmpty();
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> parse(WORKERS + "routing: {dp_aware: off}\n"))
                 .hasMessageContaining("routing.dp_aware: false (expected: one of auto, always, never)");
     }
 
     /** With pools, each pool is judged by its own protocol: a vLLM pool beside an SGLang one is named. */
     @Test
-    void aVllmPoolFallsBackPerWorkerAndCheckConfigNamesThePool() throws Exception {
+    void aVllmPoolIsNotedAndCheckConfigNamesThePool() throws Exception {
         String pools = """
                 pools:
                   - name: large
@@ -80,8 +83,8 @@ class ConfigWarningsTest {
                     workers: {prefill: [{url: 'http://127.0.0.1:30002'}], decode: [{url: 'http://127.0.0.1:30003'}]}
                 """;
         assertThat(ConfigNotes.of(parse(pools))).singleElement().asString()
-                .startsWith("pools[small].routing.dp_aware: auto (disaggregation: vllm): vLLM reports no dp_size");
-        assertThat(ConfigWarnings.of(parse("routing: {dp_aware: always}\n" + pools))).singleElement().asString()
+                .startsWith("pools[small].routing.dp_aware: auto (disaggregation: vllm): a vLLM worker is routed per rank");
+        assertThat(ConfigNotes.of(parse("routing: {dp_aware: always}\n" + pools))).singleElement().asString()
                 .startsWith("pools[small].routing.dp_aware: always (disaggregation: vllm)");
     }
 
@@ -106,10 +109,10 @@ class ConfigWarningsTest {
                 default_pool: big
                 """;
         GatewayConfig c = parse(pools);
-        assertThat(ConfigWarnings.of(c)).satisfiesExactly(
-                w -> assertThat(w).startsWith("pools[small].health.timeout: 700ms (expected: >= 2s)"),
-                w -> assertThat(w).startsWith("pools[fast].routing.dp_aware: always (disaggregation: vllm)"));
-        assertThat(ConfigNotes.of(c)).as("dp_aware: always is a warning, not also a note").isEmpty();
+        assertThat(ConfigWarnings.of(c)).singleElement().asString()
+                .startsWith("pools[small].health.timeout: 700ms (expected: >= 2s)");
+        assertThat(ConfigNotes.of(c)).singleElement().asString()
+                .startsWith("pools[fast].routing.dp_aware: always (disaggregation: vllm)");
         // the top level's own view (the default pool's) warns of nothing: before, that was all that was judged
         assertThat(ConfigWarnings.of(c.pools().pool("big").orElseThrow().view())).isEmpty();
         assertThat(ConfigNotes.of(parse(pools.replace("routing: { dp_aware: always }", "routing: {}"))))

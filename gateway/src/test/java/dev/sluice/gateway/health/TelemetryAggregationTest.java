@@ -141,6 +141,28 @@ class TelemetryAggregationTest {
         assertThat(PrometheusText.rankRequests(m)).containsExactly(4.0, 3.0);
         assertThat(m.get("sglang:num_running_reqs").sum()).as("the worker's total is kept").isEqualTo(4.0);
         assertThat(PrometheusText.rankRequests(PrometheusText.read("vllm:num_requests_running{engine=\"0\"} 2\n")))
-                .isEmpty();
+                .as("one vLLM engine: no ranks").isEmpty();
+    }
+
+    /**
+     * vLLM labels each engine's gauges {@code engine} (PrometheusStatLogger): its ranks are the engines in
+     * ascending numeric order (engine 10 after engine 2), each holding its running plus waiting requests.
+     */
+    @Test
+    void vllmEnginesAreRanksInNumericOrder() {
+        StringBuilder text = new StringBuilder("# TYPE vllm:num_requests_running gauge\n");
+        for (int e : new int[] {10, 2, 0, 1, 3, 4, 5, 6, 7, 8, 9, 11}) {
+            text.append("vllm:num_requests_running{engine=\"").append(e).append("\",model_name=\"m\"} ").append(e)
+                    .append('\n');
+        }
+        text.append("vllm:num_requests_waiting{engine=\"2\",model_name=\"m\"} 5\n");
+        text.append("vllm:num_requests_waiting{model_name=\"m\",engine=\"11\"} 1\n");
+        Map<String, PrometheusText.Aggregate> m = PrometheusText.read(text.toString());
+        assertThat(PrometheusText.engines(m)).containsExactly("0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11");
+        assertThat(PrometheusText.rankRequests(m)).containsExactly(0.0, 1.0, 7.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0,
+                10.0, 12.0);
+        assertThat(m.get("vllm:num_requests_running").sum()).as("the worker's total is kept").isEqualTo(66.0);
+        assertThat(PrometheusText.engines(PrometheusText.read("vllm:num_requests_running{model_name=\"m\"} 2\n")))
+                .as("no engine label: no engines").isEmpty();
     }
 }

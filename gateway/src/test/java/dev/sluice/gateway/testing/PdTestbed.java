@@ -75,14 +75,30 @@ public final class PdTestbed implements AutoCloseable {
         return startAsIs(mode, prefills, decodes, sim, timeoutsYaml, extraYaml, ConfigOverrides.none());
     }
 
+    /**
+     * A gateway with {@code disaggregation: none} in front of {@code servers} simulated vLLM servers (vLLM-mode
+     * prefill servers, which serve a request without {@code kv_transfer_params} whole, as any {@code vllm serve}).
+     */
+    public static PdTestbed startVllmUnified(int servers, SimConfig sim, String timeoutsYaml, String extraYaml)
+            throws Exception {
+        return startAsIs(SimMode.VLLM, servers, 0, sim.withHealthGeneration(false), timeoutsYaml, extraYaml,
+                ConfigOverrides.none(), true);
+    }
+
     private static PdTestbed startAsIs(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
                                        String extraYaml, ConfigOverrides overrides) throws Exception {
+        return startAsIs(mode, prefills, decodes, sim, timeoutsYaml, extraYaml, overrides, false);
+    }
+
+    private static PdTestbed startAsIs(SimMode mode, int prefills, int decodes, SimConfig sim, String timeoutsYaml,
+                                       String extraYaml, ConfigOverrides overrides, boolean vllmUnified)
+            throws Exception {
         SimCluster cluster = SimCluster.start(prefills, decodes, 0, sim, mode);
         // the tests read /metrics and the per-worker /readiness from the client port (off by default:
         // ClientListenerExposureEndToEndTest covers the default)
         StringBuilder yaml = new StringBuilder(hasSection(extraYaml, "listen") ? ""
                 : "listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n");
-        switch (mode) {
+        switch (vllmUnified ? SimMode.UNIFIED : mode) {
             case SGLANG -> {
                 yaml.append("disaggregation: sglang\nworkers:\n  prefill:\n");
                 for (PrefillServer p : cluster.prefills()) {
@@ -102,7 +118,8 @@ public final class PdTestbed implements AutoCloseable {
             }
             case UNIFIED -> {
                 yaml.append("disaggregation: none\nworkers:\n  unified:\n");
-                cluster.decodeWorkers().forEach(d -> yaml.append("    - url: ").append(d.url()).append('\n'));
+                (vllmUnified ? cluster.prefillWorkers() : cluster.decodeWorkers())
+                        .forEach(d -> yaml.append("    - url: ").append(d.url()).append('\n'));
             }
             default -> throw new IllegalArgumentException(String.valueOf(mode));
         }

@@ -24,6 +24,8 @@ final class DpDispatch {
     static final String ROUTED = "routed_dp_rank";
     static final String DEPRECATED = "data_parallel_rank";
     static final String PREFILL_RANK = "disagg_prefill_dp_rank";
+    /** vLLM's rank header, as {@link SimHttpHandler} keeps header names (lower case). */
+    static final String VLLM_HEADER = "x-data-parallel-rank";
 
     /** The rank fields of one body, checked against the server's {@code dp_size}. */
     record Requested(Integer routed, Integer prefillRank) {
@@ -64,14 +66,44 @@ final class DpDispatch {
         return r;
     }
 
+    /**
+     * A vLLM server's rank for a request, from its {@code X-data-parallel-rank} header (lower-cased as the
+     * simulator keeps headers): {@code OpenAIServing._get_data_parallel_rank} reads it and ignores a value that is
+     * not an integer (vllm-project/vllm@00bd1493b3e82d6c13c68ee8a0e1c5a96707e190
+     * vllm/entrypoints/openai/engine/serving.py); {@code InputProcessor.process_inputs} refuses one outside
+     * [0, engines) with a validation error, a 400 (vllm-project/vllm@009daaeebfb0ce2813f970f2173ea9c8eee09092
+     * vllm/v1/engine/input_processor.py); {@code DPLBAsyncMPClient.get_core_engine_for_request} then sends it to
+     * that engine without balancing (vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7
+     * vllm/v1/engine/core_client.py). Without the header the server balances ({@link DpRanks#assignLeastLoaded}).
+     */
+    static Requested vllmHeader(String value, int engines) throws GenerationRequest.BadRequest {
+        if (value == null) {
+            return NONE;
+        }
+        int r;
+        try {
+            r = Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            return NONE;
+        }
+        if (r < 0 || r >= engines) {
+            throw new GenerationRequest.BadRequest("data_parallel_rank " + r + " is out of range [0, " + engines + ").");
+        }
+        return new Requested(r, null);
+    }
+
     /** Gives each item its rank and records it (and, on a decode, the prefill rank it will fetch from). */
     static void assign(SimWorker w, Requested req, List<SimItem> items) {
         int dp = w.cfg.dpSize();
-        for (SimItem item : items) {
+        for (int k = 0; k < items.size(); k++) {
+            SimItem item = items.get(k);
             RankAssignment.How how;
             if (req.routed() != null) {
                 item.dpRank = req.routed();
                 how = RankAssignment.How.ROUTED;
+            } else if (w.isVllm()) {
+                w.ranks.assignLeastLoaded(item, items.subList(0, k));
+                how = RankAssignment.How.LEAST_LOADED;
             } else if (w instanceof PrefillServer && item.room >= 0) {
                 item.dpRank = (int) (item.room % dp);
                 how = RankAssignment.How.BOOTSTRAP_ROOM;

@@ -30,6 +30,35 @@ final class DpRanks {
         next = (next + 1) % worker.cfg.dpSize();
     }
 
+    /**
+     * Gives the item the engine with the fewest requests, scanning from a start that moves on by one each
+     * time (ties go round), as vLLM's internal balancer does for a request that names no rank:
+     * {@code DPLBAsyncMPClient.get_core_engine_for_request} scores each engine by its waiting + running
+     * requests (at least this client's own in-flight count) and rotates {@code eng_start_index}
+     * (vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7 vllm/v1/engine/core_client.py). Its KV-usage
+     * penalty on waiting requests is left out. {@code sameRequest}: the request's items placed already (vLLM
+     * places each of n > 1 children in turn).
+     */
+    void assignLeastLoaded(SimItem item, java.util.List<SimItem> sameRequest) {
+        int n = worker.cfg.dpSize();
+        int[] load = new int[n];
+        for (SimItem i : worker.live) {
+            load[Math.floorMod(i.dpRank, n)]++;
+        }
+        for (SimItem i : sameRequest) {
+            load[Math.floorMod(i.dpRank, n)]++;
+        }
+        int best = next;
+        for (int k = 1; k < n; k++) {
+            int idx = (next + k) % n;
+            if (load[idx] < load[best]) {
+                best = idx;
+            }
+        }
+        item.dpRank = best;
+        next = (next + 1) % n;
+    }
+
     /** KV tokens one data-parallel rank holds at most: its own pool. */
     long poolTokens() {
         return MAX_TOTAL_TOKENS / worker.cfg.dpSize();

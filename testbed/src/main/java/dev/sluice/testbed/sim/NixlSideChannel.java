@@ -162,7 +162,7 @@ final class NixlSideChannel {
      */
     void freeForDecode(String id, String engineId) {
         Held h = held.get(id);
-        if (h == null || (engineId != null && !engineId.equals(prefill.engineId()))) {
+        if (h == null || (engineId != null && !engineId.equals(prefill.engineId(h.dpRank)))) {
             return;
         }
         free(h, "KV of request " + id + " was freed: its decode ended before reading it");
@@ -172,7 +172,7 @@ final class NixlSideChannel {
 
     private void read(Channel ch, String id, String engineId, boolean failTransfer) {
         Held h = held.get(id);
-        if (h == null || (engineId != null && !engineId.equals(prefill.engineId()))) {
+        if (h == null || (engineId != null && !engineId.equals(prefill.engineId(h.dpRank)))) {
             String tomb = h == null ? tombstones.get(id) : null;
             String why = tomb != null ? tomb : "engine " + prefill.engineId() + " holds no KV for request " + id
                     + (engineId == null ? "" : " of engine " + engineId);
@@ -193,7 +193,7 @@ final class NixlSideChannel {
     private void answer(Channel ch, int status, String id, String error, Held h) {
         ObjectNode o = JsonNodeFactory.instance.objectNode();
         o.put("remote_request_id", id);
-        o.put("remote_engine_id", prefill.engineId());
+        o.put("remote_engine_id", h == null ? prefill.engineId() : prefill.engineId(h.dpRank));
         if (h != null) {
             ArrayNode blocks = o.putArray("block_ids");
             for (int b : h.blocks) {

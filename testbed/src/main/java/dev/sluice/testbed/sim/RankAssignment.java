@@ -12,11 +12,16 @@ package dev.sluice.testbed.sim;
 public record RankAssignment(String rid, long room, int rank, How how) {
     /** How a server's data-parallel controller picked the rank. */
     public enum How {
-        /** The request named it ({@code routed_dp_rank}, or the deprecated {@code data_parallel_rank}). */
+        /**
+         * The request named it: SGLang's {@code routed_dp_rank} (or the deprecated {@code data_parallel_rank}),
+         * vLLM's {@code X-data-parallel-rank} header.
+         */
         ROUTED,
         /** A PD prefill: {@code bootstrap_room % dp_size}. */
         BOOTSTRAP_ROOM,
-        /** The server's own round robin. */
-        ROUND_ROBIN
+        /** The server's own round robin (SGLang). */
+        ROUND_ROBIN,
+        /** vLLM's own balancer: the engine with the fewest requests, ties in turn. */
+        LEAST_LOADED
     }
 }

@@ -19,9 +19,12 @@ final class RequestIntake {
     private RequestIntake() {
     }
 
-    /** {@code requestIdHeader}: the request's {@code X-Request-Id}, null when it had none. */
+    /**
+     * {@code requestIdHeader}: the request's {@code X-Request-Id}, null when it had none; {@code dpRankHeader}: a
+     * vLLM server's {@code X-data-parallel-rank}, null when it had none (SGLang takes its rank from the body).
+     */
     static void generation(SimWorker w, SimHttpHandler handler, Channel ch, Route route, JsonNode body,
-                           String requestIdHeader, boolean keepAlive, long now) {
+                           String requestIdHeader, String dpRankHeader, boolean keepAlive, long now) {
         int failStatus = w.faults.failStatus();
         if (failStatus > 0) {
             Responses.json(ch, failStatus, w.errorBody(failStatus, Responses.errorType(failStatus),
@@ -32,7 +35,8 @@ final class RequestIntake {
         DpDispatch.Requested ranks;
         try {
             // vLLM takes a rank only from its X-data-parallel-rank header, never from the body
-            ranks = w.isVllm() ? DpDispatch.NONE : DpDispatch.read(body, w.cfg.dpSize());
+            ranks = w.isVllm() ? DpDispatch.vllmHeader(dpRankHeader, w.cfg.dpSize())
+                    : DpDispatch.read(body, w.cfg.dpSize());
             request = GenerationRequest.parse(route, body, w.cfg.defaultMaxTokens(),
                     w.requestId(route, requestIdHeader), w.cfg.contextLength());
             w.validate(request);

@@ -71,13 +71,14 @@ final class SimHttpHandler extends ChannelDuplexHandler {
         }
         String requestId = headers.get("x-request-id");
         if (worker.isVllm()) {
-            VllmRoutes.handle(worker, this, ch, req.method(), path, body, requestId, keepAlive, now);
+            VllmRoutes.handle(worker, this, ch, req.method(), path, body, requestId,
+                    headers.get(DpDispatch.VLLM_HEADER), keepAlive, now);
             return;
         }
         boolean get = req.method().equals(HttpMethod.GET) || req.method().equals(HttpMethod.HEAD);
         Route route = Route.of(path);
         if (route != null && req.method().equals(HttpMethod.POST)) {
-            RequestIntake.generation(worker, this, ch, route, body, requestId, keepAlive, now);
+            RequestIntake.generation(worker, this, ch, route, body, requestId, null, keepAlive, now);
             return;
         }
         switch (get ? "GET " + path : req.method().name() + " " + path) {

@@ -51,6 +51,17 @@ public final class VllmPrefillServer extends VllmServer {
         return engineId;
     }
 
+    /**
+     * The id of the engine core at data-parallel {@code rank}: with DP each engine's is the configured one
+     * suffixed {@code _dp<rank>} ({@code EngineCoreProc.run_engine_core},
+     * vllm-project/vllm@00080ee13c7a451fce071ccb8d0e94d395acf5a7 vllm/v1/engine/core.py), so a decode's
+     * {@code remote_engine_id} names the rank that holds its KV. (A real engine also listens on a side channel
+     * of its own, the base port + its rank; the simulated ranks share one.)
+     */
+    public String engineId(int rank) {
+        return cfg.dpSize() > 1 ? engineId + "_dp" + rank : engineId;
+    }
+
     void bindSideChannel(EventLoopGroup group, int port) throws InterruptedException {
         sideChannel.bind(group, port);
     }
@@ -153,7 +164,7 @@ public final class VllmPrefillServer extends VllmServer {
         ObjectNode kv = JsonNodeFactory.instance.objectNode();
         kv.put("do_remote_prefill", true);
         kv.put("do_remote_decode", false);
-        kv.put("remote_engine_id", engineId);
+        kv.put("remote_engine_id", engineId(held.dpRank));
         ArrayNode blocks = kv.putArray("remote_block_ids");
         for (int b : held.blocks) {
             blocks.add(b);

@@ -9,7 +9,8 @@ import io.netty.handler.codec.http.HttpMethod;
  * The routes of a simulated vLLM server ({@code vllm serve}): POST {@code /v1/chat/completions} and
  * {@code /v1/completions}; GET {@code /health}, {@code /v1/models}, {@code /version},
  * {@code /metrics}; POST {@code /reset_prefix_cache}; and the simulator's {@code /sim/stats} and
- * {@code /sim/faults}. Everything else, SGLang's {@code /generate}, {@code /abort_request},
+ * {@code /sim/faults}. A generation request's {@code X-data-parallel-rank} header names the engine
+ * ({@link DpDispatch#vllmHeader}). Everything else, SGLang's {@code /generate}, {@code /abort_request},
  * {@code /get_load}, {@code /health_generate} and info routes included, is FastAPI's 404
  * {@code {"detail":"Not Found"}}.
  */
@@ -18,10 +19,10 @@ final class VllmRoutes {
     }
 
     static void handle(SimWorker w, SimHttpHandler handler, Channel ch, HttpMethod method, String path, JsonNode body,
-                       String requestId, boolean keepAlive, long now) {
+                       String requestId, String dpRankHeader, boolean keepAlive, long now) {
         Route route = Route.of(path);
         if (route != null && route != Route.GENERATE && method.equals(HttpMethod.POST)) {
-            RequestIntake.generation(w, handler, ch, route, body, requestId, keepAlive, now);
+            RequestIntake.generation(w, handler, ch, route, body, requestId, dpRankHeader, keepAlive, now);
             return;
         }
         boolean get = method.equals(HttpMethod.GET) || method.equals(HttpMethod.HEAD);
