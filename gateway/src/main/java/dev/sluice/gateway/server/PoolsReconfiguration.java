@@ -95,16 +95,17 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
         Set<String> applied = new LinkedHashSet<>();
         Set<String> restart = new LinkedHashSet<>();
         try {
-            for (int i = 0; i < kept.size(); i++) {
-                AppliedChanges a = kept.get(i).reconfiguration.apply(keptViews.get(i));
-                applied.addAll(a.applied());
-                restart.addAll(a.restartRequired());
-            }
+            // the added pools start first: one that cannot start refuses the reload before a kept pool changed
             if (started) {
                 for (ModelPool p : added) {
                     p.addedLive();
                     p.start();
                 }
+            }
+            for (int i = 0; i < kept.size(); i++) {
+                AppliedChanges a = kept.get(i).reconfiguration.apply(keptViews.get(i));
+                applied.addAll(a.applied());
+                restart.addAll(a.restartRequired());
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
