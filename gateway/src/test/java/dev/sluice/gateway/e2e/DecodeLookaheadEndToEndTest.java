@@ -35,8 +35,11 @@ class DecodeLookaheadEndToEndTest {
 
     @Test
     void aWindowAboveTheRanksCapsHasTheNextStreamsWaitInTheDecodeWithTheirKv() throws Exception {
+        // the lookahead waits ~2 s in the decode after its prefill: longer than the watchdog's 500 ms for a
+        // decode's first token, which must not take that wait for a stall
         try (PdTestbed bed = PdTestbed.start(SimMode.SGLANG, 1, 1, ONE_A_RANK, TIMEOUTS,
-                "admission: {decode: {max_inflight_streams: 4}}\n")) {
+                "admission: {decode: {max_inflight_streams: 4}}\n"
+                        + "health: {watchdog: {first_token_after_prefill: 500ms}}\n")) {
             awaitRanks(bed);
             JsonNode identity = decodeState(bed).get("identity");
             assertThat(identity.get("running_per_rank").asInt()).isEqualTo(1);
@@ -52,6 +55,9 @@ class DecodeLookaheadEndToEndTest {
                 assertThat(r.statusCode()).isEqualTo(200);
                 assertThat(r.body()).contains("[DONE]").doesNotContain("\"error\"");
             }
+            // each request reached the decode once: no attempt was given up as a stall and sent again
+            assertThat(bed.decode().journal().stream().filter(r -> r.body() != null
+                    && r.body().toString().contains("lookahead "))).hasSize(4);
         }
     }
 
