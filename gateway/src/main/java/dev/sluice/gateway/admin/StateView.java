@@ -148,7 +148,8 @@ public final class StateView {
             WorkerIdentity id = w.identity();
             ObjectNode ident = o.putObject("identity");
             ident.put("server", id.server()).put("version", id.version()).put("disaggregation_mode", id.mode())
-                    .put("dp_size", id.dpSize()).put("engines", id.engines()).put("misconfigured", id.misconfigured());
+                    .put("dp_size", id.dpSize()).put("engines", id.engines()).put("running_per_rank", id.runningPerRank())
+                    .put("misconfigured", id.misconfigured());
             id.problems().forEach(ident.putArray("problems")::add);
             id.warnings().forEach(ident.putArray("warnings")::add);
             WorkerTelemetry t = w.telemetry();

@@ -221,6 +221,12 @@ final class RankWindows {
         }
     }
 
+    /** The streams held on one rank of {@code d}, 0 when it is routed whole. */
+    int streamsOn(Worker d, int rank) {
+        Ranks r = rank < 0 ? null : byWorker.get(d);
+        return r != null && rank < r.streams.length ? r.streams[rank] : 0;
+    }
+
     /** Per rank, the requests {@code w} holds for its role (prefill window or streams); empty when routed whole. */
     List<Integer> snapshot(Worker w, boolean prefillRole) {
         Ranks r = byWorker.containsKey(w) ? of(w) : null;

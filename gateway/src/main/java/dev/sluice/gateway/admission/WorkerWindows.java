@@ -329,7 +329,13 @@ final class WorkerWindows {
         windows.get(decode).streams++;
         int[] eventTokens = prefill.rankPlan().perRank() ? routing.prefill().cachedTokensByRank(prefill, request)
                 : dev.sluice.gateway.routing.RoutingPolicy.NO_RANKS;
-        return ranks.dispatched(prefill, decode, tokens, blocks, eventTokens, caps(prefill), caps(decode));
+        dev.sluice.gateway.routing.RankChoice c = ranks.dispatched(prefill, decode, tokens, blocks, eventTokens,
+                caps(prefill), caps(decode));
+        // past the decode's own running cap the stream waits there, its KV in: no stall (DecodeLookahead)
+        int cap = decode.identity().runningPerRank();
+        return prefill == decode || cap <= 0 ? c : c.withDecodeQueued(c.decodeRanked()
+                ? ranks.streamsOn(decode, c.decodeRank()) > cap
+                : windows.get(decode).streams > cap * Math.max(1, decode.identity().dpSize()));
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */

@@ -60,7 +60,11 @@ final class AdmissionConfigReader {
                 + "and classes order it. A few seconds keeps the worker busy (the next request is there before it runs "
                 + "dry); 0s: only the request and token limits.")
                 .durationAtLeast(AdmissionConfig.DEFAULT_PREFILL_MAX_INFLIGHT_TIME, Duration.ZERO);
-        int decodeStreams = decode.child("max_inflight_streams", "Requests on one decode worker, until they end.")
+        int decodeStreams = decode.child("max_inflight_streams", "Requests on one decode worker, until they end; a worker routed "
+                + "per data-parallel rank gives each rank its share (divided by the ranks, rounded up). Above the "
+                + "worker's own running cap a rank's extra streams are prefilled while it is busy and wait in the "
+                + "decode, KV ready: ranks x (cap per rank + 2) keeps the ranks full when requests wait "
+                + "(docs/admission.md, \"Decode lookahead\").")
                 .intIn(256, 1, 1_000_000);
         double initialRate = n.child("initial_prefill_tokens_per_second", "Drain-rate guess until one is measured "
                 + "(used by Retry-After).").doubleAtLeast(8_000, 1);

@@ -60,6 +60,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     private PeriodicTask task;
     private Runnable onConfirmed = () -> { };
     private RankPlanner ranks = RankPlanner.OFF;
+    private java.util.function.IntSupplier decodeStreams = () -> 0;
 
     public WorkerIdentityProbe(WorkerSet workers, UpstreamPool pool, EventLoop loop, DisaggregationMode mode,
                                Duration timeout, BackgroundTasks background) {
@@ -80,6 +81,16 @@ public final class WorkerIdentityProbe implements AutoCloseable {
     /** How a worker's reported {@code dp_size} becomes its {@link RankPlan} ({@code routing.dp_aware}). */
     public WorkerIdentityProbe ranks(RankPlanner planner) {
         this.ranks = java.util.Objects.requireNonNull(planner, "planner");
+        return this;
+    }
+
+    /**
+     * The decode window per worker ({@code admission.decode.max_inflight_streams}, read at each answer): a
+     * decode routed per rank whose share per rank is at or below its own running cap gets a warning
+     * ({@link dev.sluice.gateway.admission.DecodeLookahead}).
+     */
+    public WorkerIdentityProbe decodeWindow(java.util.function.IntSupplier streams) {
+        this.decodeStreams = java.util.Objects.requireNonNull(streams, "streams");
         return this;
     }
 
@@ -153,6 +164,12 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             return; // no answer: keep what was known, ask again later
         }
         WorkerIdentity before = w.identity();
+        if (w.role() == WorkerRole.DECODE) {
+            int ranksNow = ranks.plan(id).ranks();
+            WorkerIdentity judged = id;
+            id = dev.sluice.gateway.admission.DecodeLookahead.bubble(decodeStreams.getAsInt(), ranksNow,
+                    id.runningPerRank()).map(judged::withWarning).orElse(judged);
+        }
         w.identity(id);
         planRanks(w, id);
         if (w.identityPending() && !id.misconfigured()) {
@@ -247,7 +264,29 @@ public final class WorkerIdentityProbe implements AutoCloseable {
         }
         String version = info.path("version").asText("");
         CoveredReleases.outside(server, version).ifPresent(warnings::add);
-        return new WorkerIdentity(server, version, reported, info.path("dp_size").asInt(0), problems, warnings);
+        return new WorkerIdentity(server, version, reported, info.path("dp_size").asInt(0), problems, warnings, 0,
+                runningPerRank(info));
+    }
+
+    /**
+     * Requests one rank runs at once, 0 when the description does not tell: newer SGLang reports each rank's
+     * cap as {@code effective_max_running_requests_per_dp} in {@code internal_states} (the scheduler's own
+     * {@code max_running_requests}); older ones only the argument, which with DP attention each rank gets
+     * {@code // dp_size} of (TpModelWorker.__init__, sgl-project/sglang@4f34e24af764d45c2dde4a17cadcdaa7d08a7248
+     * python/sglang/srt/managers/tp_worker.py). The argument is null when left to SGLang (then sized from memory).
+     */
+    static int runningPerRank(JsonNode info) {
+        JsonNode effective = info.path("internal_states").path(0).path("effective_max_running_requests_per_dp");
+        if (effective.isIntegralNumber() && effective.asInt() > 0) {
+            return effective.asInt();
+        }
+        JsonNode total = info.path("max_running_requests");
+        if (!total.isIntegralNumber() || total.asInt() <= 0) {
+            return 0;
+        }
+        int dp = info.path("dp_size").asInt(1);
+        boolean divided = info.path("enable_dp_attention").asBoolean(false) && dp > 1;
+        return divided ? Math.max(0, total.asInt() / dp) : total.asInt();
     }
 
     private static WorkerIdentity fromModels(UpstreamFetch.Result r) {
@@ -273,7 +312,7 @@ public final class WorkerIdentityProbe implements AutoCloseable {
             List<String> warnings = new ArrayList<>(id.warnings());
             CoveredReleases.outside(id.server(), version).ifPresent(warnings::add);
             return new WorkerIdentity(id.server(), version, id.mode(), id.dpSize(), id.problems(), warnings,
-                    id.engines());
+                    id.engines(), id.runningPerRank());
         } catch (IOException | RuntimeException e) {
             return id;
         }

@@ -56,13 +56,23 @@ final class ExchangeTimeline {
      * answer from a unified worker, which shows nothing until it is complete).
      */
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
+        attemptStarted(now, expectedPrefillNanos, watchPrefill, false);
+    }
+
+    /**
+     * As above; {@code decodeQueued}: the stream is the decode lookahead (past the decode's own running cap),
+     * so it waits there for a slot after its prefill, as long as a running stream takes to end: the decode
+     * watchdog is not armed for it (the client's {@code timeouts.first_token} still is, and the streams ahead
+     * of it on the same decode have theirs).
+     */
+    void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill, boolean decodeQueued) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
         firstTokenNanos = 0;
         lastChunkNanos = 0;
         long expected = (long) (watchdog.prefillFactor() * expectedPrefillNanos);
         prefillStallNanos = !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(), expected);
-        decodeStallNanos = watchdog.firstTokenAfterPrefill().toNanos();
+        decodeStallNanos = decodeQueued ? NEVER : watchdog.firstTokenAfterPrefill().toNanos();
     }
 
     /** The attempt was given up (a retry follows): no attempt deadlines until the next one starts. */

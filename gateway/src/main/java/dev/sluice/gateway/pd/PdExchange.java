@@ -152,7 +152,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         attempts.begin(a);
         services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
         timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(),
-                settings.drivers().disaggregated() || request.stream());
+                settings.drivers().disaggregated() || request.stream(), ticket.ranks().decodeQueued());
         watchdog.arm();
         if (!a.send()) {
             a.giveUp();

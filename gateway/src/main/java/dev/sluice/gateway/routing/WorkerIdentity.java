@@ -18,9 +18,12 @@ import java.util.List;
  * @param engines  vLLM's engine cores behind the URL (its data-parallel ranks that this API server manages):
  *                 the distinct {@code engine} labels of {@code vllm:num_requests_running} on its {@code /metrics};
  *                 0 when not vLLM, or its metrics could not be read or carry no engine label
+ * @param runningPerRank requests one data-parallel rank of the worker runs at once (SGLang's per-rank
+ *                 {@code max_running_requests}), 0 when unknown; what the rank holds beyond it waits inside
+ *                 the worker
  */
 public record WorkerIdentity(String server, String version, String mode, int dpSize, List<String> problems,
-                             List<String> warnings, int engines) {
+                             List<String> warnings, int engines, int runningPerRank) {
     public static final WorkerIdentity UNKNOWN = new WorkerIdentity("unknown", "", "", 0, List.of(), List.of());
 
     public WorkerIdentity {
@@ -29,6 +32,15 @@ public record WorkerIdentity(String server, String version, String mode, int dpS
         if (engines < 0) {
             throw new IllegalArgumentException("engines: " + engines + " (expected: >= 0)");
         }
+        if (runningPerRank < 0) {
+            throw new IllegalArgumentException("runningPerRank: " + runningPerRank + " (expected: >= 0)");
+        }
+    }
+
+    /** A worker whose running cap per rank is not known. */
+    public WorkerIdentity(String server, String version, String mode, int dpSize, List<String> problems,
+                          List<String> warnings, int engines) {
+        this(server, version, mode, dpSize, problems, warnings, engines, 0);
     }
 
     /** A worker whose engines are not (or not yet) counted: every SGLang worker. */
@@ -39,7 +51,14 @@ public record WorkerIdentity(String server, String version, String mode, int dpS
 
     /** This identity with the engines its {@code /metrics} showed. */
     public WorkerIdentity withEngines(int count) {
-        return new WorkerIdentity(server, version, mode, dpSize, problems, warnings, count);
+        return new WorkerIdentity(server, version, mode, dpSize, problems, warnings, count, runningPerRank);
+    }
+
+    /** This identity with one more warning. */
+    public WorkerIdentity withWarning(String warning) {
+        List<String> more = new java.util.ArrayList<>(warnings);
+        more.add(java.util.Objects.requireNonNull(warning, "warning"));
+        return new WorkerIdentity(server, version, mode, dpSize, problems, more, engines, runningPerRank);
     }
 
     /** Whether the worker's own description contradicts its configured role (it would fail every request). */

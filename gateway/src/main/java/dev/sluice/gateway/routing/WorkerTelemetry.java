@@ -26,8 +26,10 @@ public record WorkerTelemetry(long fetchedAtNanos, boolean lastPollOk, Map<Field
      * (SGLang's {@code dp_rank} label, vLLM's {@code engine}): counts are summed over them, ratios
      * take the max (two ranks at 60% KV usage are a worker at 60%, not 120%). The PD queue gauges
      * hold what a PD worker has waiting: a PD prefill's requests wait in its bootstrap queue and a
-     * decode's in its prealloc and transfer queues, never in {@code num_queue_reqs}
-     * (sgl-project/sglang {@code python/sglang/srt/metrics/collector.py}, {@code SchedulerStats}).
+     * decode's in its prealloc and transfer queues until their KV is in, then in its waiting queue
+     * ({@code num_queue_reqs}) until its running batch has room (sgl-project/sglang
+     * {@code python/sglang/srt/metrics/collector.py}, {@code SchedulerStats};
+     * sgl-project/sglang@278e503a5e16252fb4ff513018b6a73e30976f63 {@code python/sglang/srt/disaggregation/decode.py}).
      */
     public enum Field {
         QUEUE_REQUESTS(Over.SUM, "sglang:num_queue_reqs", "vllm:num_requests_waiting"),

@@ -176,7 +176,8 @@ final class ModelPool implements AutoCloseable {
         telemetry.start();
         identities = new WorkerIdentityProbe(workers, shared.upstream(), shared.loops().control.next(),
                 config.disaggregation(), config.telemetry().timeout().multipliedBy(5), tasks);
-        identities.onConfirmed(admission::kick).ranks(new dev.sluice.gateway.routing.RankPlanner(
+        identities.onConfirmed(admission::kick).decodeWindow(() -> config().admission().decodeMaxInflightStreams())
+                .ranks(new dev.sluice.gateway.routing.RankPlanner(
                 config.routing().dpAware(), config.routing().kvEvents().map(k -> k.dpRanks()).orElse(0))).start();
         directory.start(config.workers());
     }

@@ -71,6 +71,23 @@ class ExchangeTimelineTest {
     }
 
     @Test
+    void theDecodeLookaheadWaitsForASlotUntilTheClientsFirstTokenDeadlineNotTheWatchdogs() {
+        ExchangeTimeline t = timeline(true);
+        t.attemptStarted(50, EXPECTED_PREFILL, true, true);
+        t.prefillDone(100);
+        long decodeStall = 100 + WATCHDOG.firstTokenAfterPrefill().toNanos();
+        assertThat(t.nextDeadline(false)).isEqualTo(50 + FIRST_TOKEN);
+        assertThat(t.expired(decodeStall, false)).isNull();
+        assertThat(t.expired(50 + FIRST_TOKEN, false).kind()).isEqualTo(ExchangeTimeline.Kind.FIRST_TOKEN);
+        // a retry that is not past the cap is watched again
+        t.attemptEnded();
+        t.attemptStarted(FIRST_TOKEN, EXPECTED_PREFILL, true, false);
+        t.prefillDone(FIRST_TOKEN + 10);
+        assertThat(t.expired(FIRST_TOKEN + 10 + WATCHDOG.firstTokenAfterPrefill().toNanos(), false).kind())
+                .isEqualTo(ExchangeTimeline.Kind.DECODE_STALL);
+    }
+
+    @Test
     void aStartedStreamIsIdleAfterIdleStreamWithoutAChunkAndNeverOnceTheClientEnded() {
         ExchangeTimeline t = timeline(true);
         t.attemptStarted(50, EXPECTED_PREFILL, true);

@@ -59,7 +59,8 @@ public final class ClusterCommand implements Callable<Integer> {
     Duration decodeStep;
 
     @Option(names = "--decode-max-batch", defaultValue = "64",
-            description = "Requests decoding at once per decode server (default: ${DEFAULT-VALUE}).")
+            description = "Requests decoding at once per decode server, SGLang's --max-running-requests; with "
+                    + "--dp-size each rank runs its share, this divided by the ranks (default: ${DEFAULT-VALUE}).")
     int decodeMaxBatch;
 
     @Option(names = "--kv-wait", defaultValue = "300s", converter = DurationConverter.class,

@@ -8,8 +8,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * A server's running decode batch: at most {@code decodeMaxBatch} items decode, the rest wait in
- * FCFS order. Every {@code decodeStep} (times {@code slowFactor}) each running item emits one token;
+ * A server's running decode batch: at most {@code decodeMaxBatch} items decode, and on a server of
+ * several data-parallel ranks at most {@link SimWorker#runningCapPerRank()} of them on one rank; the
+ * rest wait in FCFS order, an item of a full rank letting those of other ranks go ahead (each SGLang
+ * rank is a scheduler with its own waiting queue and running cap). Every {@code decodeStep} (times {@code slowFactor}) each running item emits one token;
  * with a zero step each item emits as fast as its client's socket takes bytes, pausing while the
  * channel is not writable. The token faults ({@code stallAfterTokens}, {@code dropAfterTokens},
  * {@code failAfterTokens}) strike here. Confined to the server's event loop.
@@ -21,6 +23,8 @@ final class DecodeBatch {
     private final SimWorker server;
     private final ArrayDeque<SimItem> waiting = new ArrayDeque<>();
     private final ArrayList<SimItem> running = new ArrayList<>();
+    /** Running items per data-parallel rank (resized when the server's dp size is read anew: never, today). */
+    private int[] runningOnRank = new int[0];
     private ScheduledFuture<?> ticker;
 
     DecodeBatch(SimWorker server) {
@@ -35,6 +39,7 @@ final class DecodeBatch {
 
     void remove(SimItem item) {
         if (running.remove(item)) {
+            runningOnRank[rankOf(item)]--;
             fill();
         } else {
             waiting.remove(item);
@@ -73,9 +78,37 @@ final class DecodeBatch {
         return server.cfg.decodeStep().isZero();
     }
 
+    /** Running items on one data-parallel rank. */
+    int runningOn(int rank) {
+        return rank < runningOnRank.length ? runningOnRank[rank] : 0;
+    }
+
+    private int rankOf(SimItem item) {
+        int n = server.cfg.dpSize();
+        if (runningOnRank.length != n) {
+            runningOnRank = java.util.Arrays.copyOf(runningOnRank, n);
+        }
+        return Math.floorMod(item.dpRank, n);
+    }
+
+    /**
+     * Starts waiting items, oldest first, while the server's batch has room, each only when its own
+     * rank is below its running cap: a PD decode's scheduler moves requests from its waiting queue
+     * (KV already transferred) into the running batch up to {@code max_running_requests} minus what
+     * runs ({@code get_new_prebuilt_batch}, sgl-project/sglang@278e503a5e16252fb4ff513018b6a73e30976f63
+     * python/sglang/srt/disaggregation/decode.py), each rank against its own cap.
+     */
     private void fill() {
-        SimItem item;
-        while (running.size() < server.cfg.decodeMaxBatch() && (item = waiting.pollFirst()) != null) {
+        int cap = server.runningCapPerRank();
+        for (java.util.Iterator<SimItem> it = waiting.iterator();
+             it.hasNext() && running.size() < server.cfg.decodeMaxBatch(); ) {
+            SimItem item = it.next();
+            int rank = rankOf(item);
+            if (runningOnRank[rank] >= cap) {
+                continue;
+            }
+            it.remove();
+            runningOnRank[rank]++;
             item.state = SimItem.State.DECODING;
             running.add(item);
             if (zeroStep()) {

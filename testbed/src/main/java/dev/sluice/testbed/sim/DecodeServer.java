@@ -142,16 +142,18 @@ public final class DecodeServer extends SimWorker {
     }
 
     /**
-     * A PD decode's waiting requests are in its prealloc queue (no room in the running batch yet:
-     * {@code num_decode_prealloc_queue_reqs}) or its transfer queue (waiting for the KV:
-     * {@code num_decode_transfer_queue_reqs}), never in {@code num_queue_reqs}
-     * (sgl-project/sglang python/sglang/srt/metrics/collector.py SchedulerStats, PD disaggregation fields).
+     * A PD decode's request waits for its KV in the transfer queue ({@code num_decode_transfer_queue_reqs};
+     * the simulator pre-allocates at once, so its prealloc queue stays empty), then, KV transferred, in the
+     * rank's waiting queue ({@code num_queue_reqs}) until its rank's running batch has room: the decode's life
+     * cycle PreallocQueue, TransferQueue, WaitingQueue, RunningBatch, {@code process_decode_queue} moving
+     * transferred requests into {@code waiting_queue} (sgl-project/sglang@278e503a5e16252fb4ff513018b6a73e30976f63
+     * python/sglang/srt/disaggregation/decode.py; gauges: python/sglang/srt/metrics/collector.py SchedulerStats).
      */
     @Override
     void classify(SimItem item, SimMetrics.RankLoad r) {
         switch (item.state) {
             case WAITING_KV -> r.decodeTransfer++;
-            case DECODE_QUEUED -> r.decodePrealloc++;
+            case DECODE_QUEUED -> r.queue++;
             case DECODING -> {
                 r.running++;
                 r.usedTokens += item.promptTokens + item.generated;

@@ -109,6 +109,8 @@ final class ServerInfo {
             ObjectNode state = states.addObject();
             state.put("dp_rank", r);
             state.put("last_gen_throughput", throughput);
+            // each rank's running cap, as newer SGLang schedulers report it (SimWorker.runningCapPerRank)
+            state.put("effective_max_running_requests_per_dp", w.runningCapPerRank());
         }
         return o;
     }
@@ -194,7 +196,7 @@ final class ServerInfo {
                 l.put("gen_throughput", throughput);
                 l.put("cache_hit_rate", w.prefixCache.hitRate());
                 l.put("utilization", w.ranks.tokenUsage(r));
-                l.put("max_running_requests", w.cfg.decodeMaxBatch());
+                l.put("max_running_requests", w.runningCapPerRank()); // the rank's own scheduler's cap
             }
             if (all || sections.contains("memory")) {
                 ObjectNode m = l.putObject("memory");

@@ -206,6 +206,19 @@ public abstract class SimWorker {
         return false;
     }
 
+    /**
+     * Requests one data-parallel rank runs at once. SGLang with DP attention divides
+     * {@code --max-running-requests} among its ranks ({@code server_args.max_running_requests // dp_size},
+     * each rank's scheduler its share: TpModelWorker.__init__, sgl-project/sglang@4f34e24af764d45c2dde4a17cadcdaa7d08a7248
+     * python/sglang/srt/managers/tp_worker.py; newer releases do it in model_runner.py and report the share
+     * as {@code effective_max_running_requests_per_dp} in each of {@code /server_info}'s {@code internal_states}).
+     * SGLang refuses to start when the share is zero; the simulator runs one. The simulated vLLM engines keep
+     * today's one cap for the server.
+     */
+    int runningCapPerRank() {
+        return isVllm() ? cfg.decodeMaxBatch() : Math.max(1, cfg.decodeMaxBatch() / cfg.dpSize());
+    }
+
     /** SGLang's {@code disaggregation_mode} in {@code /get_server_info}. */
     String disaggregationMode() {
         return role();
