@@ -67,12 +67,19 @@ public final class KvEventSubscription implements AutoCloseable {
      * endpoint's port + its {@code attn_dp_rank}: {@code SchedulerMetricsMixin.init_kv_events} creates the
      * publisher with {@code self.attn_dp_rank}, sgl-project/sglang@78ac30c2056f2c25089c1d3203c3d5c13dc3d946
      * python/sglang/srt/managers/scheduler_metrics_mixin.py; {@code ZmqEventPublisher.offset_endpoint_port},
-     * sgl-project/sglang@612d579090db24ec7c47cc5ca6b83e0c649b8c28 python/sglang/srt/disaggregation/kv_events.py),
+     * sgl-project/sglang@612d579090db24ec7c47cc5ca6b83e0c649b8c28 python/sglang/srt/disaggregation/kv_events.py);
+     * for vLLM, one per engine its {@code /metrics} shows when it shows more than one: each engine core publishes
+     * on the endpoint's port + its data-parallel rank ({@code ZmqEventPublisher.offset_endpoint_port},
+     * vllm-project/vllm vllm/distributed/kv_events.py), so the configured endpoint is the first engine's;
      * else {@code routing.kv_events.dp_ranks}.
      */
     int ranksOf(Worker w) {
         int reported = w.identity().dpSize();
-        return reported > 0 ? reported : cfg.dpRanks();
+        if (reported > 0) {
+            return reported;
+        }
+        int engines = w.identity().engines();
+        return engines > 1 ? engines : cfg.dpRanks();
     }
 
     private boolean ranksChanged(Map<Worker, List<String>> endpoints) {

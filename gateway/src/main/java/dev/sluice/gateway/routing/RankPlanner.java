@@ -83,6 +83,11 @@ public record RankPlanner(DpAware mode, int kvEventRanks) {
             return "the worker reports dp_size " + id.dpSize() + " but routing.kv_events.dp_ranks is " + kvEventRanks
                     + ": its dp_size is used for routing and for its KV event streams (one per rank, port + rank)";
         }
+        if (kvEventRanks > 0 && id.dpSize() == 0 && id.engines() > 1 && id.engines() != kvEventRanks) {
+            return "the worker's /metrics shows " + id.engines() + " engines but routing.kv_events.dp_ranks is "
+                    + kvEventRanks + ": its engines are used for routing and for its KV event streams (one per "
+                    + "engine, port + position)";
+        }
         return null;
     }
 }

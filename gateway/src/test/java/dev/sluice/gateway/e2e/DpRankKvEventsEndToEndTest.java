@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.gateway.testing.ReplicaPair;
-import dev.sluice.testbed.sim.PrefillServer;
+import dev.sluice.testbed.sim.SimWorker;
 import dev.sluice.testbed.sim.RankAssignment;
 import dev.sluice.testbed.sim.SimCluster;
 import dev.sluice.testbed.sim.SimConfig;
@@ -15,15 +15,17 @@ import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * Two gateway replicas in front of one simulated SGLang 1P1D pair whose servers run four attention-DP
- * ranks, each rank with its own prefix cache publishing its own KV events on the endpoint's port +
- * rank (real ZMQ over loopback, real HTTP). No {@code routing.kv_events.dp_ranks} is configured: the
- * subscription follows the prefill's own {@code dp_size}. Replica B, which never saw the prompts
- * replica A placed, sends each one back to the prefill rank that cached it, because the rank's own
- * events say so.
+ * Two gateway replicas in front of one simulated 1P1D pair whose servers run four data-parallel ranks
+ * (SGLang's attention-DP ranks, or vLLM's engines), each rank with its own prefix cache publishing its
+ * own KV events on the endpoint's port + rank (real ZMQ over loopback, real HTTP). No
+ * {@code routing.kv_events.dp_ranks} is configured: the subscription follows the prefill's own
+ * {@code dp_size} (SGLang) or the engines its {@code /metrics} shows (vLLM). Replica B, which never saw
+ * the prompts replica A placed, sends each one back to the prefill rank that cached it, because the
+ * rank's own events say so.
  */
 class DpRankKvEventsEndToEndTest {
     private static final String TIMEOUTS = "{connect: 1s, first_token: 30s, idle_stream: 10s, request: 60s}";
@@ -38,12 +40,13 @@ class DpRankKvEventsEndToEndTest {
         }
     }
 
-    @Test
-    void aReplicaSendsAPromptItNeverSawToThePrefillRankWhoseEventsHoldIt() throws Exception {
+    @ParameterizedTest
+    @EnumSource(value = SimMode.class, names = {"SGLANG", "VLLM"})
+    void aReplicaSendsAPromptItNeverSawToThePrefillRankWhoseEventsHoldIt(SimMode mode) throws Exception {
         SimCluster cluster = SimCluster.start(1, 1, 0, SimConfig.defaults().withDpSize(4)
                 .withDecodeStep(Duration.ofMillis(2)).withHealthGeneration(false).withPrefixCacheTokens(1 << 16)
-                .withKvEventsEndpoint("tcp://127.0.0.1:*"), SimMode.SGLANG);
-        String yaml = yaml(cluster);
+                .withKvEventsEndpoint("tcp://127.0.0.1:*"), mode);
+        String yaml = yaml(mode, cluster);
         pair = ReplicaPair.start(cluster, yaml);
         PdTestbed a = pair.a;
         PdTestbed b = pair.b;
@@ -54,7 +57,7 @@ class DpRankKvEventsEndToEndTest {
         // a flush clears every rank's cache, each on its own stream: both replicas hear all four
         pair.awaitSubscribed(http, cluster, DpRankKvEventsEndToEndTest::heardEveryRank);
 
-        PrefillServer prefill = cluster.prefills().get(0);
+        SimWorker prefill = cluster.prefillWorkers().get(0);
         for (String app : APPS) {
             HttpResponse<String> r = a.post("/v1/completions", completion(app, "first question"));
             assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
@@ -84,10 +87,10 @@ class DpRankKvEventsEndToEndTest {
         return "{\"model\":\"sim-model\",\"max_tokens\":2,\"prompt\":\"" + system + user + "\"}";
     }
 
-    private static String yaml(SimCluster cluster) {
-        StringBuilder y = new StringBuilder(PdTestbed.sglangYaml(cluster.prefills(), cluster.decodes(), TIMEOUTS));
+    private static String yaml(SimMode mode, SimCluster cluster) {
+        StringBuilder y = new StringBuilder(PdTestbed.pairYaml(mode, cluster, TIMEOUTS));
         y.append("routing:\n  prefill: {policy: cache_aware}\n  kv_events:\n    endpoints:\n")
-                .append(PdTestbed.kvEventEndpoints(cluster.prefills()));
+                .append(PdTestbed.kvEventEndpoints(cluster.prefillWorkers()));
         return y.toString();
     }
 
@@ -103,7 +106,7 @@ class DpRankKvEventsEndToEndTest {
     }
 
     /** The prefill ranks the gateway named, in the order the prefill took the requests. */
-    private static List<Integer> ranks(PrefillServer p) {
+    private static List<Integer> ranks(SimWorker p) {
         return p.rankAssignments().stream().filter(r -> r.how() == RankAssignment.How.ROUTED)
                 .map(RankAssignment::rank).toList();
     }

@@ -41,7 +41,12 @@ class RankPlannerTest {
         assertThat(new RankPlanner(DpAware.ALWAYS, 4).plan(vllm(0)).ranks()).isEqualTo(1);
         assertThat(new RankPlanner(DpAware.NEVER, 0).plan(vllm(4)).ranks()).isEqualTo(1);
         assertThat(auto.plan(sglang(4)).carrier()).as("SGLang's rank is a body field").isEqualTo(RankCarrier.BODY_FIELD);
-        assertThat(auto.mismatch(vllm(4))).as("engines are not a dp_size to compare with kv_events").isNull();
+        assertThat(auto.mismatch(vllm(4))).as("no KV event subscription (dp_ranks 0): nothing to compare").isNull();
+        // with one, the engines' streams follow the engines, and a dp_ranks that says otherwise is named
+        assertThat(new RankPlanner(DpAware.AUTO, 1).mismatch(vllm(4)))
+                .contains("shows 4 engines but routing.kv_events.dp_ranks is 1");
+        assertThat(new RankPlanner(DpAware.AUTO, 4).mismatch(vllm(4))).isNull();
+        assertThat(new RankPlanner(DpAware.AUTO, 2).mismatch(vllm(1))).as("one engine: dp_ranks decides").isNull();
     }
 
     @Test

@@ -242,8 +242,32 @@ public final class PdTestbed implements AutoCloseable {
     }
 
     /** The entries of {@code routing.kv_events.endpoints} (at its indentation) for these prefills' publishers. */
-    public static String kvEventEndpoints(java.util.List<PrefillServer> prefills) {
+    public static String kvEventEndpoints(java.util.List<? extends SimWorker> prefills) {
         return kvEventEndpointLines(prefills);
+    }
+
+    /**
+     * {@link #sglangYaml}'s head for the pair of {@code cluster} in its own protocol: SGLang's (with the
+     * prefills' bootstrap ports) or vLLM's ({@code disaggregation: vllm}, the handoff in the bodies).
+     */
+    public static String pairYaml(SimMode mode, SimCluster cluster, String timeouts) {
+        if (mode == SimMode.SGLANG) {
+            return sglangYaml(cluster.prefills(), cluster.decodes(), timeouts);
+        }
+        if (mode != SimMode.VLLM) {
+            throw new IllegalArgumentException("a PD pair is SGLang's or vLLM's: " + mode);
+        }
+        StringBuilder y = new StringBuilder("listen: {host: 127.0.0.1, port: 0, internal_endpoints: true}\n"
+                + "disaggregation: vllm\nworkers:\n  prefill:\n");
+        cluster.prefillWorkers().forEach(p -> y.append("    - url: ").append(p.url()).append('\n'));
+        y.append("  decode:\n");
+        cluster.decodeWorkers().forEach(d -> y.append("    - url: ").append(d.url()).append('\n'));
+        return y.append(yamlTail(timeouts)).toString();
+    }
+
+    private static String yamlTail(String timeouts) {
+        return "timeouts: " + timeouts + "\nhealth: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\n"
+                + "admin: {port: 0}\n";
     }
 
     /**
@@ -263,14 +287,12 @@ public final class PdTestbed implements AutoCloseable {
         for (DecodeServer d : decodes) {
             y.append("    - url: ").append(d.url()).append('\n');
         }
-        return y.append("timeouts: ").append(timeouts).append('\n')
-                .append("health: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n")
-                .toString();
+        return y.append(yamlTail(timeouts)).toString();
     }
 
-    private static String kvEventEndpointLines(java.util.List<PrefillServer> prefills) {
+    private static String kvEventEndpointLines(java.util.List<? extends SimWorker> prefills) {
         StringBuilder y = new StringBuilder();
-        for (PrefillServer p : prefills) {
+        for (SimWorker p : prefills) {
             y.append("      \"").append(p.url()).append("\": \"").append(p.kvEventsEndpoint().orElseThrow())
                     .append("\"\n");
         }
@@ -281,8 +303,8 @@ public final class PdTestbed implements AutoCloseable {
      * ZMQ PUB drops what it sends before a subscription has arrived: flushes the prefills' caches
      * (each flush publishes an AllBlocksCleared) until {@code heard} holds, for up to 30 s.
      */
-    public static void awaitSubscribed(HttpClient http, java.util.List<PrefillServer> prefills, BooleanSupplier heard)
-            throws Exception {
+    public static void awaitSubscribed(HttpClient http, java.util.List<? extends SimWorker> prefills,
+            BooleanSupplier heard) throws Exception {
         awaitSubscribed(http, prefills, heard, java.util.List.of());
     }
 
@@ -291,13 +313,18 @@ public final class PdTestbed implements AutoCloseable {
      * failure names what each of {@code beds} saw of its event streams (up, age, gaps, malformed,
      * resubscribes per worker and rank), so that a failure on a loaded machine says which stream was silent.
      */
-    public static void awaitSubscribed(HttpClient http, java.util.List<PrefillServer> prefills, BooleanSupplier heard,
-            java.util.List<PdTestbed> beds) throws Exception {
+    public static void awaitSubscribed(HttpClient http, java.util.List<? extends SimWorker> prefills,
+            BooleanSupplier heard, java.util.List<PdTestbed> beds) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() < deadline) {
-            for (PrefillServer p : prefills) {
-                http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))
+            for (SimWorker p : prefills) {
+                // SGLang's POST /flush_cache; vLLM's is POST /reset_prefix_cache (an SGLang server has no such route)
+                HttpResponse<Void> r = http.send(HttpRequest.newBuilder(URI.create(p.url() + "/flush_cache"))
                         .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+                if (r.statusCode() == 404) {
+                    http.send(HttpRequest.newBuilder(URI.create(p.url() + "/reset_prefix_cache"))
+                            .POST(HttpRequest.BodyPublishers.noBody()).build(), HttpResponse.BodyHandlers.discarding());
+                }
             }
             if (eventually(Duration.ofMillis(300), heard)) {
                 return;

@@ -35,7 +35,7 @@ public final class ReplicaPair implements AutoCloseable {
      * sends before a subscription arrives); a failure lists what each replica saw of its streams.
      */
     public void awaitSubscribed(HttpClient http, SimCluster cluster, Predicate<PdTestbed> heard) throws Exception {
-        PdTestbed.awaitSubscribed(http, cluster.prefills(), () -> heard.test(a) && heard.test(b), List.of(a, b));
+        PdTestbed.awaitSubscribed(http, cluster.prefillWorkers(), () -> heard.test(a) && heard.test(b), List.of(a, b));
     }
 
     @Override
