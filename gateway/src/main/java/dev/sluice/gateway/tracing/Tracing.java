@@ -1,6 +1,7 @@
 package dev.sluice.gateway.tracing;
 
 import dev.sluice.gateway.config.TracingConfig;
+import dev.sluice.gateway.tracing.otlp.OtlpHttpSender;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.codec.http.HttpHeaders;
@@ -17,11 +18,11 @@ import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
-import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
-import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporterBuilder;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporterBuilder;
 import java.time.Duration;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.logging.Level;
 import org.slf4j.Logger;
@@ -115,9 +116,10 @@ public final class Tracing implements AutoCloseable {
         return new Tracing(provider, provider.get("dev.sluice.gateway"), config);
     }
 
-    // IMMUTABLE_DATA, not the exporter's default REUSABLE_DATA: the reusable marshaler allocates less
-    // (39 against 834 bytes a span) but took more CPU a span in RequestTraceBenchmark (marshalSpan*), and
-    // on the one core the export shares with the event loop CPU is what tracing costs requests
+    // http/protobuf: our own encoder and the JDK client (OtlpHttpSender): the SDK's exporter built marshaler
+    // objects for every span, attribute and event and then a second pass for their sizes, on the one core
+    // the export shares with the event loop (docs/benchmarks.md, "Tracing"). gRPC keeps the SDK's exporter,
+    // with IMMUTABLE_DATA: its reusable marshaler allocates less but took more CPU a span
     private static SpanExporter exporter(TracingConfig c) {
         if (c.protocol() == TracingConfig.Protocol.GRPC) {
             OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
@@ -126,11 +128,9 @@ public final class Tracing implements AutoCloseable {
             c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
             return b.build();
         }
-        OtlpHttpSpanExporterBuilder b = OtlpHttpSpanExporter.builder().setEndpoint(c.exportUrl())
-                .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
-                .setTimeout(c.timeout()).setRetryPolicy(null);
-        c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
-        return b.build();
+        Map<String, String> headers = new LinkedHashMap<>();
+        c.headers().forEach((k, v) -> headers.put(k, v.reveal()));
+        return new OtlpHttpSender(c.exportUrl(), headers, c.timeout());
     }
 
     public boolean on() {
