@@ -2,6 +2,7 @@ package dev.sluice.gateway.tracing;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.sluice.gateway.config.TracingConfig;
+import dev.sluice.gateway.tracing.otlp.TraceRequestEncoder;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.sdk.common.CompletableResultCode;
@@ -41,10 +42,12 @@ import org.openjdk.jmh.annotations.Warmup;
  * SGLang PD request makes on its event loop (server span, admission, prefill, KV handoff, decode,
  * the first-token event, the worker traceparents) into the gateway's real SDK set-up
  * ({@link Tracing#start}: sampler, batch processor, OTLP/HTTP exporter to a loopback receiver);
- * the export runs meanwhile on its own thread, as in the gateway. {@code marshalSpan*}: the export
- * thread's CPU, per span: one batch of {@value #BATCH} such spans encoded as the OTLP exporter does
- * (its reusable-data marshaler, the default, and the immutable one), into a null stream: the
- * network is left out because a loopback post's time is mostly waiting, not CPU.
+ * the export runs meanwhile on its own thread, as in the gateway. {@code encodeSpan} and
+ * {@code marshalSpan*}: the export thread's CPU, per span: one batch of {@value #BATCH} such spans
+ * encoded by the gateway's own OTLP/HTTP encoder ({@link TraceRequestEncoder}), and, for comparison,
+ * as the SDK's OTLP exporter does (its reusable-data marshaler, its default, and the immutable one,
+ * which the gRPC exporter uses), into a null stream: the network is left out because a loopback
+ * post's time is mostly waiting, not CPU.
  */
 @State(Scope.Benchmark)
 @BenchmarkMode(Mode.AverageTime)
@@ -58,6 +61,7 @@ public class RequestTraceBenchmark {
     private HttpServer receiver;
     private Tracing tracing;
     private final LowAllocationTraceRequestMarshaler reusable = new LowAllocationTraceRequestMarshaler();
+    private final TraceRequestEncoder encoder = new TraceRequestEncoder();
     private final List<SpanData> batch = new ArrayList<>();
     private final Object attemptKey = new Object();
 
@@ -149,6 +153,13 @@ public class RequestTraceBenchmark {
         } finally {
             reusable.reset();
         }
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public int encodeSpan() {
+        encoder.encode(batch);
+        return encoder.size();
     }
 
     @Benchmark
