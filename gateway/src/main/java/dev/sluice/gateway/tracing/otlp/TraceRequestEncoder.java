@@ -13,8 +13,10 @@ import io.opentelemetry.sdk.trace.data.EventData;
 import io.opentelemetry.sdk.trace.data.LinkData;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.data.StatusData;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -51,6 +53,8 @@ public final class TraceRequestEncoder {
     private static final int FLAGS_HAS_IS_REMOTE = 0x100, FLAGS_IS_REMOTE = 0x200;
 
     private final ProtoWriter out = new ProtoWriter(256 * 1024);
+    private static final int MAX_KEYS = 1024;
+    private final Map<String, byte[]> keys = new IdentityHashMap<>();
     private final StringBuilder traceState = new StringBuilder();
     private int attributesField;
     private final BiConsumer<AttributeKey<?>, Object> attribute = this::keyValue;
@@ -219,7 +223,7 @@ public final class TraceRequestEncoder {
 
     private void keyValue(AttributeKey<?> key, Object value) {
         int m = out.begin(attributesField);
-        out.string(KV_KEY, key.getKey());
+        out.utf8Field(KV_KEY, keyBytes(key.getKey()));
         int v = out.begin(KV_VALUE);
         switch (key.getType()) {
             case STRING -> out.stringAlways(ANY_STRING, (String) value);
@@ -231,6 +235,20 @@ public final class TraceRequestEncoder {
         }
         out.end(v);
         out.end(m);
+    }
+
+    // an attribute's name is one of a few constants: its UTF-8 is made once (by the string's identity;
+    // bounded, for names built at run time)
+    private byte[] keyBytes(String key) {
+        byte[] b = keys.get(key);
+        if (b == null) {
+            if (keys.size() >= MAX_KEYS) {
+                keys.clear();
+            }
+            b = key.getBytes(StandardCharsets.UTF_8);
+            keys.put(key, b);
+        }
+        return b;
     }
 
     private void array(List<?> values) {
