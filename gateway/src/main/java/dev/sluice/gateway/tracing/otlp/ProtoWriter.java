@@ -128,6 +128,28 @@ final class ProtoWriter {
         }
     }
 
+    /** A span id given as a number, as its 8 big-endian bytes (the order of its hex form). */
+    void id(int field, long id) {
+        tag(field, LEN);
+        varint(8);
+        bigEndian(id);
+    }
+
+    /** A trace id given as two numbers, as its 16 big-endian bytes. */
+    void id(int field, long high, long low) {
+        tag(field, LEN);
+        varint(16);
+        bigEndian(high);
+        bigEndian(low);
+    }
+
+    private void bigEndian(long v) {
+        ensure(8);
+        for (int i = 7; i >= 0; i--) {
+            buf[pos++] = (byte) (v >>> (8 * i));
+        }
+    }
+
     private static boolean isZero(String hex) {
         for (int i = 0; i < hex.length(); i++) {
             if (hex.charAt(i) != '0') {

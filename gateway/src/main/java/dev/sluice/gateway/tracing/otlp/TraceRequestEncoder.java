@@ -132,6 +132,10 @@ public final class TraceRequestEncoder {
     }
 
     private void span(SpanData s) {
+        if (s instanceof RawSpan r) {
+            rawSpan(r);
+            return;
+        }
         int m = out.begin(SS_SPANS);
         SpanContext c = s.getSpanContext();
         out.hexId(SPAN_TRACE_ID, c.getTraceId());
@@ -161,6 +165,49 @@ public final class TraceRequestEncoder {
         status(s.getStatus());
         flags(SPAN_FLAGS, c, parent.isRemote());
         out.end(m);
+    }
+
+    // the same fields in the same order as span(), read without making objects
+    private void rawSpan(RawSpan s) {
+        int m = out.begin(SS_SPANS);
+        out.id(SPAN_TRACE_ID, s.traceIdHigh(), s.traceIdLow());
+        out.id(SPAN_SPAN_ID, s.spanId());
+        traceState(SPAN_TRACE_STATE, s.traceState());
+        if (s.parentSpanId() != 0) {
+            out.id(SPAN_PARENT_SPAN_ID, s.parentSpanId());
+        }
+        out.string(SPAN_NAME, s.getName());
+        out.tag(SPAN_KIND, ProtoWriter.VARINT);
+        out.varint(kind(s.getKind()));
+        fixed64(SPAN_START, s.getStartEpochNanos());
+        fixed64(SPAN_END, s.getEndEpochNanos());
+        int n = s.attributeCount();
+        attributesField = SPAN_ATTRIBUTES;
+        for (int i = 0; i < n; i++) {
+            keyValue(s.attributeKey(i), s.attributeValue(i));
+        }
+        uint(SPAN_DROPPED_ATTRIBUTES, s.getTotalAttributeCount() - n);
+        List<EventData> events = s.getEvents();
+        for (int i = 0; i < events.size(); i++) {
+            event(events.get(i));
+        }
+        uint(SPAN_DROPPED_EVENTS, s.getTotalRecordedEvents() - events.size());
+        List<LinkData> links = s.getLinks();
+        for (int i = 0; i < links.size(); i++) {
+            link(links.get(i));
+        }
+        uint(SPAN_DROPPED_LINKS, s.getTotalRecordedLinks() - links.size());
+        int status = out.begin(SPAN_STATUS);
+        out.string(STATUS_MESSAGE, s.statusDescription());
+        uint(STATUS_CODE, statusCode(s.statusCode()));
+        out.end(status);
+        out.tag(SPAN_FLAGS, ProtoWriter.FIXED32);
+        out.fixed32((s.traceFlags() & 0xFF) | FLAGS_HAS_IS_REMOTE | (s.parentRemote() ? FLAGS_IS_REMOTE : 0));
+        out.end(m);
+    }
+
+    private static int statusCode(StatusCode code) {
+        return code == StatusCode.OK ? 1 : code == StatusCode.ERROR ? 2 : 0;
     }
 
     private static int kind(SpanKind kind) {
@@ -197,8 +244,7 @@ public final class TraceRequestEncoder {
     private void status(StatusData status) {
         int m = out.begin(SPAN_STATUS); // present even when unset, as the SDK's exporter sends it
         out.string(STATUS_MESSAGE, status.getDescription());
-        int code = status.getStatusCode() == StatusCode.OK ? 1 : status.getStatusCode() == StatusCode.ERROR ? 2 : 0;
-        uint(STATUS_CODE, code);
+        uint(STATUS_CODE, statusCode(status.getStatusCode()));
         out.end(m);
     }
 
