@@ -15,14 +15,16 @@ import java.util.Objects;
 
 /**
  * OTLP/HTTP with protobuf ({@code POST /v1/traces}, {@code application/x-protobuf}): each batch
- * encoded by a {@link TraceRequestEncoder} into its reused buffer and posted with the JDK's HTTP
- * client, on the calling thread (the batch processor's export thread, never a request's). One
+ * encoded by a {@link TraceRequestEncoder} into its reused buffer and posted on the calling thread
+ * (the export thread, never a request's): to a plain-http collector over one kept-alive socket
+ * ({@link PlainHttpPost}), to an https one with the JDK's HTTP client (TLS, HTTP/2). One
  * attempt a batch: a failure (unreachable, timed out, a status other than 2xx) fails that batch,
  * and the next batch tries again. Each export waits for its answer, so one buffer serves every
  * batch.
  */
 public final class OtlpHttpSender implements SpanExporter {
-    private final HttpClient client;
+    private final HttpClient client; // https only
+    private final PlainHttpPost plain; // http only
     private final URI uri;
     private final Duration timeout;
     private final String[] headers;
@@ -45,15 +47,19 @@ public final class OtlpHttpSender implements SpanExporter {
             this.headers[i++] = h.getKey();
             this.headers[i++] = h.getValue();
         }
+        headers.forEach(OtlpHttpSender::checkHeader);
         try {
             HttpRequest.newBuilder(uri).headers(this.headers); // the JDK refuses its restricted headers here
         } catch (IllegalArgumentException e) {
             throw new IllegalArgumentException("tracing: a collector header cannot be sent: " + e.getMessage(), e);
         }
-        // plain http: HTTP/1.1 with keep-alive, as collectors serve it (no h2c upgrade); https negotiates
-        this.client = HttpClient.newBuilder().connectTimeout(timeout)
-                .version("http".equalsIgnoreCase(uri.getScheme()) ? HttpClient.Version.HTTP_1_1 : HttpClient.Version.HTTP_2)
-                .build();
+        if ("http".equalsIgnoreCase(uri.getScheme())) {
+            this.plain = new PlainHttpPost(uri, headers, timeout);
+            this.client = null;
+        } else {
+            this.plain = null;
+            this.client = HttpClient.newBuilder().connectTimeout(timeout).build();
+        }
     }
 
     @Override
@@ -62,13 +68,18 @@ public final class OtlpHttpSender implements SpanExporter {
             return CompletableResultCode.ofFailure();
         }
         encoder.encode(spans);
+        if (plain != null) {
+            try {
+                return answer(plain.post(encoder.array(), encoder.size()));
+            } catch (IOException e) {
+                return CompletableResultCode.ofExceptionalFailure(e);
+            }
+        }
         HttpRequest request = HttpRequest.newBuilder(uri).timeout(timeout).headers(headers)
                 .POST(HttpRequest.BodyPublishers.ofByteArray(encoder.array(), 0, encoder.size())).build();
         try {
             HttpResponse<Void> response = client.send(request, HttpResponse.BodyHandlers.discarding());
-            int status = response.statusCode();
-            return status / 100 == 2 ? CompletableResultCode.ofSuccess()
-                    : CompletableResultCode.ofExceptionalFailure(new IOException("the collector answered " + status));
+            return answer(response.statusCode());
         } catch (IOException e) {
             encoder.renew(); // a request given up on may still be reading the old buffer
             return CompletableResultCode.ofExceptionalFailure(e);
@@ -76,6 +87,21 @@ public final class OtlpHttpSender implements SpanExporter {
             Thread.currentThread().interrupt();
             encoder.renew();
             return CompletableResultCode.ofExceptionalFailure(e);
+        }
+    }
+
+    private static CompletableResultCode answer(int status) {
+        return status / 100 == 2 ? CompletableResultCode.ofSuccess()
+                : CompletableResultCode.ofExceptionalFailure(new IOException("the collector answered " + status));
+    }
+
+    // a header's name is an HTTP token and its value one line: nothing a secret's bytes could add to the request
+    private static void checkHeader(String name, String value) {
+        if (name.isEmpty() || !name.chars().allMatch(c -> c > 32 && c < 127 && "()<>@,;:\\\"/[]?={}".indexOf(c) < 0)) {
+            throw new IllegalArgumentException("tracing: a collector header's name is not an HTTP token: \"" + name + "\"");
+        }
+        if (value.chars().anyMatch(c -> c == '\r' || c == '\n' || c == 0)) {
+            throw new IllegalArgumentException("tracing: the collector header " + name + " has a line break in its value");
         }
     }
 
@@ -87,6 +113,11 @@ public final class OtlpHttpSender implements SpanExporter {
     @Override
     public CompletableResultCode shutdown() {
         shutdown = true;
+        synchronized (this) { // after the export in progress
+            if (plain != null) {
+                plain.close();
+            }
+        }
         return CompletableResultCode.ofSuccess();
     }
 }
