@@ -47,6 +47,7 @@ public final class RecordedSpan implements RawSpan {
     private final long startEpochNanos;
     private long endEpochNanos;
     private AttributeKey<?>[] keys = new AttributeKey<?>[8];
+    private int[] hashes = new int[8];
     private Object[] values = new Object[8];
     private int attributeCount;
     private int droppedAttributes;
@@ -77,8 +78,11 @@ public final class RecordedSpan implements RawSpan {
         if (value == null || endEpochNanos != 0) {
             return this;
         }
+        // the gateway's keys are constants: the same object when it is the same key; a key made at run time
+        // (a call attribute by name) is compared by its hash first, so a new key costs no equals() per attribute
+        int hash = key.hashCode();
         for (int i = 0; i < attributeCount; i++) {
-            if (keys[i] == key || keys[i].equals(key)) {
+            if (keys[i] == key || (hashes[i] == hash && keys[i].equals(key))) {
                 values[i] = value;
                 return this;
             }
@@ -89,9 +93,11 @@ public final class RecordedSpan implements RawSpan {
         }
         if (attributeCount == keys.length) {
             keys = Arrays.copyOf(keys, keys.length * 2);
+            hashes = Arrays.copyOf(hashes, hashes.length * 2);
             values = Arrays.copyOf(values, values.length * 2);
         }
         keys[attributeCount] = key;
+        hashes[attributeCount] = hash;
         values[attributeCount++] = value;
         return this;
     }
