@@ -84,7 +84,7 @@ final class SpanExportQueue implements AutoCloseable {
     }
 
     private void exportBatch() {
-        List<SpanData> batch = new ArrayList<>(Math.min(batchSize, queue.size()));
+        List<SpanData> batch = new ArrayList<>(batchSize); // spans keep arriving while it fills
         RecordedSpan s;
         while (batch.size() < batchSize && (s = queue.poll()) != null) {
             batch.add(s);
