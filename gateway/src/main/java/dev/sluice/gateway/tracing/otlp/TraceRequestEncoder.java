@@ -152,16 +152,7 @@ public final class TraceRequestEncoder {
         fixed64(SPAN_END, s.getEndEpochNanos());
         attributes(SPAN_ATTRIBUTES, s.getAttributes());
         uint(SPAN_DROPPED_ATTRIBUTES, s.getTotalAttributeCount() - s.getAttributes().size());
-        List<EventData> events = s.getEvents();
-        for (int i = 0; i < events.size(); i++) {
-            event(events.get(i));
-        }
-        uint(SPAN_DROPPED_EVENTS, s.getTotalRecordedEvents() - events.size());
-        List<LinkData> links = s.getLinks();
-        for (int i = 0; i < links.size(); i++) {
-            link(links.get(i));
-        }
-        uint(SPAN_DROPPED_LINKS, s.getTotalRecordedLinks() - links.size());
+        eventsAndLinks(s);
         status(s.getStatus());
         flags(SPAN_FLAGS, c, parent.isRemote());
         out.end(m);
@@ -187,6 +178,17 @@ public final class TraceRequestEncoder {
             keyValue(s.attributeKey(i), s.attributeValue(i));
         }
         uint(SPAN_DROPPED_ATTRIBUTES, s.getTotalAttributeCount() - n);
+        eventsAndLinks(s);
+        int status = out.begin(SPAN_STATUS);
+        out.string(STATUS_MESSAGE, s.statusDescription());
+        uint(STATUS_CODE, statusCode(s.statusCode()));
+        out.end(status);
+        out.tag(SPAN_FLAGS, ProtoWriter.FIXED32);
+        out.fixed32((s.traceFlags() & 0xFF) | FLAGS_HAS_IS_REMOTE | (s.parentRemote() ? FLAGS_IS_REMOTE : 0));
+        out.end(m);
+    }
+
+    private void eventsAndLinks(SpanData s) {
         List<EventData> events = s.getEvents();
         for (int i = 0; i < events.size(); i++) {
             event(events.get(i));
@@ -197,13 +199,6 @@ public final class TraceRequestEncoder {
             link(links.get(i));
         }
         uint(SPAN_DROPPED_LINKS, s.getTotalRecordedLinks() - links.size());
-        int status = out.begin(SPAN_STATUS);
-        out.string(STATUS_MESSAGE, s.statusDescription());
-        uint(STATUS_CODE, statusCode(s.statusCode()));
-        out.end(status);
-        out.tag(SPAN_FLAGS, ProtoWriter.FIXED32);
-        out.fixed32((s.traceFlags() & 0xFF) | FLAGS_HAS_IS_REMOTE | (s.parentRemote() ? FLAGS_IS_REMOTE : 0));
-        out.end(m);
     }
 
     private static int statusCode(StatusCode code) {
