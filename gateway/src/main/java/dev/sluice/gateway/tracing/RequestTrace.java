@@ -3,13 +3,10 @@ package dev.sluice.gateway.tracing;
 import dev.sluice.gateway.metrics.Exemplars;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.trace.Span;
-import io.opentelemetry.api.trace.SpanContext;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
-import io.opentelemetry.api.trace.Tracer;
-import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
+import io.opentelemetry.sdk.trace.samplers.Sampler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -26,7 +23,7 @@ import java.util.function.BiConsumer;
  */
 public final class RequestTrace {
     /** Tracing off: every method does nothing. */
-    public static final RequestTrace NONE = new RequestTrace(null, null, null);
+    public static final RequestTrace NONE = new RequestTrace();
 
     /** What the request is, known when it arrives. */
     public record Facts(String operation, String model, long maxTokens, String path, String rid, boolean stream) {
@@ -44,54 +41,77 @@ public final class RequestTrace {
     }
 
     private static final AttributeKey<Long> ATTEMPT = SpanKeys.ATTEMPT;
-    private final Tracer tracer;
-    private final Span server;
-    private final Context serverContext;
+    private final SpanRecorder recorder;
+    private final TraceRoot root; // null: tracing off
+    private final String traceId;
+    private String serverSpanHex;
     private final boolean recording;
+    private final RecordedSpan server; // null unless recording
     private final List<AttemptSpans> attempts = new ArrayList<>(1);
-    private Span admission;
+    private RecordedSpan admission;
     private int admissions;
     private long inputTokens = -1;
 
-    private RequestTrace(Tracer tracer, Span server, Context serverContext) {
-        this.tracer = tracer;
-        this.server = server;
-        this.serverContext = serverContext;
-        this.recording = server != null && server.isRecording();
+    private RequestTrace() {
+        this(null, null, null);
     }
 
-    static RequestTrace start(Tracer tracer, Context parent, Facts f, long receivedNanos) {
-        long start = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - (System.nanoTime() - receivedNanos);
-        var b = tracer.spanBuilder(f.model() == null ? f.operation() : f.operation() + " " + f.model())
-                .setParent(parent).setSpanKind(SpanKind.SERVER).setStartTimestamp(start, TimeUnit.NANOSECONDS)
-                .setAttribute(SpanKeys.GEN_AI_OPERATION, f.operation())
-                .setAttribute(SpanKeys.HTTP_METHOD, "POST")
-                .setAttribute(SpanKeys.URL_PATH, f.path())
-                .setAttribute(SpanKeys.HTTP_ROUTE, f.path())
-                .setAttribute(SpanKeys.REQUEST_ID, f.rid())
-                .setAttribute(SpanKeys.STREAM, f.stream());
+    private RequestTrace(SpanRecorder recorder, TraceRoot root, RecordedSpan server) {
+        this.recorder = recorder;
+        this.root = root;
+        this.traceId = root == null ? null : root.traceId();
+        this.recording = server != null;
+        this.server = server;
+    }
+
+    /**
+     * The trace of a request that arrived at {@code receivedNanos}, continuing the span in {@code
+     * parent} when there is one (a client's traceparent), sampled as {@code sampler} decides.
+     */
+    static RequestTrace start(SpanRecorder recorder, Sampler sampler, Context parent, Facts f, long receivedNanos) {
+        String name = f.model() == null ? f.operation() : f.operation() + " " + f.model();
+        TraceRoot root = TraceRoot.decide(sampler, parent, name);
+        if (!root.sampled()) {
+            return new RequestTrace(recorder, root, null);
+        }
+        RecordedSpan server = root.serverSpan(recorder, name, receivedNanos + root.clockOffset())
+                .set(SpanKeys.GEN_AI_OPERATION, f.operation())
+                .set(SpanKeys.HTTP_METHOD, "POST")
+                .set(SpanKeys.URL_PATH, f.path())
+                .set(SpanKeys.HTTP_ROUTE, f.path())
+                .set(SpanKeys.REQUEST_ID, f.rid())
+                .set(SpanKeys.STREAM, f.stream());
         if (f.model() != null) {
-            b.setAttribute(SpanKeys.GEN_AI_MODEL, f.model());
+            server.set(SpanKeys.GEN_AI_MODEL, f.model());
         }
         if (f.maxTokens() > 0) {
-            b.setAttribute(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
+            server.set(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
         }
-        Span server = b.startSpan();
-        return new RequestTrace(tracer, server, parent.with(server));
+        return new RequestTrace(recorder, root, server);
+    }
+
+    private RecordedSpan child(String name, SpanKind kind) {
+        return root.child(recorder, name, kind);
+    }
+
+    private String serverSpanHex() {
+        if (serverSpanHex == null) {
+            serverSpanHex = TraceIds.hex(root.spanId());
+        }
+        return serverSpanHex;
     }
 
     /** The ids for the request's log line ({@code " trace_id=… span_id=…"}), empty when tracing is off. */
     public String logIds() {
-        if (server == null) {
+        if (root == null) {
             return "";
         }
-        SpanContext c = server.getSpanContext();
-        return " trace_id=" + c.getTraceId() + " span_id=" + c.getSpanId();
+        return " trace_id=" + traceId + " span_id=" + serverSpanHex();
     }
 
     /** The trace id of a recorded request (an exemplar's), or null. */
     public String sampledTraceId() {
-        return recording ? server.getSpanContext().getTraceId() : null;
+        return recording ? traceId : null;
     }
 
     /**
@@ -100,8 +120,7 @@ public final class RequestTrace {
      */
     public void exemplarOn() {
         if (recording) {
-            SpanContext c = server.getSpanContext();
-            Exemplars.set(c.getTraceId(), c.getSpanId());
+            Exemplars.set(traceId, serverSpanHex());
         }
     }
 
@@ -120,10 +139,9 @@ public final class RequestTrace {
         }
         endAdmission();
         inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
-        admission = tracer.spanBuilder("admission").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
-                .setAttribute(SpanKeys.PRIORITY, priority).setAttribute(SpanKeys.TENANT, tenant)
-                .setAttribute(SpanKeys.PROMPT_TOKENS, promptTokens).setAttribute(ATTEMPT, (long) ++admissions)
-                .startSpan();
+        admission = child("admission", SpanKind.INTERNAL)
+                .set(SpanKeys.PRIORITY, priority).set(SpanKeys.TENANT, tenant)
+                .set(SpanKeys.PROMPT_TOKENS, promptTokens).set(ATTEMPT, (long) ++admissions);
     }
 
     /** Admission granted {@code prefill}/{@code decode} after waiting {@code queuedNanos} in the queue. */
@@ -131,10 +149,10 @@ public final class RequestTrace {
         if (admission == null) {
             return;
         }
-        admission.setAttribute(SpanKeys.DECISION, "granted")
-                .setAttribute(SpanKeys.QUEUED, queuedNanos > 0)
-                .setAttribute(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
-                .setAttribute(SpanKeys.PREFILL, prefill).setAttribute(SpanKeys.DECODE, decode);
+        admission.set(SpanKeys.DECISION, "granted")
+                .set(SpanKeys.QUEUED, queuedNanos > 0)
+                .set(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
+                .set(SpanKeys.PREFILL, prefill).set(SpanKeys.DECODE, decode);
         endAdmission();
     }
 
@@ -143,15 +161,13 @@ public final class RequestTrace {
         if (!recording) {
             return;
         }
-        Span s = admission != null ? admission : server;
-        s.setAttribute(SpanKeys.DECISION, "rejected").setAttribute(SpanKeys.REASON, reason)
-                .setStatus(StatusCode.ERROR, message);
+        RecordedSpan s = admission != null ? admission : server;
+        s.set(SpanKeys.DECISION, "rejected").set(SpanKeys.REASON, reason).status(StatusCode.ERROR, message);
         if (retryAfterSeconds > 0) {
-            s.setAttribute(SpanKeys.RETRY_AFTER_S, retryAfterSeconds);
-            server.setAttribute(SpanKeys.HTTP_RETRY_AFTER,
-                    List.of(String.valueOf(retryAfterSeconds)));
+            s.set(SpanKeys.RETRY_AFTER_S, retryAfterSeconds);
+            server.set(SpanKeys.HTTP_RETRY_AFTER, List.of(String.valueOf(retryAfterSeconds)));
         }
-        server.setAttribute(SpanKeys.REASON, reason);
+        server.set(SpanKeys.REASON, reason);
         endAdmission();
     }
 
@@ -170,35 +186,41 @@ public final class RequestTrace {
      * the worker's spans. Unsampled: the request's own span is named, with flag 00.
      */
     public void workerCall(Object key, Call call, String worker, String workerRid, BiConsumer<String, String> header) {
-        if (server == null) {
+        if (root == null) {
             return;
         }
-        Context parent = serverContext;
+        String parentSpan;
         if (recording) {
             AttemptSpans a = attempt(key);
-            Span s = tracer.spanBuilder(call.spanName).setParent(serverContext).setSpanKind(SpanKind.CLIENT)
-                    .setAttribute(SpanKeys.WORKER, worker).setAttribute(SpanKeys.SERVER_ADDRESS, worker)
-                    .setAttribute(SpanKeys.PD_ROLE, call.spanName).setAttribute(SpanKeys.WORKER_RID, workerRid)
-                    .setAttribute(ATTEMPT, (long) a.number).startSpan();
+            RecordedSpan s = child(call.spanName, SpanKind.CLIENT)
+                    .set(SpanKeys.WORKER, worker).set(SpanKeys.SERVER_ADDRESS, worker)
+                    .set(SpanKeys.PD_ROLE, call.spanName).set(SpanKeys.WORKER_RID, workerRid)
+                    .set(ATTEMPT, (long) a.number);
             if (call == Call.PREFILL) {
                 a.prefill = s;
             } else {
                 a.decode = s;
             }
-            parent = serverContext.with(s);
+            parentSpan = TraceIds.hex(s.spanId());
+        } else {
+            parentSpan = serverSpanHex();
         }
-        W3CTraceContextPropagator.getInstance().inject(parent, header, BiConsumer::accept);
+        // W3C trace context, as the SDK's propagator writes it: version 00, the trace, the parent, the flags
+        header.accept("traceparent", "00-" + traceId + "-" + parentSpan + (recording ? "-01" : "-00"));
+        if (!root.traceState().isEmpty()) {
+            header.accept("tracestate", TraceIds.traceState(root.traceState()));
+        }
     }
 
     /** An attribute of attempt {@code key}'s call (its bootstrap room, its KV handoff). */
     public void callAttribute(Object key, Call call, String name, Object value) {
         AttemptSpans a = recording ? find(key) : null;
-        Span s = a == null ? null : call == Call.PREFILL ? a.prefill : a.decode;
+        RecordedSpan s = a == null ? null : call == Call.PREFILL ? a.prefill : a.decode;
         if (s != null) {
             if (value instanceof Long l) {
-                s.setAttribute(name, l);
+                s.set(AttributeKey.longKey(name), l);
             } else {
-                s.setAttribute(name, String.valueOf(value));
+                s.set(AttributeKey.stringKey(name), String.valueOf(value));
             }
         }
     }
@@ -211,8 +233,7 @@ public final class RequestTrace {
         }
         a.prefill.end();
         a.prefill = null;
-        a.handoff = tracer.spanBuilder("kv_handoff").setParent(serverContext).setSpanKind(SpanKind.INTERNAL)
-                .setAttribute(ATTEMPT, (long) a.number).startSpan();
+        a.handoff = child("kv_handoff", SpanKind.INTERNAL).set(ATTEMPT, (long) a.number);
     }
 
     /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */
@@ -225,7 +246,7 @@ public final class RequestTrace {
             a.handoff.end();
             a.handoff = null;
         }
-        server.addEvent("first_token", Attributes.of(SpanKeys.TTFT_S, ttftNanos / 1e9));
+        server.event("first_token", Attributes.of(SpanKeys.TTFT_S, ttftNanos / 1e9));
     }
 
     /** The decode's (or unified worker's) answer ended; {@code clean}: no failure in it. */
@@ -233,7 +254,7 @@ public final class RequestTrace {
         AttemptSpans a = recording ? find(key) : null;
         if (a != null && a.decode != null) {
             if (!clean) {
-                a.decode.setStatus(StatusCode.ERROR, "the answer carried a failure");
+                a.decode.status(StatusCode.ERROR, "the answer carried a failure");
             }
             a.decode.end();
             a.decode = null;
@@ -246,11 +267,11 @@ public final class RequestTrace {
         if (a == null) {
             return;
         }
-        for (Span s : new Span[] {a.prefill, a.decode}) {
+        for (RecordedSpan s : new RecordedSpan[] {a.prefill, a.decode}) {
             if (s != null) {
-                s.addEvent("failure", Attributes.of(SpanKeys.ERROR_TYPE, kind, SpanKeys.FAILURE, message,
+                s.event("failure", Attributes.of(SpanKeys.ERROR_TYPE, kind, SpanKeys.FAILURE, message,
                         SpanKeys.BLAMED_WORKER, blamed == null ? "-" : blamed));
-                s.setStatus(StatusCode.ERROR, message);
+                s.status(StatusCode.ERROR, message);
             }
         }
     }
@@ -261,7 +282,7 @@ public final class RequestTrace {
             return;
         }
         AttemptSpans a = find(failedKey);
-        server.addEvent("retry", Attributes.of(SpanKeys.RETRY_REASON, reason,
+        server.event("retry", Attributes.of(SpanKeys.RETRY_REASON, reason,
                 SpanKeys.RETRY_BACKOFF_MS, TimeUnit.NANOSECONDS.toMillis(backoffNanos),
                 ATTEMPT, a == null ? 0L : a.number));
     }
@@ -277,10 +298,10 @@ public final class RequestTrace {
         a.handoff = abort(a.handoff, cause);
     }
 
-    private static Span abort(Span s, String cause) {
+    private static RecordedSpan abort(RecordedSpan s, String cause) {
         if (s != null) {
-            s.addEvent("abort", Attributes.of(SpanKeys.ABORT_CAUSE, cause));
-            s.setStatus(StatusCode.ERROR, "aborted: " + cause);
+            s.event("abort", Attributes.of(SpanKeys.ABORT_CAUSE, cause));
+            s.status(StatusCode.ERROR, "aborted: " + cause);
             s.end();
         }
         return null;
@@ -289,14 +310,14 @@ public final class RequestTrace {
     /** The client's connection closed before the response ended. */
     public void clientDisconnected() {
         if (recording) {
-            server.addEvent("client_disconnect");
+            server.event("client_disconnect", Attributes.empty());
         }
     }
 
     /** The finish reasons of the answer the client got ({@code gen_ai.response.finish_reasons}). */
     public void finishReasons(List<String> reasons) {
         if (recording && !reasons.isEmpty()) {
-            server.setAttribute(SpanKeys.GEN_AI_FINISH_REASONS, List.copyOf(reasons));
+            server.set(SpanKeys.GEN_AI_FINISH_REASONS, List.copyOf(reasons));
         }
     }
 
@@ -323,35 +344,35 @@ public final class RequestTrace {
 
     /** The request ended: whatever is still open ends, the server span with the response's facts. */
     public void end(int status, String outcome, long outputTokens, String detail) {
-        if (server == null) {
+        if (root == null) {
             return;
         }
         exemplarOff();
         if (recording) {
             endAdmission();
             for (AttemptSpans a : attempts) {
-                for (Span s : new Span[] {a.prefill, a.decode, a.handoff}) {
+                for (RecordedSpan s : new RecordedSpan[] {a.prefill, a.decode, a.handoff}) {
                     if (s != null) {
                         s.end();
                     }
                 }
             }
-            server.setAttribute(SpanKeys.HTTP_STATUS, (long) status).setAttribute(SpanKeys.OUTCOME, outcome)
-                    .setAttribute(SpanKeys.ATTEMPTS, (long) attempts.size());
+            server.set(SpanKeys.HTTP_STATUS, (long) status).set(SpanKeys.OUTCOME, outcome)
+                    .set(SpanKeys.ATTEMPTS, (long) attempts.size());
             if (inputTokens >= 0) {
-                server.setAttribute(SpanKeys.GEN_AI_INPUT_TOKENS, inputTokens);
+                server.set(SpanKeys.GEN_AI_INPUT_TOKENS, inputTokens);
             }
             if (outputTokens > 0) {
-                server.setAttribute(SpanKeys.GEN_AI_OUTPUT_TOKENS, outputTokens);
+                server.set(SpanKeys.GEN_AI_OUTPUT_TOKENS, outputTokens);
             }
             if (status >= 500 || !"ok".equals(outcome)) {
-                server.setAttribute(SpanKeys.ERROR_TYPE, status >= 400 ? String.valueOf(status) : outcome);
+                server.set(SpanKeys.ERROR_TYPE, status >= 400 ? String.valueOf(status) : outcome);
                 if (status >= 500 || status == 0) {
-                    server.setStatus(StatusCode.ERROR, detail);
+                    server.status(StatusCode.ERROR, detail);
                 }
             }
+            server.end();
         }
-        server.end();
     }
 
     private AttemptSpans attempt(Object key) {
@@ -370,19 +391,5 @@ public final class RequestTrace {
             }
         }
         return null;
-    }
-
-    /** The open spans of one attempt's calls. */
-    private static final class AttemptSpans {
-        final Object key;
-        final int number;
-        Span prefill;
-        Span decode;
-        Span handoff;
-
-        AttemptSpans(Object key, int number) {
-            this.key = key;
-            this.number = number;
-        }
     }
 }

@@ -1,34 +1,31 @@
 package dev.sluice.gateway.tracing;
 
 import dev.sluice.gateway.config.TracingConfig;
+import dev.sluice.gateway.tracing.otlp.OtlpHttpSender;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.trace.Tracer;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
 import io.opentelemetry.sdk.common.export.MemoryMode;
-import io.opentelemetry.sdk.metrics.SdkMeterProvider;
 import io.opentelemetry.sdk.resources.Resource;
-import io.opentelemetry.sdk.trace.SdkTracerProvider;
-import io.opentelemetry.sdk.trace.export.BatchSpanProcessor;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
-import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
-import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporterBuilder;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
 import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporterBuilder;
 import java.time.Duration;
-import java.util.concurrent.TimeUnit;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.logging.Level;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The gateway's OpenTelemetry tracing: the SDK, its sampler, its OTLP exporter behind a bounded
+ * The gateway's OpenTelemetry tracing: its sampler (the SDK's), its spans ({@link RecordedSpan},
+ * written by the event loops without the SDK's span machinery), its OTLP exporter behind a bounded
  * batch queue, and the metrics of what it lost. Off ({@link #off()}) unless {@code tracing:} is
  * configured; then every request gets a {@link RequestTrace}. Export never blocks a request: a
  * span ends into a queue of {@link #MAX_QUEUE} spans that one background thread sends in batches; a
@@ -42,13 +39,9 @@ public final class Tracing implements AutoCloseable {
     private static final String DROPPED = "Spans the gateway did not deliver to the collector: queue_full (the export "
             + "queue of " + MAX_QUEUE + " spans was full), export_failed (the collector could not be reached in time "
             + "or refused the batch)";
-    private static final Tracing OFF = new Tracing(null, null, null);
+    private static final Tracing OFF = new Tracing(null, null, null, null);
     // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
     private static final java.util.logging.Logger EXPORTER_JUL = java.util.logging.Logger.getLogger("io.opentelemetry.exporter");
-    // the batch processor warns on every export after a full queue (up to dozens of lines a second under
-    // load, on stderr); those drops are counted in sluice_tracing_spans_dropped_total{reason="queue_full"}
-    private static final java.util.logging.Logger PROCESSOR_JUL =
-            java.util.logging.Logger.getLogger(BatchSpanProcessor.class.getName());
 
     static final TextMapGetter<HttpHeaders> HEADERS = new TextMapGetter<>() {
         @Override
@@ -62,13 +55,15 @@ public final class Tracing implements AutoCloseable {
         }
     };
 
-    private final SdkTracerProvider provider;
-    private final Tracer tracer;
+    private final SpanExportQueue queue;
+    private final SpanRecorder recorder;
+    private final Sampler sampler;
     private final TracingConfig config;
 
-    private Tracing(SdkTracerProvider provider, Tracer tracer, TracingConfig config) {
-        this.provider = provider;
-        this.tracer = tracer;
+    private Tracing(SpanExportQueue queue, SpanRecorder recorder, Sampler sampler, TracingConfig config) {
+        this.queue = queue;
+        this.recorder = recorder;
+        this.sampler = sampler;
         this.config = config;
     }
 
@@ -77,31 +72,19 @@ public final class Tracing implements AutoCloseable {
         return OFF;
     }
 
-    /** Starts the SDK for {@code config}, its drop counters registered in {@code registry}. */
+    /** Starts tracing for {@code config}: its export thread, and its counters registered in {@code registry}. */
     public static Tracing start(TracingConfig config, MeterRegistry registry) {
         EXPORTER_JUL.setLevel(Level.OFF);
-        PROCESSOR_JUL.setLevel(Level.OFF);
-        QueueDrops queueDrops = new QueueDrops();
-        SdkMeterProvider sdkMetrics = SdkMeterProvider.builder().registerMetricReader(queueDrops).build();
         WatchedExporter exporter = new WatchedExporter(exporter(config), config.exportUrl());
-        BatchSpanProcessor batches = BatchSpanProcessor.builder(exporter)
-                .setMaxQueueSize(MAX_QUEUE)
-                .setMaxExportBatchSize(MAX_BATCH)
-                .setScheduleDelay(Duration.ofMillis(500))
-                .setExporterTimeout(config.timeout())
-                .setMeterProvider(sdkMetrics)
-                .build();
+        SpanExportQueue queue = new SpanExportQueue(exporter, MAX_QUEUE, MAX_BATCH, Duration.ofMillis(500),
+                config.timeout());
+        SpanRecorder recorder = new SpanRecorder(Resource.getDefault().merge(Resource.create(Attributes.of(
+                AttributeKey.stringKey("service.name"), config.serviceName()))), queue::add);
         Sampler ratio = Sampler.traceIdRatioBased(config.sampleRatio());
         // without honor_client_sampling the client's trace id is continued but its sampled flag is not
         // obeyed: the ratio decides on the trace id, so a client cannot make every one of its requests recorded
         Sampler sampler = config.honorClientSampling() ? Sampler.parentBased(ratio) : ratio;
-        SdkTracerProvider provider = SdkTracerProvider.builder()
-                .setResource(Resource.getDefault().merge(Resource.create(Attributes.of(
-                        AttributeKey.stringKey("service.name"), config.serviceName()))))
-                .setSampler(sampler)
-                .addSpanProcessor(batches)
-                .build();
-        FunctionCounter.builder("sluice.tracing.spans.dropped", queueDrops, QueueDrops::dropped)
+        FunctionCounter.builder("sluice.tracing.spans.dropped", queue, SpanExportQueue::dropped)
                 .description(DROPPED)
                 .tag("reason", "queue_full").register(registry);
         FunctionCounter.builder("sluice.tracing.spans.dropped", exporter, WatchedExporter::failed)
@@ -112,12 +95,13 @@ public final class Tracing implements AutoCloseable {
         log.info("tracing on endpoint={} protocol={} sample_ratio={} honor_client_sampling={} service_name={}",
                 config.exportUrl(), config.protocol().label(), config.sampleRatio(), config.honorClientSampling(),
                 config.serviceName());
-        return new Tracing(provider, provider.get("dev.sluice.gateway"), config);
+        return new Tracing(queue, recorder, sampler, config);
     }
 
-    // IMMUTABLE_DATA, not the exporter's default REUSABLE_DATA: the reusable marshaler allocates less
-    // (39 against 834 bytes a span) but took more CPU a span in RequestTraceBenchmark (marshalSpan*), and
-    // on the one core the export shares with the event loop CPU is what tracing costs requests
+    // http/protobuf: our own encoder and the JDK client (OtlpHttpSender): the SDK's exporter built marshaler
+    // objects for every span, attribute and event and then a second pass for their sizes, on the one core
+    // the export shares with the event loop (docs/benchmarks.md, "Tracing"). gRPC keeps the SDK's exporter,
+    // with IMMUTABLE_DATA: its reusable marshaler allocates less but took more CPU a span
     private static SpanExporter exporter(TracingConfig c) {
         if (c.protocol() == TracingConfig.Protocol.GRPC) {
             OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
@@ -126,15 +110,13 @@ public final class Tracing implements AutoCloseable {
             c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
             return b.build();
         }
-        OtlpHttpSpanExporterBuilder b = OtlpHttpSpanExporter.builder().setEndpoint(c.exportUrl())
-                .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
-                .setTimeout(c.timeout()).setRetryPolicy(null);
-        c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
-        return b.build();
+        Map<String, String> headers = new LinkedHashMap<>();
+        c.headers().forEach((k, v) -> headers.put(k, v.reveal()));
+        return new OtlpHttpSender(c.exportUrl(), headers, c.timeout());
     }
 
     public boolean on() {
-        return tracer != null;
+        return recorder != null;
     }
 
     /**
@@ -143,12 +125,12 @@ public final class Tracing implements AutoCloseable {
      * when tracing is off.
      */
     public RequestTrace request(HttpHeaders clientHeaders, RequestTrace.Facts facts, long receivedNanos) {
-        if (tracer == null) {
+        if (recorder == null) {
             return RequestTrace.NONE;
         }
         Context parent = clientHeaders == null ? Context.root()
                 : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
-        return RequestTrace.start(tracer, parent, facts, receivedNanos);
+        return RequestTrace.start(recorder, sampler, parent, facts, receivedNanos);
     }
 
     /**
@@ -159,19 +141,19 @@ public final class Tracing implements AutoCloseable {
      * {@code method} null: no request line either). Nothing at all when tracing is off.
      */
     public void refused(HttpHeaders clientHeaders, String method, String path, int status, String code, String message) {
-        if (tracer == null) {
+        if (recorder == null) {
             return;
         }
         Context parent = clientHeaders == null ? Context.root()
                 : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
-        RefusalSpan.record(tracer, parent, method, path, status, code, message);
+        RefusalSpan.record(recorder, sampler, parent, method, path, status, code, message);
     }
 
     /** Exports what is queued (up to 5 s) and stops. */
     @Override
     public void close() {
-        if (provider != null) {
-            provider.shutdown().join(5, TimeUnit.SECONDS);
+        if (queue != null) {
+            queue.close(Duration.ofSeconds(5));
         }
     }
 

@@ -43,7 +43,7 @@ final class WatchedExporter implements SpanExporter {
                     Throwable cause = result.getFailureThrowable();
                     log.warn("tracing: cannot export spans endpoint={} cause=\"{}\"; spans are dropped and counted in "
                             + "sluice_tracing_spans_dropped_total{reason=\"export_failed\"}, every batch tries again, "
-                            + "requests are not slowed", endpoint, cause == null ? "rejected by the collector" : cause);
+                            + "requests are not slowed", endpoint, cause == null ? "rejected by the collector" : cause.toString());
                 }
             }
         });

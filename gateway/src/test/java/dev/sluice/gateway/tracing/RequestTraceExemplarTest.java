@@ -5,8 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sluice.gateway.metrics.Exemplars;
 import io.opentelemetry.context.Context;
-import io.opentelemetry.sdk.trace.ReadableSpan;
-import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -16,39 +15,18 @@ import org.junit.jupiter.api.Test;
 class RequestTraceExemplarTest {
     @Test
     void aWriteThatThrowsLeavesNoIdsOnTheThreadAndTheSpanEnded() {
-        List<ReadableSpan> ended = new CopyOnWriteArrayList<>();
-        try (SdkTracerProvider provider = SdkTracerProvider.builder().setSampler(Sampler.alwaysOn())
-                .addSpanProcessor(new io.opentelemetry.sdk.trace.SpanProcessor() {
-                    @Override
-                    public void onStart(Context parent, io.opentelemetry.sdk.trace.ReadWriteSpan span) {
-                    }
-
-                    @Override
-                    public boolean isStartRequired() {
-                        return false;
-                    }
-
-                    @Override
-                    public void onEnd(ReadableSpan span) {
-                        ended.add(span);
-                    }
-
-                    @Override
-                    public boolean isEndRequired() {
-                        return true;
-                    }
-                }).build()) {
-            RequestTrace trace = RequestTrace.start(provider.get("test"), Context.root(),
-                    new RequestTrace.Facts("chat", "m", 4, "/v1/chat/completions", "r1", false), System.nanoTime());
-            Exemplars current = new Exemplars();
-            String[] seen = new String[1];
-            assertThatThrownBy(() -> trace.endAfter(() -> {
-                seen[0] = current.getTraceId();
-                throw new IllegalStateException("log write failed");
-            }, 200, "ok", 3, "")).isInstanceOf(IllegalStateException.class);
-            assertThat(seen[0]).as("the write ran under the request's ids").isEqualTo(trace.sampledTraceId());
-            assertThat(current.getTraceId()).as("cleared although the write threw").isNull();
-            assertThat(ended).hasSize(1);
-        }
+        List<RecordedSpan> ended = new CopyOnWriteArrayList<>();
+        SpanRecorder recorder = new SpanRecorder(Resource.getDefault(), ended::add);
+        RequestTrace trace = RequestTrace.start(recorder, Sampler.alwaysOn(), Context.root(),
+                new RequestTrace.Facts("chat", "m", 4, "/v1/chat/completions", "r1", false), System.nanoTime());
+        Exemplars current = new Exemplars();
+        String[] seen = new String[1];
+        assertThatThrownBy(() -> trace.endAfter(() -> {
+            seen[0] = current.getTraceId();
+            throw new IllegalStateException("log write failed");
+        }, 200, "ok", 3, "")).isInstanceOf(IllegalStateException.class);
+        assertThat(seen[0]).as("the write ran under the request's ids").isEqualTo(trace.sampledTraceId());
+        assertThat(current.getTraceId()).as("cleared although the write threw").isNull();
+        assertThat(ended).hasSize(1);
     }
 }

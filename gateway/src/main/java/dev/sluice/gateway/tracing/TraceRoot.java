@@ -1,0 +1,66 @@
+package dev.sluice.gateway.tracing;
+
+import io.opentelemetry.api.common.Attributes;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.SpanContext;
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.TraceFlags;
+import io.opentelemetry.api.trace.TraceState;
+import io.opentelemetry.context.Context;
+import io.opentelemetry.sdk.trace.samplers.Sampler;
+import io.opentelemetry.sdk.trace.samplers.SamplingDecision;
+import io.opentelemetry.sdk.trace.samplers.SamplingResult;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The gateway's server span of one request, before anything is recorded: its trace (the client's,
+ * from its traceparent, or a new one), its own span id, and the one sampling decision of the trace,
+ * taken by the configured {@link Sampler} on the trace id as the SDK takes it (the other spans of
+ * the request follow it). Also the trace's clock: epoch nanoseconds anchored once, then advanced by
+ * {@link System#nanoTime()}, so that the spans' durations are exact (the SDK anchors a trace the same way).
+ */
+record TraceRoot(long traceIdHigh, long traceIdLow, String traceId, long spanId, long parentSpanId,
+                 boolean parentRemote, boolean sampled, TraceState traceState, long clockOffset) {
+
+    static TraceRoot decide(Sampler sampler, Context parent, String spanName) {
+        SpanContext client = Span.fromContext(parent).getSpanContext();
+        long high;
+        long low;
+        String traceId;
+        if (client.isValid()) {
+            traceId = client.getTraceId();
+            high = TraceIds.parse(traceId, 0);
+            low = TraceIds.parse(traceId, 16);
+        } else {
+            high = ThreadLocalRandom.current().nextLong();
+            low = TraceIds.randomNonZero();
+            traceId = TraceIds.hex(high, low);
+        }
+        SamplingResult decision = sampler.shouldSample(parent, traceId, spanName, SpanKind.SERVER, Attributes.empty(),
+                List.of());
+        long clockOffset = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - System.nanoTime();
+        return new TraceRoot(high, low, traceId, TraceIds.randomNonZero(),
+                client.isValid() ? TraceIds.parse(client.getSpanId(), 0) : 0, client.isRemote(),
+                decision.getDecision() == SamplingDecision.RECORD_AND_SAMPLE,
+                decision.getUpdatedTraceState(client.getTraceState()), clockOffset);
+    }
+
+    /** The trace's clock now, in epoch nanoseconds. */
+    long now() {
+        return System.nanoTime() + clockOffset;
+    }
+
+    /** The server span itself, starting at {@code startEpochNanos} (a sampled trace only). */
+    RecordedSpan serverSpan(SpanRecorder recorder, String name, long startEpochNanos) {
+        return new RecordedSpan(recorder, clockOffset, traceIdHigh, traceIdLow, spanId, parentSpanId, parentRemote,
+                TraceFlags.getSampled().asByte(), traceState, name, SpanKind.SERVER, startEpochNanos);
+    }
+
+    /** A child of the server span, started now. */
+    RecordedSpan child(SpanRecorder recorder, String name, SpanKind kind) {
+        return new RecordedSpan(recorder, clockOffset, traceIdHigh, traceIdLow, TraceIds.randomNonZero(), spanId,
+                false, TraceFlags.getSampled().asByte(), traceState, name, kind, now());
+    }
+}

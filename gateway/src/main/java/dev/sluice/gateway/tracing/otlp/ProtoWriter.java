@@ -1,0 +1,203 @@
+package dev.sluice.gateway.tracing.otlp;
+
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+/**
+ * Protobuf's wire format written into one growing byte array that is kept from batch to batch,
+ * so that encoding a batch allocates nothing once the array is big enough. A nested message is
+ * written in place: one byte is reserved for its length, and when the message turns out longer
+ * than 127 bytes its bytes move right to make room for the longer varint (one {@code arraycopy},
+ * cheaper than the size pass a two-pass encoder makes over every field). Not thread-safe: one
+ * writer per export thread.
+ */
+final class ProtoWriter {
+    static final int VARINT = 0;
+    static final int FIXED64 = 1;
+    static final int LEN = 2;
+    static final int FIXED32 = 5;
+
+    private byte[] buf;
+    private int pos;
+
+    ProtoWriter(int initialCapacity) {
+        buf = new byte[initialCapacity];
+    }
+
+    void reset() {
+        pos = 0;
+    }
+
+    int size() {
+        return pos;
+    }
+
+    byte[] array() {
+        return buf;
+    }
+
+    /** Drops the array (a send that failed may still hold it) for a new one of the same size. */
+    void renew() {
+        buf = new byte[buf.length];
+        pos = 0;
+    }
+
+    void tag(int field, int wireType) {
+        varint((field << 3) | wireType);
+    }
+
+    void varint(long v) {
+        ensure(10);
+        while ((v & ~0x7FL) != 0) {
+            buf[pos++] = (byte) ((v & 0x7F) | 0x80);
+            v >>>= 7;
+        }
+        buf[pos++] = (byte) v;
+    }
+
+    void fixed64(long v) {
+        ensure(8);
+        for (int i = 0; i < 8; i++) {
+            buf[pos++] = (byte) (v >>> (8 * i));
+        }
+    }
+
+    void fixed32(int v) {
+        ensure(4);
+        for (int i = 0; i < 4; i++) {
+            buf[pos++] = (byte) (v >>> (8 * i));
+        }
+    }
+
+    /** Field {@code field} as a nested message or length-delimited value: pass the result to {@link #end}. */
+    int begin(int field) {
+        tag(field, LEN);
+        ensure(1);
+        return pos++;
+    }
+
+    void end(int mark) {
+        int len = pos - mark - 1;
+        int lenSize = varintSize(len);
+        if (lenSize > 1) {
+            ensure(lenSize - 1);
+            System.arraycopy(buf, mark + 1, buf, mark + lenSize, len);
+            pos += lenSize - 1;
+        }
+        int p = mark;
+        while ((len & ~0x7F) != 0) {
+            buf[p++] = (byte) ((len & 0x7F) | 0x80);
+            len >>>= 7;
+        }
+        buf[p] = (byte) len;
+    }
+
+    /** A string field, written only when not empty (proto3's default is not sent). */
+    void string(int field, String s) {
+        if (s != null && !s.isEmpty()) {
+            stringAlways(field, s);
+        }
+    }
+
+    /** A string field even when empty (a oneof member, where presence itself is the value). */
+    void stringAlways(int field, String s) {
+        int m = begin(field);
+        utf8(s);
+        end(m);
+    }
+
+    void bytes(int field, byte[] b) {
+        tag(field, LEN);
+        varint(b.length);
+        ensure(b.length);
+        System.arraycopy(b, 0, buf, pos, b.length);
+        pos += b.length;
+    }
+
+    /** An id given as lowercase hex (a trace or span id) as its bytes; nothing for a null or all-zero id. */
+    void hexId(int field, String hex) {
+        if (hex == null || isZero(hex)) {
+            return;
+        }
+        int n = hex.length() / 2;
+        tag(field, LEN);
+        varint(n);
+        ensure(n);
+        for (int i = 0; i < n; i++) {
+            buf[pos++] = (byte) ((nibble(hex.charAt(2 * i)) << 4) | nibble(hex.charAt(2 * i + 1)));
+        }
+    }
+
+    /** A span id given as a number, as its 8 big-endian bytes (the order of its hex form). */
+    void id(int field, long id) {
+        tag(field, LEN);
+        varint(8);
+        bigEndian(id);
+    }
+
+    /** A trace id given as two numbers, as its 16 big-endian bytes. */
+    void id(int field, long high, long low) {
+        tag(field, LEN);
+        varint(16);
+        bigEndian(high);
+        bigEndian(low);
+    }
+
+    private void bigEndian(long v) {
+        ensure(8);
+        for (int i = 7; i >= 0; i--) {
+            buf[pos++] = (byte) (v >>> (8 * i));
+        }
+    }
+
+    private static boolean isZero(String hex) {
+        for (int i = 0; i < hex.length(); i++) {
+            if (hex.charAt(i) != '0') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static int nibble(char c) {
+        return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+    }
+
+    // the JDK's encoder: for the usual ASCII text a vectorised check and one array copy, faster than
+    // a char-by-char loop (RequestTraceBenchmark.encodeSpan) for the price of a short-lived array
+    private void utf8(String s) {
+        byte[] b = s.getBytes(StandardCharsets.UTF_8);
+        raw(b);
+    }
+
+    /** Bytes as they are (a string's UTF-8 made earlier), no tag, no length. */
+    void raw(byte[] b) {
+        ensure(b.length);
+        System.arraycopy(b, 0, buf, pos, b.length);
+        pos += b.length;
+    }
+
+    /** A string field given as its UTF-8 bytes, written only when not empty. */
+    void utf8Field(int field, byte[] b) {
+        if (b.length > 0) {
+            tag(field, LEN);
+            varint(b.length);
+            raw(b);
+        }
+    }
+
+    static int varintSize(int v) {
+        int n = 1;
+        while ((v & ~0x7F) != 0) {
+            n++;
+            v >>>= 7;
+        }
+        return n;
+    }
+
+    private void ensure(int more) {
+        if (pos + more > buf.length) {
+            buf = Arrays.copyOf(buf, Math.max(buf.length * 2, pos + more));
+        }
+    }
+}
