@@ -63,9 +63,13 @@ final class PoolRetirement {
         return pool.name;
     }
 
-    /** The gateway stops: what is left of the pool's requests is stopped now, then the pool closes (bounded wait). */
-    void hurry(long timeoutMillis) throws InterruptedException {
+    /** The gateway stops: what is left of the pool's requests is stopped now, then the pool closes. */
+    void hurry() {
         thread.interrupt();
+    }
+
+    /** Waits (bounded) for the pool to be closed, after {@link #hurry}. */
+    void awaitClosed(long timeoutMillis) throws InterruptedException {
         thread.join(timeoutMillis);
     }
 
@@ -121,13 +125,20 @@ final class PoolRetirement {
     static void close(ModelPool pool, PoolServices shared, Predicate<String> workerServed) {
         pool.close();
         pool.saveRatesAtStop();
+        // an interrupt (the gateway stops) must not skip this wait: the leases' store closes after it
+        boolean interrupted = Thread.interrupted();
         try {
             // the file IO thread runs its tasks in order: once this one ran, the last save did
             shared.loops().fileIo.submit(() -> { }).get(10, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            interrupted = true;
+            log.warn("pool retire: last rate save not confirmed pool={} (interrupted twice)", pool.name);
         } catch (ExecutionException | TimeoutException | RejectedExecutionException e) {
             log.warn("pool retire: last rate save not confirmed pool={} detail=\"{}\"", pool.name, e.toString());
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
         }
         pool.closeAfterTasks(); // the leases' store after the save that writes through it
         for (Worker w : pool.workers.all()) {

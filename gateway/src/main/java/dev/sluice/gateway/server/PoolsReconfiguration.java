@@ -171,9 +171,11 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
     /** The gateway stops: pools still retiring stop what is left of their requests and close now. */
     @Override
     public void close() {
-        for (PoolRetirement r : retiring) {
+        List<PoolRetirement> now = List.copyOf(retiring);
+        now.forEach(PoolRetirement::hurry); // all at once: N retiring pools take one wait, not N
+        for (PoolRetirement r : now) {
             try {
-                r.hurry(HURRY_MS);
+                r.awaitClosed(HURRY_MS);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;

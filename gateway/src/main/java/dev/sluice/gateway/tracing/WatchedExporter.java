@@ -30,9 +30,15 @@ final class WatchedExporter implements SpanExporter {
     @Override
     public CompletableResultCode export(Collection<SpanData> spans) {
         int n = spans.size();
-        CompletableResultCode result = delegate.export(spans);
-        result.whenComplete(() -> {
-            if (result.isSuccess()) {
+        CompletableResultCode result;
+        try {
+            result = delegate.export(spans);
+        } catch (RuntimeException e) { // an exporter's own bug or a malformed answer: the batch is failed and counted
+            result = CompletableResultCode.ofExceptionalFailure(e);
+        }
+        CompletableResultCode done = result;
+        done.whenComplete(() -> {
+            if (done.isSuccess()) {
                 exported.add(n);
                 if (down.compareAndSet(true, false)) {
                     log.info("tracing: the collector takes spans again endpoint={}", endpoint);
@@ -40,14 +46,14 @@ final class WatchedExporter implements SpanExporter {
             } else {
                 failed.add(n);
                 if (down.compareAndSet(false, true)) {
-                    Throwable cause = result.getFailureThrowable();
+                    Throwable cause = done.getFailureThrowable();
                     log.warn("tracing: cannot export spans endpoint={} cause=\"{}\"; spans are dropped and counted in "
                             + "sluice_tracing_spans_dropped_total{reason=\"export_failed\"}, every batch tries again, "
                             + "requests are not slowed", endpoint, cause == null ? "rejected by the collector" : cause.toString());
                 }
             }
         });
-        return result;
+        return done;
     }
 
     long failed() {

@@ -71,7 +71,7 @@ public final class OtlpHttpSender implements SpanExporter {
         if (plain != null) {
             try {
                 return answer(plain.post(encoder.array(), encoder.size()));
-            } catch (IOException e) {
+            } catch (IOException | RuntimeException e) { // a malformed answer too: the batch is failed and counted
                 return CompletableResultCode.ofExceptionalFailure(e);
             }
         }
@@ -80,7 +80,7 @@ public final class OtlpHttpSender implements SpanExporter {
         try {
             HttpResponse<Void> response = client.send(request, HttpResponse.BodyHandlers.discarding());
             return answer(response.statusCode());
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
             encoder.renew(); // a request given up on may still be reading the old buffer
             return CompletableResultCode.ofExceptionalFailure(e);
         } catch (InterruptedException e) {
@@ -113,6 +113,9 @@ public final class OtlpHttpSender implements SpanExporter {
     @Override
     public CompletableResultCode shutdown() {
         shutdown = true;
+        if (plain != null) {
+            plain.close(); // unblocks an export stuck writing to a collector that stopped reading
+        }
         synchronized (this) { // after the export in progress
             if (plain != null) {
                 plain.close();

@@ -19,16 +19,23 @@ import java.util.Map;
  * every half second at most needs nothing more, and the JDK's asynchronous client cost about a
  * millisecond of CPU a post (futures, a selector thread, timer events) on the core the requests
  * need (docs/benchmarks.md, "Tracing"). Any failure closes the socket; the next post reconnects.
- * Not thread-safe: the export thread's alone.
+ * A kept-alive socket the collector (or a load balancer before it) closed while idle fails the next
+ * post before any answer byte: that post is sent once more on a new connection, as HTTP clients treat
+ * a stale pooled connection (a collector that took the first copy and then dropped the connection
+ * gets a batch twice: spans are idempotent enough for that). Posts run on the export thread alone;
+ * {@link #close} may come from another thread (shutdown), and unblocks a write to a collector that
+ * stopped reading.
  */
 final class PlainHttpPost implements AutoCloseable {
     private static final int MAX_HEAD = 16 * 1024;
     private final InetSocketAddress address;
     private final int timeoutMillis;
     private final byte[] head; // request line and headers up to Content-Length's value
-    private Socket socket;
+    private volatile Socket socket;
     private InputStream in;
     private OutputStream out;
+    /** Whether the answer to the post in progress has begun (a byte read): then it is not sent again. */
+    private boolean answered;
 
     PlainHttpPost(URI uri, Map<String, String> headers, Duration timeout) {
         int port = uri.getPort() < 0 ? 80 : uri.getPort();
@@ -51,19 +58,36 @@ final class PlainHttpPost implements AutoCloseable {
     /** Sends {@code body[0, length)} and returns the collector's status. */
     int post(byte[] body, int length) throws IOException {
         long deadline = System.nanoTime() + timeoutMillis * 1_000_000L;
+        boolean reused = socket != null;
         try {
-            if (socket == null) {
-                connect();
+            return send(body, length, deadline);
+        } catch (IOException e) {
+            close();
+            if (!reused || answered || e instanceof SocketTimeoutException) {
+                throw e;
             }
-            out.write(head);
-            out.write((length + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
-            out.write(body, 0, length);
-            out.flush();
-            return readResponse(deadline);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+        try {
+            return send(body, length, deadline); // the kept-alive socket was stale: once more, on a new one
         } catch (IOException | RuntimeException e) {
             close();
             throw e;
         }
+    }
+
+    private int send(byte[] body, int length, long deadline) throws IOException {
+        answered = false;
+        if (socket == null) {
+            connect();
+        }
+        out.write(head);
+        out.write((length + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
+        out.write(body, 0, length);
+        out.flush();
+        return readResponse(deadline);
     }
 
     private void connect() throws IOException {
@@ -83,10 +107,14 @@ final class PlainHttpPost implements AutoCloseable {
 
     private int readResponse(long deadline) throws IOException {
         String status = line(deadline);
-        if (!status.startsWith("HTTP/1.") || status.length() < 12) {
-            throw new IOException("not an HTTP answer: " + abbreviate(status));
+        int code = statusCode(status);
+        while (code >= 100 && code < 200) { // an interim answer (100 Continue, 103): its headers, then the real one
+            while (!line(deadline).isEmpty()) {
+                // the interim answer's headers
+            }
+            status = line(deadline);
+            code = statusCode(status);
         }
-        int code = Integer.parseInt(status.substring(9, 12));
         long contentLength = -1;
         boolean chunked = false;
         boolean close = status.startsWith("HTTP/1.0");
@@ -129,6 +157,17 @@ final class PlainHttpPost implements AutoCloseable {
         return code;
     }
 
+    private static int statusCode(String status) throws IOException {
+        if (!status.startsWith("HTTP/1.") || status.length() < 12) {
+            throw new IOException("not an HTTP answer: " + abbreviate(status));
+        }
+        try {
+            return Integer.parseInt(status.substring(9, 12));
+        } catch (NumberFormatException e) {
+            throw new IOException("not an HTTP status: " + abbreviate(status));
+        }
+    }
+
     private String line(long deadline) throws IOException {
         StringBuilder b = new StringBuilder();
         int c;
@@ -151,6 +190,7 @@ final class PlainHttpPost implements AutoCloseable {
         if (c < 0) {
             throw new IOException("the collector closed the connection");
         }
+        answered = true;
         return c;
     }
 
@@ -174,13 +214,14 @@ final class PlainHttpPost implements AutoCloseable {
 
     @Override
     public void close() {
-        if (socket != null) {
+        Socket s = socket;
+        if (s != null) {
+            socket = null;
             try {
-                socket.close();
+                s.close();
             } catch (IOException ignored) {
                 // closing a broken connection: nothing more to do
             }
-            socket = null;
         }
     }
 }

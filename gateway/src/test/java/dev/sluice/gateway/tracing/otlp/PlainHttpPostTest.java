@@ -151,4 +151,34 @@ class PlainHttpPostTest {
             assertThatThrownBy(() -> p.post(body("w"), 1)).as("reconnecting fails too").isInstanceOf(IOException.class);
         }
     }
+
+    /** A load balancer or the collector closed the kept-alive socket while idle: the next post goes once more, on a new one. */
+    @Test
+    void aKeptAliveSocketClosedWhileIdleIsReplacedAndThePostSentOnTheNewOne() throws Exception {
+        try (PlainHttpPost p = post(Duration.ofSeconds(5))) {
+            assertThat(p.post(body("first"), 5)).isEqualTo(200);
+            for (Socket s : accepted) {
+                s.close(); // the collector's idle timeout
+            }
+            assertThat(p.post(body("after idle"), 10)).isEqualTo(200);
+        }
+        assertThat(connections).hasValue(2);
+        assertThat(requests).hasSize(2);
+        assertThat(requests.get(1)).endsWith("\r\n\r\nafter idle");
+    }
+
+    /** An interim answer (100 Continue) is read past; the post returns the final status and the next post its own. */
+    @Test
+    void anInterimAnswerIsReadPastToTheFinalOne() throws Exception {
+        try (PlainHttpPost p = post(Duration.ofSeconds(5))) {
+            answer = "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n";
+            assertThat(p.post(body("a"), 1)).isEqualTo(202);
+            answer = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+            assertThat(p.post(body("b"), 1)).isEqualTo(200);
+            answer = "HTTP/1.1 2x0 Odd\r\nContent-Length: 0\r\n\r\n";
+            assertThatThrownBy(() -> p.post(body("c"), 1)).isInstanceOf(IOException.class)
+                    .hasMessageContaining("not an HTTP status");
+        }
+        assertThat(connections).as("a malformed answer is a failure on that connection only, not sent again").hasValue(1);
+    }
 }
