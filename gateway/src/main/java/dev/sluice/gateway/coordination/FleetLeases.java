@@ -60,6 +60,7 @@ public final class FleetLeases implements AutoCloseable {
     private boolean everLeased;
     private boolean settled; // serving on a correct budget: sticky once reached (readiness)
     private boolean draining;
+    private volatile boolean left; // released by close(): no renewal after it
     private long firstLeaseNanos;
     private long lastLeaseNanos = -1; // when the last successful renewal was sent
     private long startedNanos;
@@ -193,6 +194,9 @@ public final class FleetLeases implements AutoCloseable {
     }
 
     private void renewNow() {
+        if (left) {
+            return; // a renewal queued on the loop before close() would write the lease back after its release
+        }
         long now = clock.getAsLong();
         if ((mode == Mode.LEASED || mode == Mode.HELD) && now - validUntilNanos >= 0) {
             // no answer came in time (a pause, a partition, a slow Redis): admission has fenced itself
@@ -376,25 +380,21 @@ public final class FleetLeases implements AutoCloseable {
                 replicas, byName, peers, ageMillis(), reason, renewalErrors, lateReplies);
     }
 
-    @Override
     /**
      * Stops renewing and gives the leases back (a graceful stop, after the drain: the others take
-     * this replica's share at their next renewal, not a lease time later). Waits up to a second for
-     * Redis; a replica that cannot reach it lets the lease expire. Not on an event loop.
+     * this replica's share at their next renewal, not a lease time later): {@link LeaseLeave}. Not on an event loop.
      */
+    @Override
     public void close() {
+        LeaseLeave.run(loop, this::leave, replicaId, generation, config.leaseTtl().toMillis());
+        store.close();
+    }
+
+    private java.util.concurrent.CompletionStage<Void> leave() {
+        left = true;
         if (task != null) {
             task.cancel(false);
         }
-        try {
-            store.release(replicaId, generation).toCompletableFuture().get(1, TimeUnit.SECONDS);
-            log.info("coordination left replica_id={} generation={}", replicaId, generation);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
-            log.warn("coordination leave failed replica_id={} reason=\"{}\" lease_expires_in_ms={}", replicaId, e,
-                    config.leaseTtl().toMillis());
-        }
-        store.close();
+        return store.release(replicaId, generation);
     }
 }

@@ -42,11 +42,9 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
     private final RequestTokens tokens;
     private QueueUpdates queueUpdates;
     private final Runnable onClientDone;
-    /** The request's id: the first attempt's rid on the workers, and the id in every log line. */
-    private final String rid;
+    private final String rid; // the first attempt's rid on the workers, and the id in every log line
     private final ClientBackpressure backpressure;
-    private boolean clientDoneSignalled;
-    private boolean ended;
+    private boolean clientDoneSignalled, ended;
     private final ExchangeTicket ticket;
     private final ExchangeOutcome outcome = new ExchangeOutcome();
     private final RequestTrace trace;
@@ -364,9 +362,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         maybeEnd();
     }
 
-    // ---- for the failover (Failover.Host) ----
-
-    @Override
+    @Override // Failover.Host
     public boolean over() {
         return ended || client.ended();
     }
@@ -390,11 +386,14 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         ended = true;
         watchdog.cancel();
         ticket.releaseAtEnd(outcome.outcome() == Outcome.OK, timeline.prefillDoneNanos(), tokens.completion());
-        services.live().remove(this);
-        // the latencies recorded at the end carry this trace's id, cleared by the trace's end even if the write throws
-        trace.endAfter(() -> RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(),
-                ticket.ticket().orElse(null), ticket.priorityName(), client.status(), outcome.outcome(), timeline,
-                outcome.detail(), trace.logIds()), services, settings.requestLogging(), tokens.completion(), ticket.ticket()
-                .map(Ticket::tenant).orElse(null)), client.status(), outcome.outcome().label(), tokens.completion(), outcome.detail());
+        try { // the latencies recorded at the end carry this trace's id, cleared by the trace's end even if it throws
+            trace.endAfter(() -> RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(),
+                    ticket.ticket().orElse(null), ticket.priorityName(), client.status(), outcome.outcome(), timeline,
+                    outcome.detail(), trace.logIds()), services, settings.requestLogging(), tokens.completion(),
+                    ticket.ticket().map(Ticket::tenant).orElse(null)), client.status(), outcome.outcome().label(),
+                    tokens.completion(), outcome.detail());
+        } finally { // last: a pool a reload retires closes (forgets its meters) once this set is empty
+            services.live().remove(this);
+        }
     }
 }

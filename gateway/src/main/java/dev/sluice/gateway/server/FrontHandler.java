@@ -193,6 +193,10 @@ final class FrontHandler extends ChannelInboundHandlerAdapter {
         PdExchange ex = new PdExchange(pool.pd, settings.exchange(), ctx, parsed, keepAlive, received,
                 this::requestDone, req.headers());
         exchange = ex;
+        if (pool.retired()) { // read after joining the pool's in-flight set: see ModelPool.retire
+            ex.fail(ApiError.modelNotFound(parsed.body().path("model").asText(), front.pools().modelList()), null);
+            return;
+        }
         PromptText prompt = PromptText.of(parsed);
         CompletableFuture<Long> counted = pool.counter().count(prompt);
         // the token ids for the KV event view: with the model's tokenizer, on its pool too

@@ -235,6 +235,22 @@ final class ModelPool implements AutoCloseable {
         }
     }
 
+    /**
+     * A reload removed this pool: from now on a request that still resolved it (its model looked up in the
+     * instant before the reload) is refused as soon as it has joined the pool's in-flight set. The flag is
+     * written before the retirement reads that set, and a request joins the set before it reads the flag, so
+     * either the retirement sees the request and waits for it, or the request sees the flag and leaves.
+     */
+    void retire() {
+        retired = true;
+    }
+
+    boolean retired() {
+        return retired;
+    }
+
+    private volatile boolean retired;
+
     /** Whether {@code w} is one of this pool's workers. */
     boolean owns(Worker w) {
         return workers.all().contains(w);

@@ -2,7 +2,6 @@ package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.admission.RejectReason;
 import dev.sluice.gateway.pd.InFlight;
-import dev.sluice.gateway.routing.Worker;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -10,7 +9,6 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
-import java.util.function.Predicate;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,32 +28,34 @@ final class PoolRetirement {
     private final ModelPool pool;
     private final Duration grace;
     private final PoolServices shared;
-    private final Predicate<String> workerServed;
+    private final Consumer<ModelPool> releaseWorkers;
     private final Consumer<PoolRetirement> retired;
     private final Thread thread;
 
     /**
-     * @param workerServed whether a pool still serving has a worker of this name (host:port): its connections stay
+     * @param releaseWorkers closes the connections to the pool's workers that no pool still serving has (under the
+     *                       reconfiguration's lock: a pool a reload adds on the same worker keeps them)
      * @param retired      told when the pool is closed (then nothing needs to hold it)
      */
-    private PoolRetirement(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed,
+    private PoolRetirement(ModelPool pool, Duration grace, PoolServices shared, Consumer<ModelPool> releaseWorkers,
                            Consumer<PoolRetirement> retired) {
         this.pool = pool;
         this.grace = grace;
         this.shared = shared;
-        this.workerServed = workerServed;
+        this.releaseWorkers = releaseWorkers;
         this.retired = retired;
         this.thread = new Thread(this::run, "sluice-pool-retire-" + pool.name);
         thread.setDaemon(true);
     }
 
-    static PoolRetirement of(ModelPool pool, Duration grace, PoolServices shared, Predicate<String> workerServed,
+    static PoolRetirement of(ModelPool pool, Duration grace, PoolServices shared, Consumer<ModelPool> releaseWorkers,
                              Consumer<PoolRetirement> retired) {
-        return new PoolRetirement(pool, grace, shared, workerServed, retired);
+        return new PoolRetirement(pool, grace, shared, releaseWorkers, retired);
     }
 
     /** Starts the drain and the close, on the retirement's own thread. */
     void start() {
+        pool.retire(); // before the thread reads the pool's in-flight set (ModelPool.retire)
         thread.start();
     }
 
@@ -90,7 +90,7 @@ final class PoolRetirement {
         if (!idle()) {
             stopWhatIsLeft();
         }
-        close(pool, shared, workerServed);
+        close(pool, shared, releaseWorkers);
         retired.accept(this);
         log.info("pool retired pool={} after_ms={}", pool.name,
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start));
@@ -122,7 +122,7 @@ final class PoolRetirement {
      * Closes everything {@code pool} owns (also for a pool built by a reload that was then refused): see the
      * class comment for the order.
      */
-    static void close(ModelPool pool, PoolServices shared, Predicate<String> workerServed) {
+    static void close(ModelPool pool, PoolServices shared, Consumer<ModelPool> releaseWorkers) {
         pool.close();
         pool.saveRatesAtStop();
         // an interrupt (the gateway stops) must not skip this wait: the leases' store closes after it
@@ -141,11 +141,7 @@ final class PoolRetirement {
             }
         }
         pool.closeAfterTasks(); // the leases' store after the save that writes through it
-        for (Worker w : pool.workers.all()) {
-            if (!workerServed.test(w.name())) {
-                shared.upstream().forget(w, shared.loops().upstreamLoops());
-            }
-        }
+        releaseWorkers.accept(pool);
         int meters = shared.metrics().poolLabels().forget(shared.metrics().registry(), pool.name);
         log.info("pool closed pool={} workers={} meters_removed={}", pool.name, pool.workers.all().size(), meters);
     }

@@ -2,6 +2,7 @@ package dev.sluice.gateway.server;
 
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.PoolsConfig;
+import dev.sluice.gateway.routing.Worker;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -101,6 +102,9 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
                     p.addedLive();
                     p.start();
                 }
+                for (ModelPool p : added) {
+                    awaitFirstVerdicts(p);
+                }
             }
             for (int i = 0; i < kept.size(); i++) {
                 AppliedChanges a = kept.get(i).reconfiguration.apply(keptViews.get(i));
@@ -127,7 +131,7 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
                     p.workers.prefill().size(), p.workers.decode().size());
         }
         for (ModelPool p : removed) {
-            PoolRetirement r = PoolRetirement.of(p, current.admission().drainGrace(), shared, this::served,
+            PoolRetirement r = PoolRetirement.of(p, current.admission().drainGrace(), shared, this::releaseWorkers,
                     retiring::remove); // listed before it starts: a pool with nothing to drain is gone at once
             retiring.add(r);
             r.start();
@@ -137,6 +141,27 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
         }
         current = pools.defaultPool().config().toBuilder().pools(np).build();
         return new AppliedChanges(List.copyOf(applied), List.copyOf(restart));
+    }
+
+    /**
+     * Waits (bounded) until every worker of a pool just started has had its first health verdict, so that its
+     * models resolve to it only once it can tell a usable worker from a dead one: without the wait, its first
+     * requests were refused {@code no_capacity} while the first checks ran. The bound is what the checks take to
+     * eject a worker that never answers; past it the pool serves anyway (its requests get the usual 503 with a
+     * reason until a worker is usable), and says so.
+     */
+    private static void awaitFirstVerdicts(ModelPool p) throws InterruptedException {
+        var health = p.config().health();
+        long bound = System.nanoTime() + health.interval().plus(health.timeout().multipliedBy(
+                health.unhealthyThreshold())).toNanos();
+        while (p.workers.all().stream().anyMatch(w -> w.status().awaitingFirstCheck() || w.identityPending())) {
+            if (System.nanoTime() > bound) {
+                log.warn("pool added by reload serves before every worker's first health verdict pool={} "
+                        + "reason=\"{}\"", p.name, PoolReadiness.of(p).reason());
+                return;
+            }
+            Thread.sleep(10); // the reload's own thread: no event loop waits here
+        }
     }
 
     /** The pools {@code np} names that are not running, built (not started); none is visible yet. */
@@ -159,7 +184,20 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
     /** Pools built for a reload that is refused: closed before they served anything. */
     private void discard(List<ModelPool> built) {
         for (ModelPool p : built) {
-            PoolRetirement.close(p, shared, this::served);
+            PoolRetirement.close(p, shared, this::releaseWorkers);
+        }
+    }
+
+    /**
+     * Closes the connections to {@code gone}'s workers that no pool serving now has. Under this object's lock, as
+     * {@link #apply} is: a pool a concurrent reload adds on the same worker is either serving already (the
+     * connections stay) or not yet built (it opens its own).
+     */
+    private synchronized void releaseWorkers(ModelPool gone) {
+        for (Worker w : gone.workers.all()) {
+            if (!served(w.name())) {
+                shared.upstream().forget(w, shared.loops().upstreamLoops());
+            }
         }
     }
 
