@@ -373,7 +373,7 @@ public final class AdmissionController {
             }
             return new AdmissionSnapshot(queue.size(), depth, tenants, ledger.pendingTokens(), ledger.inPrefillTokens(),
                     ledger.dispatched(), prefill.clusterRate(), prefill.known(), draining, windows.snapshot(),
-                    prefill.view(), ledger.slack.seconds());
+                    prefill.view(), ledger.slack.seconds(), judge.doorSpread());
         });
     }
 
