@@ -179,7 +179,8 @@ final class AdmissionConfigReader {
                 Map.of("longest", AdmissionConfig.Shed.LONGEST, "latest", AdmissionConfig.Shed.LATEST));
         Duration commit = n.child("shed_commit_after", "A request queued this long is committed: it no longer gives "
                 + "way to later arrivals (never shed for them, never pushed past its deadline by a newcomer of a higher "
-                + "class or an earlier deadline: such a newcomer is refused at its door, 429 shed, instead), so that "
+                + "class or an earlier deadline: such a newcomer is refused at its door instead, 429 shed, or "
+                + "deadline_unreachable when it would be last in line), so that "
                 + "the policy's refusals come within about this time of arrival; a committed request is still refused "
                 + "when new evidence (a slower rate) says it cannot make its deadline. 0s: never committed.")
                 .durationAtLeast(AdmissionConfig.SchedulingConfig.DEFAULT_SHED_COMMIT_AFTER, Duration.ZERO);
