@@ -105,34 +105,45 @@ final class Forecast {
      * deadline is dropped; with {@code shedLongest}, it first tries Moore–Hodgson's move: if the longest
      * prompt of its class already counted ahead of it is longer than its own, that one gives way when
      * that lets it in (one longer request for one shorter: the most requests of the class make their
-     * deadlines, for a common arrival; never across classes), unless it is committed
-     * ({@link Ticket#committed}: it has waited {@code shed_commit_after}; the longest not committed
-     * gives way then).
+     * deadlines, for a common arrival; never across classes). A committed request ({@link
+     * Ticket#committed}: it has waited {@code shed_commit_after}) gives way only to another committed
+     * one, never to a later arrival: for a late request not yet committed only the longest not
+     * committed ahead of it is a candidate; for a committed one (late on new evidence: a slower rate),
+     * the longest of all, which keeps the most of those committed in time.
      */
     List<Late> late(List<Ticket> order, boolean shedLongest) {
         List<Late> out = new ArrayList<>(0);
         java.util.PriorityQueue<Ticket> taken = shedLongest ? new java.util.PriorityQueue<>(Ticket.LONGEST_FIRST) : null;
+        java.util.PriorityQueue<Ticket> fresh = shedLongest ? new java.util.PriorityQueue<>(Ticket.LONGEST_FIRST) : null;
+        java.util.Set<Ticket> gone = shedLongest ? java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>())
+                : null; // shed from one heap: skipped when met at the other's top
         int lane = -1;
         for (Ticket t : order) {
             if (taken != null && t.priority != lane) {
                 taken.clear(); // a class gives way only within itself
+                fresh.clear();
+                gone.clear();
                 lane = t.priority;
             }
             double seconds = secondsFor(t);
             double before = tokensAhead();
             if (take(t)) {
-                if (taken != null && !t.committed) { // a committed request never gives way
+                if (taken != null) {
                     taken.add(t);
+                    if (!t.committed) {
+                        fresh.add(t);
+                    }
                 }
                 continue;
             }
-            Ticket longest = taken == null ? null : taken.peek();
+            Ticket longest = taken == null ? null : top(t.committed ? taken : fresh, gone);
             if (longest != null && longest.tokens > t.tokens) {
                 queued -= longest.tokens;
                 if (take(t)) {
-                    taken.poll();
+                    gone.add(longest);
+                    taken.add(t);
                     if (!t.committed) {
-                        taken.add(t);
+                        fresh.add(t);
                     }
                     out.add(new Late(longest, Double.NaN, before, true));
                     continue;
@@ -142,6 +153,14 @@ final class Forecast {
             out.add(new Late(t, seconds, before, false));
         }
         return out;
+    }
+
+    /** The longest of {@code heap} not yet shed. */
+    private static Ticket top(java.util.PriorityQueue<Ticket> heap, java.util.Set<Ticket> gone) {
+        while (heap.peek() != null && gone.contains(heap.peek())) {
+            heap.poll();
+        }
+        return heap.peek();
     }
 
     /** Walks {@code order} up to {@code target}; its predicted seconds to first token, or NaN if it is not in it. */

@@ -96,7 +96,7 @@ final class QueueJudge {
         headroom.restart(now, rate, ledger.pace.secondsPerToken());
         List<Forecast.Late> late = judged(now, remaining, rate).covering(headroom).newcomer(t, spread)
                 .late(queue.serviceOrder(), shedLongest);
-        Forecast.Late spared = sparing(queue, t, late, remaining, rate, now);
+        Forecast.Late spared = sparing(queue, t, late, shedLongest, remaining, rate, now);
         if (spared != null) {
             headroom.invalidate(); // covered with t in the queue, which is leaving it
             return List.of(spared);
@@ -113,14 +113,14 @@ final class QueueJudge {
     }
 
     /**
-     * The newcomer's refusal when letting it in would push committed requests ({@link Ticket#committed})
-     * past their deadlines that are in time without it, else null. A committed request already late
+     * The newcomer's refusal when letting it in would refuse committed requests ({@link Ticket#committed}:
+     * past their deadlines, or shed for one of them) that are served without it, else null. A committed request already late
      * without the newcomer (new evidence since the last review) is no reason to refuse it: the second
      * walk, without it, tells the two apart. Only on the walk's path (the indexes answer only when no one
      * else is late).
      */
-    private Forecast.Late sparing(PriorityQueues queue, Ticket t, List<Forecast.Late> late, double remaining,
-                                  double rate, long now) {
+    private Forecast.Late sparing(PriorityQueues queue, Ticket t, List<Forecast.Late> late, boolean shedLongest,
+                                  double remaining, double rate, long now) {
         int committedLate = 0;
         for (Forecast.Late l : late) {
             if (l.ticket() == t) {
@@ -136,7 +136,7 @@ final class QueueJudge {
         List<Ticket> without = queue.serviceOrder();
         without.remove(t);
         java.util.Set<Ticket> lateAnyway = new java.util.HashSet<>();
-        for (Forecast.Late l : judged(now, remaining, rate).late(without, false)) {
+        for (Forecast.Late l : judged(now, remaining, rate).late(without, shedLongest)) {
             lateAnyway.add(l.ticket());
         }
         int spared = 0;

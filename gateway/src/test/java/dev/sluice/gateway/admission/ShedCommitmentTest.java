@@ -138,6 +138,27 @@ class ShedCommitmentTest {
     }
 
     @Test
+    void onNewEvidenceACommittedRequestGivesWayToAnotherCommittedOne() {
+        AdmissionController c = controller(Duration.ofSeconds(4), List.of("normal"));
+        assertThat(c.submit(ticket("head", 1_000, 0, new Recorder()))).isNull();
+        Recorder longOne = new Recorder();
+        Recorder shortOne = new Recorder();
+        assertThat(c.submit(ticket("long", 12_000, 0, longOne))).isNull(); // ~14.5 s of its 30
+        assertThat(c.submit(ticket("short", 8_000, 0, shortOne))).isNull(); // ~22.8 s of its 30
+        advance(5);
+        c.expire();
+        assertThat(longOne.rejection).isNull();
+        assertThat(shortOne.rejection).isNull();
+        // the head's 1 s of prefill is still not done 10 s on: the short one would now come at 10 + 20 + 1 = 31 s.
+        // Both are committed: the long one gives way to it (Moore–Hodgson's count), late either way
+        advance(5);
+        c.expire();
+        assertThat(longOne.rejection).isNotNull();
+        assertThat(longOne.rejection.reason()).isEqualTo(RejectReason.SHED);
+        assertThat(shortOne.rejection).isNull();
+    }
+
+    @Test
     void theNewcomersMarginGrowsWithThePrefillAheadOfIt() {
         // nothing in flight: a lone prompt waits only for itself; the margin is 2 x 2 % of its prefill seconds
         AdmissionController c = controller(Duration.ofSeconds(4), List.of("normal"));
