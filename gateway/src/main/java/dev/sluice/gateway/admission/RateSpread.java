@@ -18,6 +18,13 @@ final class RateSpread {
      * does not cover that, the reviews still do.
      */
     static final double UNSEEN = 0.02;
+    /**
+     * The most it is taken to be: 10 % (a margin of a fifth of the prefill ahead). Past that the estimate
+     * is not noisy but wrong (a worker slowed or sped up several times over), which its own weighting and
+     * the reviews follow; a margin of the samples' full error (58 % seen in a test that slows the prefill
+     * 4 x) would refuse at the door anything waiting more than about half its deadline.
+     */
+    static final double MAX = 0.1;
     private double meanSquare;
     private long samples;
 
@@ -33,6 +40,6 @@ final class RateSpread {
 
     /** The relative spread of the rate: 0.03 is 3 %. */
     double relative() {
-        return samples < MIN_SAMPLES ? UNSEEN : Math.sqrt(meanSquare);
+        return samples < MIN_SAMPLES ? UNSEEN : Math.min(MAX, Math.sqrt(meanSquare));
     }
 }

@@ -26,11 +26,15 @@ class RateSpreadTest {
     }
 
     @Test
-    void aRateThatDriftsWidensIt() {
+    void aRateThatDriftsWidensItUpToTheCap() {
         RateSpread s = new RateSpread();
         for (int i = 0; i < 5; i++) {
-            s.observed(2_000, 2_500); // the machine slowed: samples 20 % under the estimate
+            s.observed(2_300, 2_500); // the machine slowed: samples 8 % under the estimate
         }
-        assertThat(s.relative()).isCloseTo(0.2, within(1e-9));
+        assertThat(s.relative()).isCloseTo(0.08, within(1e-9));
+        for (int i = 0; i < 5; i++) {
+            s.observed(625, 2_500); // four times slower: the estimate is wrong, not noisy
+        }
+        assertThat(s.relative()).isEqualTo(RateSpread.MAX);
     }
 }
