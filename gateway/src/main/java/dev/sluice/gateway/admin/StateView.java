@@ -119,7 +119,8 @@ public final class StateView {
                 .put("inflight_prefill_tokens", s.inflightPrefillTokens()).put("dispatched", s.dispatched())
                 .put("prefill_tokens_per_second", Math.round(s.prefillTokensPerSecond()))
                 .put("throughput_measured", s.throughputMeasured())
-                .put("prediction_slack_seconds", s.predictionSlackSeconds());
+                .put("prediction_slack_seconds", s.predictionSlackSeconds())
+                .put("door_margin_per_prefill_second", s.doorMarginPerSecond());
         ObjectNode classes = queue.putObject("by_class");
         for (int i = 0; i < a.priorities().size(); i++) {
             ObjectNode c = classes.putObject(a.priorities().get(i));

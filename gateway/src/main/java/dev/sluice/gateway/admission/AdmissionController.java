@@ -304,6 +304,7 @@ public final class AdmissionController {
                 judge.tell(after, t, Rejections.queueTimeout(inForce(), t, now, t.waitDeadline,
                         queue.tokensAtOrAbove(t.priority) / prefill.clusterRate()));
             }
+            queue.commitDue(now, Nanos.of(inForce().scheduling().shedCommitAfter()));
             if (reviewDue || now - lastReview >= Nanos.of(inForce().scheduling().reviewInterval())) {
                 lastReview = now;
                 reviewDue = false;
@@ -372,7 +373,7 @@ public final class AdmissionController {
             }
             return new AdmissionSnapshot(queue.size(), depth, tenants, ledger.pendingTokens(), ledger.inPrefillTokens(),
                     ledger.dispatched(), prefill.clusterRate(), prefill.known(), draining, windows.snapshot(),
-                    prefill.view(), ledger.slack.seconds());
+                    prefill.view(), ledger.slack.seconds(), judge.doorSpread());
         });
     }
 

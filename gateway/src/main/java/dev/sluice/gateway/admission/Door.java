@@ -92,6 +92,7 @@ final class Door {
             return Rejections.tokenBudget(config, t, pendingTokens, rate);
         }
         t.enqueuedNanos = now;
+        queue.commitDue(now, Nanos.of(config.scheduling().shedCommitAfter()));
         queue.add(t); // in its place (its class, its tenant's turn, its deadline), to see what is ahead of it
         List<Forecast.Late> late = judge.late(queue, t, QueueJudge.shedLongest(config), now);
         for (Forecast.Late l : late) {
@@ -99,6 +100,9 @@ final class Door {
                 queue.remove(t);
                 if (late.size() > 1) {
                     host.reviewDue(); // the others' fate is judged again without it, at the next review
+                }
+                if (l.committedSpared() > 0) {
+                    return Rejections.sparesCommitted(config, l.committedSpared(), l.predictedSeconds());
                 }
                 return l.shed() ? Rejections.shed(config, t, now, l.tokensAhead() / rate)
                         : Rejections.deadlineUnreachable(config, (long) l.tokensAhead(), rate, l.predictedSeconds());

@@ -253,6 +253,25 @@ final class PrefillRates {
         return sum > 0 ? sum : guess;
     }
 
+    /**
+     * The relative spread of the cluster's rate ({@link RateSpread}): the serving workers' spreads weighted
+     * by their rates (a worker with no samples yet counts as {@link RateSpread#UNSEEN}).
+     */
+    double relativeSpread() {
+        boolean any = anyAvailable();
+        double sum = 0;
+        double weighted = 0;
+        for (Worker w : workers.prefill()) {
+            if (serving(w, any)) {
+                WorkerRate r = rates.get(w);
+                double rate = rateOf(w);
+                sum += rate;
+                weighted += rate * (r == null ? RateSpread.UNSEEN : r.measured.relativeSpread());
+            }
+        }
+        return sum > 0 ? weighted / sum : RateSpread.UNSEEN;
+    }
+
     /** Whether predictions can be trusted: every serving prefill worker has a measured rate or a prior. */
     boolean known() {
         boolean any = anyAvailable();

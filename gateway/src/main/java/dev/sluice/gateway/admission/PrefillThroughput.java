@@ -43,6 +43,7 @@ final class PrefillThroughput {
     private long sampleRequests;
     private long sampleBusyNanos;
     private long lastNanos;
+    private final RateSpread spread = new RateSpread();
 
     PrefillThroughput(double initialTokensPerSecond, double horizonSeconds) {
         this.tokensPerSecond = initialTokensPerSecond;
@@ -55,6 +56,11 @@ final class PrefillThroughput {
 
     boolean measured() {
         return measured;
+    }
+
+    /** How far its samples stray from the estimate, relative ({@link RateSpread}). */
+    double relativeSpread() {
+        return spread.relative();
     }
 
     /** Whether a completion has been seen on the worker: its cold start (if any) is behind. */
@@ -118,6 +124,9 @@ final class PrefillThroughput {
         boolean computeBound = sampleRequests > 0 && sampleTokens / sampleRequests >= MIN_TOKENS_PER_REQUEST;
         if (seconds > 0 && computeBound) {
             double rate = sampleTokens / seconds;
+            if (measured || seeded) {
+                spread.observed(rate, tokensPerSecond); // the estimate (or prior) it would have predicted with
+            }
             if (!measured && !seeded) {
                 tokensPerSecond = rate;
                 measured = true;

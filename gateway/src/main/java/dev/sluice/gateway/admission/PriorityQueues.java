@@ -31,6 +31,8 @@ final class PriorityQueues {
     private long arrivals; // gives each added ticket its place among equals
     private long retries; // gives each ticket put back at the front its place there (the latest first)
     private int size;
+    /** Tickets as they were queued, oldest first, until they commit ({@link #commitDue}); left ones skipped there. */
+    private final java.util.ArrayDeque<Ticket> uncommitted = new java.util.ArrayDeque<>();
 
     /**
      * @param queueTimeoutNanos admission.queue_timeout: with the client's deadline, when a ticket's wait ends
@@ -148,6 +150,10 @@ final class PriorityQueues {
             t.frontRank = 0;
         } else {
             t.frontRank = -(++retries);
+            t.committed = true; // it was admitted and sent once: a retry never gives way
+        }
+        if (!t.committed) {
+            uncommitted.addLast(t);
         }
         QueueLane lane = lanes[t.priority];
         lane.add(t, front, comparator());
@@ -250,6 +256,30 @@ final class PriorityQueues {
         return lane.longest();
     }
 
+    /** As {@link #longestOf}, among the tickets that may still give way (not committed). */
+    Ticket longestSheddableOf(int priority) {
+        return lanes[priority].longestSheddable();
+    }
+
+    /**
+     * Commits every ticket queued at least {@code afterNanos} before {@code now} ({@link Ticket#committed}):
+     * from then on it is no candidate for shedding. Reads only the tickets that commit (and those
+     * that left the queue meanwhile): O(log n) each, once per ticket. {@code afterNanos <= 0}: never.
+     */
+    void commitDue(long now, long afterNanos) {
+        if (afterNanos <= 0) {
+            uncommitted.clear();
+            return;
+        }
+        Ticket t;
+        while ((t = uncommitted.peekFirst()) != null && now - t.enqueuedNanos >= afterNanos) {
+            uncommitted.pollFirst();
+            if (!t.committed && t.state != Ticket.State.ENDED) {
+                lanes[t.priority].recommit(t); // false: not queued (dispatched): it is not shed there either
+            }
+        }
+    }
+
     /**
      * Every queued ticket in the order the dispatcher would take them if nothing else arrived: class
      * by class, and inside a class the tenants' turns round robin from the one whose turn is next.
@@ -331,12 +361,12 @@ final class PriorityQueues {
 
     /**
      * The longest queued prompt of {@code tenant} in class {@code priority} that is longer than
-     * {@code tokens} (the later arrival among equals), or null: the one that gives way to a shorter
+     * {@code tokens} and not committed (the later arrival among equals), or null: the one that gives way to a shorter
      * newcomer of its own class and tenant when there is no room (Moore–Hodgson's move at the door).
      */
     Ticket longestLongerThan(int priority, String tenant, long tokens) {
         TenantQueue q = lanes[priority].tenants.get(tenant);
-        Ticket longest = q == null ? null : q.longest(); // indexed: no walk of the tenant's queue
+        Ticket longest = q == null ? null : q.longestSheddable(); // indexed: no walk of the tenant's queue
         return longest != null && longest.tokens > tokens ? longest : null;
     }
 

@@ -80,24 +80,77 @@ final class QueueJudge {
             return List.of();
         }
         double remaining = judgedRemaining(now);
+        double spread = doorSpread();
         if (queue.isLast(t)) {
-            Ticket longest = shedLongest ? queue.longestOf(t.priority) : null;
+            Ticket longest = shedLongest ? queue.longestSheddableOf(t.priority) : null;
             return alone(t, queue.tokensAtOrAbove(t.priority) - t.tokens, longest == t ? null : longest,
-                    remaining, rate, now, headroom);
+                    remaining, rate, spread, now, headroom);
         }
         if (headroom.holds(now, remaining, rate, ledger.slack.seconds(), ledger.pace.secondsPerToken())) {
             indexedVerdicts++;
             QueuePlace place = queue.place(t);
-            return alone(t, place.tokens, shedLongest ? place.longestOfClass : null, remaining, rate, now, headroom);
+            return alone(t, place.tokens, shedLongest ? place.longestOfClass : null, remaining, rate, spread, now,
+                    headroom);
         }
         walks++;
         headroom.restart(now, rate, ledger.pace.secondsPerToken());
-        List<Forecast.Late> late = judged(now, remaining, rate).covering(headroom).late(queue.serviceOrder(),
-                shedLongest);
+        List<Forecast.Late> late = judged(now, remaining, rate).covering(headroom).newcomer(t, spread)
+                .late(queue.serviceOrder(), shedLongest);
+        Forecast.Late spared = sparing(queue, t, late, shedLongest, remaining, rate, now);
+        if (spared != null) {
+            headroom.invalidate(); // covered with t in the queue, which is leaving it
+            return List.of(spared);
+        }
         if (late.size() > 1 && late.stream().anyMatch(l -> l.ticket() == t)) {
             headroom.invalidate(); // refused, and others late too: they stay queued until the review
         }
         return late;
+    }
+
+    /** The door's margin per prefill second ahead: two of the rate's relative spreads ({@link RateSpread}). */
+    double doorSpread() {
+        return 2 * prefill.relativeSpread();
+    }
+
+    /**
+     * The newcomer's refusal when letting it in would refuse committed requests ({@link Ticket#committed}:
+     * past their deadlines, or shed for one of them) that are served without it, else null. A committed request already late
+     * without the newcomer (new evidence since the last review) is no reason to refuse it: the second
+     * walk, without it, tells the two apart. Only on the walk's path (the indexes answer only when no one
+     * else is late).
+     */
+    private Forecast.Late sparing(PriorityQueues queue, Ticket t, List<Forecast.Late> late, boolean shedLongest,
+                                  double remaining, double rate, long now) {
+        int committedLate = 0;
+        for (Forecast.Late l : late) {
+            if (l.ticket() == t) {
+                return null; // refused for its own deadline; counted as no work, it made no one late
+            }
+            if (l.ticket().committed) {
+                committedLate++;
+            }
+        }
+        if (committedLate == 0) {
+            return null;
+        }
+        List<Ticket> without = queue.serviceOrder();
+        without.remove(t);
+        java.util.Set<Ticket> lateAnyway = new java.util.HashSet<>();
+        for (Forecast.Late l : judged(now, remaining, rate).late(without, shedLongest)) {
+            lateAnyway.add(l.ticket());
+        }
+        int spared = 0;
+        for (Forecast.Late l : late) {
+            if (l.ticket() != t && l.ticket().committed && !lateAnyway.contains(l.ticket())) {
+                spared++;
+            }
+        }
+        if (spared == 0) {
+            return null;
+        }
+        Forecast f = judged(now, remaining, rate).newcomer(t, doorSpread());
+        double seconds = f.until(queue.serviceOrder(), t);
+        return new Forecast.Late(t, seconds, f.tokensAhead(), true, spared);
     }
 
     /**
@@ -106,8 +159,8 @@ final class QueueJudge {
      * (null: none, or no shedding). Covers {@code t} when it is let in.
      */
     private List<Forecast.Late> alone(Ticket t, long aheadTokens, Ticket longest, double remaining, double rate,
-                                      long now, Headroom headroom) {
-        Forecast f = judged(now, remaining, rate).after(aheadTokens);
+                                      double spread, long now, Headroom headroom) {
+        Forecast f = judged(now, remaining, rate).newcomer(t, spread).after(aheadTokens);
         double seconds = f.secondsFor(t);
         double before = f.tokensAhead();
         if (f.take(t)) {
@@ -115,7 +168,7 @@ final class QueueJudge {
             return List.of();
         }
         if (longest != null && longest.tokens > t.tokens
-                && judged(now, remaining, rate).after(aheadTokens - longest.tokens).take(t)) {
+                && judged(now, remaining, rate).newcomer(t, spread).after(aheadTokens - longest.tokens).take(t)) {
             headroom.cover(t, aheadTokens + t.tokens); // the longest's removal only takes work away
             return List.of(new Forecast.Late(longest, Double.NaN, before, true));
         }

@@ -80,6 +80,21 @@ final class QueueLane {
         return longest;
     }
 
+    /** The longest queued prompt here that is not committed, or null: O(tenants). */
+    Ticket longestSheddable() {
+        Ticket longest = null;
+        for (TenantQueue q : tenants.values()) {
+            longest = TenantQueue.longer(longest, q.longestSheddable());
+        }
+        return longest;
+    }
+
+    /** {@code t} became committed ({@link TenantQueue#recommit}); false: it is not queued here. */
+    boolean recommit(Ticket t) {
+        TenantQueue q = tenants.get(t.tenant);
+        return q != null && q.recommit(t);
+    }
+
     Ticket peek() {
         return tenants.get(rotation.peekFirst()).first();
     }

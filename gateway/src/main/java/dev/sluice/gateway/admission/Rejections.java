@@ -108,6 +108,17 @@ final class Rejections {
                 + "before their deadlines (admission.scheduling.shed: longest)", seconds(config, waitSeconds));
     }
 
+    /**
+     * A newcomer that would push {@code spared} committed requests (queued longer than
+     * {@code shed_commit_after}) past their deadlines: it gives way to them at its door.
+     */
+    static Rejection sparesCommitted(AdmissionConfig config, int spared, double waitSeconds) {
+        return new Rejection(RejectReason.SHED, "its first token could come in time only if " + spared + " request"
+                + (spared == 1 ? "" : "s") + " queued for over " + config.scheduling().shedCommitAfter().toMillis()
+                + " ms were pushed past their deadlines; they are committed (admission.scheduling.shed_commit_after), "
+                + "so it gives way at the door", seconds(config, waitSeconds));
+    }
+
     static Rejection evictedByPriority(AdmissionConfig config, double waitSeconds) {
         return new Rejection(RejectReason.EVICTED, "evicted from the queue by a higher-priority request",
                 seconds(config, waitSeconds));

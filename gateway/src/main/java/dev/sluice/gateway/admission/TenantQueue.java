@@ -9,9 +9,11 @@ import java.util.NoSuchElementException;
 /**
  * One tenant's queued tickets of one class, in the order they will be served (a retry first, then
  * deadline or arrival): a randomized balanced search tree (a treap) whose every node also carries
- * the count, the prompt tokens and the longest prompt ({@link Ticket#LONGEST_FIRST}) of its subtree.
+ * the count, the prompt tokens and the longest prompt ({@link Ticket#LONGEST_FIRST}) of its subtree,
+ * and the longest that may still give way ({@link Ticket#committed} not set: {@link #longestSheddable}).
  * So adding, removing, a ticket's rank, and the tokens and the longest prompt of the first k tickets
- * each cost O(log n), without a walk. Under the admission lock, through {@link QueueLane}.
+ * each cost O(log n), without a walk. A ticket that becomes committed is taken out and put back
+ * ({@link #recommit}), so that its node's numbers are read again. Under the admission lock, through {@link QueueLane}.
  */
 final class TenantQueue extends AbstractCollection<Ticket> {
     private static final class Node {
@@ -26,10 +28,15 @@ final class TenantQueue extends AbstractCollection<Ticket> {
         Ticket longest;
         long longestTokens;
         long longestArrival;
+        final boolean ownCommitted; // read when the node is made: a ticket that commits is put back anew
+        Ticket sheddable; // the longest not committed, or null
+        long sheddableTokens;
+        long sheddableArrival;
 
         Node(Ticket t, int weight) {
             ownTokens = t.tokens; // its key and length are fixed while it is queued
             ownArrival = t.arrival;
+            ownCommitted = t.committed;
             this.t = t;
             this.weight = weight;
             count = 1; // a leaf: its subtree is itself
@@ -37,6 +44,14 @@ final class TenantQueue extends AbstractCollection<Ticket> {
             longest = t;
             longestTokens = ownTokens;
             longestArrival = ownArrival;
+            own();
+        }
+
+        /** The sheddable longest of the node alone. */
+        private void own() {
+            sheddable = ownCommitted ? null : t;
+            sheddableTokens = ownCommitted ? -1 : ownTokens;
+            sheddableArrival = ownArrival;
         }
 
         void pull() {
@@ -45,6 +60,7 @@ final class TenantQueue extends AbstractCollection<Ticket> {
             longest = t;
             longestTokens = ownTokens;
             longestArrival = ownArrival;
+            own();
             take(left);
             take(right);
         }
@@ -56,6 +72,12 @@ final class TenantQueue extends AbstractCollection<Ticket> {
                 longest = child.longest;
                 longestTokens = child.longestTokens;
                 longestArrival = child.longestArrival;
+            }
+            if (child != null && child.sheddable != null && (child.sheddableTokens > sheddableTokens
+                    || child.sheddableTokens == sheddableTokens && child.sheddableArrival > sheddableArrival)) {
+                sheddable = child.sheddable;
+                sheddableTokens = child.sheddableTokens;
+                sheddableArrival = child.sheddableArrival;
             }
         }
     }
@@ -218,6 +240,21 @@ final class TenantQueue extends AbstractCollection<Ticket> {
         return root == null ? null : root.longest;
     }
 
+    /** The longest queued prompt here that is not committed (the later arrival among equals), or null. */
+    Ticket longestSheddable() {
+        return root == null ? null : root.sheddable;
+    }
+
+    /** {@code t} (queued here) became committed: its node is made anew. False: it is not here. */
+    boolean recommit(Ticket t) {
+        if (!remove(t)) {
+            return false;
+        }
+        t.committed = true;
+        add(t);
+        return true;
+    }
+
     /** How many tickets come before {@code t} (queued here). */
     int rank(Ticket t) {
         int rank = 0;
@@ -243,9 +280,9 @@ final class TenantQueue extends AbstractCollection<Ticket> {
                 continue;
             }
             if (n.left != null) {
-                place.add(n.left.count, n.left.tokens, n.left.longest);
+                place.add(n.left.count, n.left.tokens, n.left.sheddable);
             }
-            place.add(1, n.t.tokens, n.t);
+            place.add(1, n.t.tokens, n.ownCommitted ? null : n.t);
             k -= left + 1;
             n = n.right;
         }

@@ -39,6 +39,11 @@ public final class Ticket {
     long arrival;
     /** 0, or for a retry put back at the front of its queue, its place there (the latest retry, the lowest). */
     long frontRank;
+    /**
+     * It has waited {@code admission.scheduling.shed_commit_after} (or it is a retry): it no longer gives
+     * way to later arrivals ({@link PriorityQueues#commitDue}). Set under the admission lock, never cleared.
+     */
+    boolean committed;
     boolean rateCharged; // its prompt tokens went to the tenant's token rate (at its first dispatch)
     State state = State.NEW;
     Worker prefill;

@@ -121,8 +121,13 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      * @param reviewInterval how often every queued request's predicted first token is checked against its deadline
      *                       even when nothing changed (a change of rate or of the work ahead re-checks at once)
      * @param shed           who gives way when not all of a class can make their deadlines
+     * @param shedCommitAfter a request queued this long is committed: it no longer gives way to later
+     *                       arrivals (no shed, not pushed past its deadline by a newcomer, which is
+     *                       refused at its door instead); zero: never committed
      */
-    public record SchedulingConfig(QueueOrder order, Duration reviewInterval, Shed shed) {
+    public record SchedulingConfig(QueueOrder order, Duration reviewInterval, Shed shed, Duration shedCommitAfter) {
+        /** Four seconds: refusals within 5 s of arrival (bench-overload 3, docs/benchmarks.md). */
+        public static final Duration DEFAULT_SHED_COMMIT_AFTER = Duration.ofSeconds(4);
         public static final SchedulingConfig DEFAULTS = new SchedulingConfig(QueueOrder.EDF, Duration.ofMillis(200),
                 Shed.LONGEST);
 
@@ -130,10 +135,15 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
             this(order, reviewInterval, Shed.LONGEST);
         }
 
+        public SchedulingConfig(QueueOrder order, Duration reviewInterval, Shed shed) {
+            this(order, reviewInterval, shed, DEFAULT_SHED_COMMIT_AFTER);
+        }
+
         public SchedulingConfig {
             java.util.Objects.requireNonNull(order, "order");
             java.util.Objects.requireNonNull(shed, "shed");
             KeyCheck.atLeast("admission.scheduling.review_interval", reviewInterval, Duration.ofMillis(10));
+            KeyCheck.atLeast("admission.scheduling.shed_commit_after", shedCommitAfter, Duration.ZERO);
         }
     }
 

@@ -158,7 +158,7 @@ final class AdmissionConfigReader {
     }
 
     private static AdmissionConfig.SchedulingConfig scheduling(ConfigNode n) {
-        n.allowOnly("order", "review_interval", "shed");
+        n.allowOnly("order", "review_interval", "shed", "shed_commit_after");
         ConfigNode orderNode = n.child("order", "Within a class (and a tenant's turn in it): edf serves the earliest "
                 + "deadline first (X-Sluice-Deadline-Ms, else arrival + queue_timeout); fifo serves arrival order.")
                 .rule("edf or fifo");
@@ -177,7 +177,14 @@ final class AdmissionConfigReader {
                 .rule("longest or latest");
         AdmissionConfig.Shed sh = choice(shedNode, "longest",
                 Map.of("longest", AdmissionConfig.Shed.LONGEST, "latest", AdmissionConfig.Shed.LATEST));
-        return new AdmissionConfig.SchedulingConfig(o, review, sh);
+        Duration commit = n.child("shed_commit_after", "A request queued this long is committed: it no longer gives "
+                + "way to later arrivals (never shed for them, never pushed past its deadline by a newcomer of a higher "
+                + "class or an earlier deadline: such a newcomer is refused at its door instead, 429 shed, or "
+                + "deadline_unreachable when it would be last in line), so that "
+                + "the policy's refusals come within about this time of arrival; a committed request is still refused "
+                + "when new evidence (a slower rate) says it cannot make its deadline. 0s: never committed.")
+                .durationAtLeast(AdmissionConfig.SchedulingConfig.DEFAULT_SHED_COMMIT_AFTER, Duration.ZERO);
+        return new AdmissionConfig.SchedulingConfig(o, review, sh, commit);
     }
 
     /** One of the words of {@code choices} (absent: {@code def}); another is refused, naming the choices. */

@@ -89,8 +89,9 @@ class PredictiveAdmissionTest {
         assertThat(s.queued() + s.dispatched()).isEqualTo(6);
         assertThat(s.prefillRates().values()).singleElement()
                 .satisfies(r -> assertThat(r.source()).isEqualTo("configured"));
-        // the first refusal's Retry-After is the predicted wait, about 30.8 s
-        assertThat(rejected.get(0).retryAfterSeconds()).isBetween(30L, 32L);
+        // the first refusal's Retry-After is the predicted wait, about 30.8 s (33 s with the door's margin
+        // for the rate's uncertainty, 4 % of the prefill ahead, and the 1 s slack)
+        assertThat(rejected.get(0).retryAfterSeconds()).isBetween(30L, 34L);
     }
 
     @Test
@@ -161,7 +162,9 @@ class PredictiveAdmissionTest {
         Rejection no = c.submit(ticket("tight", tight, 1, new Recorder()));
         assertThat(no).isNotNull();
         assertThat(no.reason()).isEqualTo(RejectReason.DEADLINE_UNREACHABLE);
-        Ticket easy = ticket("easy", (long) ((30 - slack - 0.5) * rate), 1, new Recorder());
+        // the door's margin grows with the prefill ahead, by the rate's spread (here wide: the prior was off)
+        Ticket easy = ticket("easy", (long) ((30 - slack - 0.5) / (1 + s.doorMarginPerSecond()) * rate), 1,
+                new Recorder());
         assertThat(c.submit(easy)).isNull();
         c.prefillDone(easy);
         c.release(easy);
@@ -179,8 +182,8 @@ class PredictiveAdmissionTest {
         c.submit(ticket("running", 10_000, 1, running)); // 10 s of prefill, dispatched at once
         assertThat(running.granted()).isTrue();
         advance(9);
-        // 1,000 tokens of it are left: 1 s, then its own 1,000 tokens: 2 s < 3 s
-        Rejection r = c.submit(new Ticket("x", 1_000, 1, "t", now.get() + Duration.ofSeconds(3).toNanos(),
+        // 1,000 tokens of it are left: 1 s, then its own 1,000 tokens: 2 s, + 4 % margin + 1 s slack < 3.2 s
+        Rejection r = c.submit(new Ticket("x", 1_000, 1, "t", now.get() + Duration.ofMillis(3_200).toNanos(),
                 Runnable::run, new Recorder()));
         assertThat(r).isNull();
         // 0.5 s: cannot be met
@@ -216,8 +219,8 @@ class PredictiveAdmissionTest {
                 .toBuilder().prefillRate(prior(1_000)).build());
         c.submit(ticket("running", 5_000, 1, new Recorder())); // 5 s
         Recorder normal = new Recorder();
-        // 5 s + its 2 s = 7 s, deadline 8 s: fits
-        assertThat(c.submit(new Ticket("normal", 2_000, 1, "t", now.get() + Duration.ofSeconds(8).toNanos(),
+        // 5 s + its 2 s = 7 s (8.3 s with the door's margin and the slack), deadline 8.5 s: fits
+        assertThat(c.submit(new Ticket("normal", 2_000, 1, "t", now.get() + Duration.ofMillis(8_500).toNanos(),
                 Runnable::run, normal))).isNull();
         // a high-class 3 s request goes first: the normal one would now come at 10 s; it is told now, not
         // at its deadline, and stops counting as work ahead
@@ -288,8 +291,8 @@ class PredictiveAdmissionTest {
         AdmissionController c = controller(config(8, 1_000_000, Duration.ofSeconds(60), 100_000, 4, 100_000, 10)
                 .toBuilder().prefillRate(prior(1_000)).build());
         Recorder urgent = new Recorder();
-        c.submit(new Ticket("urgent", 2_000, 1, "t", now.get() + Duration.ofSeconds(3).toNanos(), Runnable::run,
-                urgent)); // 2 s of prefill, due in 3 s
+        c.submit(new Ticket("urgent", 2_000, 1, "t", now.get() + Duration.ofMillis(3_200).toNanos(), Runnable::run,
+                urgent)); // 2 s of prefill, due in 3.2 s (2 s + 4 % + the 1 s slack fits)
         assertThat(urgent.granted()).isTrue();
         Recorder next = new Recorder();
         // room in the window, and 4 s is within its own 10 s; but sent now it could reach the worker
@@ -407,10 +410,12 @@ class PredictiveAdmissionTest {
         Recorder shortOne = new Recorder();
         // due in 10 s (+ 1 s: the margin before any prefill has been seen), but its deadline is later than
         // the newcomer's: the newcomer goes first (EDF)
-        assertThat(c.submit(new Ticket("short", 1_000, 1, "t", now.get() + Duration.ofSeconds(11).toNanos(),
+        assertThat(c.submit(new Ticket("short", 1_000, 1, "t", now.get() + Duration.ofMillis(11_400).toNanos(),
                 Runnable::run, shortOne))).isNull();
-        Rejection r = c.submit(new Ticket("long", 8_500, 1, "t", now.get() + Duration.ofMillis(10_600).toNanos(),
-                Runnable::run, new Recorder())); // due in 9.6 s: 1 + 8.5 = 9.5 s fits, but then "short" comes at 10.5 s
+        // due in 11.2 s: 1 + 8.5 = 9.5 s fits (10.9 s with the door's 4 % and the slack), but then "short"
+        // comes at 11.5 s
+        Rejection r = c.submit(new Ticket("long", 8_500, 1, "t", now.get() + Duration.ofMillis(11_200).toNanos(),
+                Runnable::run, new Recorder()));
         assertThat(r.reason()).isEqualTo(RejectReason.SHED);
         assertThat(r.retryAfterSeconds()).isPositive();
         assertThat(shortOne.rejection).isNull();

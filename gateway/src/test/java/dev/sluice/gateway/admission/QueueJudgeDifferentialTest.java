@@ -36,15 +36,37 @@ class QueueJudgeDifferentialTest {
         List<String> out = new ArrayList<>();
         for (Forecast.Late l : late) {
             out.add(l.ticket().id() + (l.shed() ? " shed" : " late") + " ahead=" + l.tokensAhead() + " seconds="
-                    + l.predictedSeconds());
+                    + l.predictedSeconds() + " spared=" + l.committedSpared());
         }
         return out;
     }
 
-    /** The newcomer's verdict as it was before the indexes: the walk, or the running sum when it is last. */
-    private static List<Forecast.Late> reference(PriorityQueues queue, Ticket t, boolean shedLongest, Forecast judged) {
+    /**
+     * The newcomer's verdict as it was before the indexes: the walk, or the running sum when it is last;
+     * with the commitment rule written out (a newcomer that makes committed requests late that are in time
+     * without it is refused instead) and the longest sheddable prompt found by reading every ticket.
+     */
+    private static List<Forecast.Late> reference(PriorityQueues queue, Ticket t, boolean shedLongest,
+                                                 java.util.function.Supplier<Forecast> forecast, double spread) {
+        Forecast judged = forecast.get().newcomer(t, spread);
         if (!queue.isLast(t)) {
-            return judged.late(queue.serviceOrder(), shedLongest);
+            List<Forecast.Late> late = judged.late(queue.serviceOrder(), shedLongest);
+            if (late.stream().anyMatch(l -> l.ticket() == t)
+                    || late.stream().noneMatch(l -> l.ticket().committed)) {
+                return late;
+            }
+            List<Ticket> without = queue.serviceOrder();
+            without.remove(t);
+            List<Ticket> lateAnyway = forecast.get().late(without, shedLongest).stream().map(Forecast.Late::ticket)
+                    .toList();
+            int spared = (int) late.stream().filter(l -> l.ticket().committed && !lateAnyway.contains(l.ticket()))
+                    .count();
+            if (spared == 0) {
+                return late;
+            }
+            Forecast f = forecast.get().newcomer(t, spread);
+            double seconds = f.until(queue.serviceOrder(), t);
+            return List.of(new Forecast.Late(t, seconds, f.tokensAhead(), true, spared));
         }
         long ahead = queue.tokensAtOrAbove(t.priority) - t.tokens;
         judged.after(ahead);
@@ -53,8 +75,13 @@ class QueueJudgeDifferentialTest {
         if (judged.take(t)) {
             return List.of();
         }
-        Ticket longest = shedLongest ? queue.longestOf(t.priority) : null;
-        if (longest != null && longest != t && longest.tokens > t.tokens) {
+        Ticket longest = null;
+        for (Ticket x : shedLongest ? queue.serviceOrder() : List.<Ticket>of()) {
+            if (x.priority == t.priority && x != t && !x.committed) {
+                longest = TenantQueue.longer(longest, x);
+            }
+        }
+        if (longest != null && longest.tokens > t.tokens) {
             judged.after(ahead - longest.tokens);
             if (judged.take(t)) {
                 return List.of(new Forecast.Late(longest, Double.NaN, before, true));
@@ -72,6 +99,9 @@ class QueueJudgeDifferentialTest {
         int walked = 0;
         int reports = 0;
         java.util.Set<Double> judgedRates = new java.util.HashSet<>();
+        java.util.Set<Double> spreads = new java.util.HashSet<>();
+        int spared = 0;
+        int committed = 0;
         for (int round = 0; round < 400; round++) {
             WorkerSet workers = workers(2, 1);
             boolean early = round % 4 == 3; // early rejection: judged at the rate's bound, which moves with time
@@ -84,6 +114,7 @@ class QueueJudgeDifferentialTest {
             int classes = 1 + random.nextInt(3);
             int tenants = 1 + random.nextInt(3);
             PriorityQueues queue = new PriorityQueues(classes, 30_000_000_000L, edf);
+            long commitAfter = round % 5 == 0 ? 0 : (long) (random.nextDouble() * 6e9); // 0: never committed
             List<Ticket> queued = new ArrayList<>();
             List<Ticket> inPrefill = new ArrayList<>();
             long now = START;
@@ -106,8 +137,11 @@ class QueueJudgeDifferentialTest {
                     double rate = judge.judgedRate(now);
                     double remaining = early ? rates.upperRemainingTokens(now) : rates.remainingTokens(now);
                     judgedRates.add(rate);
+                    long at = now;
                     List<String> expected = Double.isNaN(rate) ? List.of() : verdict(reference(queue, t, shedLongest,
-                            new Forecast(now, remaining, rate, ledger.pace, ledger.slack.seconds())));
+                            () -> new Forecast(at, remaining, rate, ledger.pace, ledger.slack.seconds()),
+                            judge.doorSpread()));
+                    spreads.add(judge.doorSpread());
                     List<Forecast.Late> late = judge.late(queue, t, shedLongest, now);
                     assertThat(verdict(late)).as("round %d step %d: %d queued, %d classes, %d tenants, edf %s, shed %s",
                             round, i, queue.size(), classes, tenants, edf, shedLongest).isEqualTo(expected);
@@ -117,6 +151,7 @@ class QueueJudgeDifferentialTest {
                         indexed++;
                         indexedNotEmpty += late.isEmpty() ? 0 : 1;
                     }
+                    spared += late.stream().mapToInt(Forecast.Late::committedSpared).sum();
                     if (late.stream().anyMatch(l -> l.ticket() == t)) { // as the door does
                         queue.remove(t);
                     } else {
@@ -129,6 +164,8 @@ class QueueJudgeDifferentialTest {
                     }
                 } else if (op < 65) {
                     now += (long) (random.nextDouble() * 3e9);
+                    queue.commitDue(now, commitAfter); // as the sweep does
+                    committed = Math.max(committed, (int) queued.stream().filter(x -> x.committed).count());
                 } else if (op < 73 && !queued.isEmpty()) { // a client leaves, or it is evicted
                     queue.remove(queued.remove(random.nextInt(queued.size())));
                 } else if (op < 79) { // a review: it answers the late
@@ -161,9 +198,13 @@ class QueueJudgeDifferentialTest {
         assertThat(indexedNotEmpty).as("of which refused or shedding one").isGreaterThan(100);
         assertThat(walked).as("newcomers judged by a walk (the bound could not vouch)").isGreaterThan(100);
         assertThat(reports).isGreaterThan(10_000);
+        assertThat(spreads).as("door margins judged with (the rate's spread, measured)").hasSizeGreaterThan(20);
+        assertThat(committed).as("queued requests committed at once").isGreaterThan(20);
+        assertThat(spared).as("newcomers refused for committed requests (walked)").isGreaterThan(10);
         assertThat(judgedRates).as("rates judged at (measured, bounds)").hasSizeGreaterThan(100);
-        System.out.printf("newcomers %d, from the indexes %d (%d refused or shedding), walked %d, reports %d%n",
-                newcomers, indexed, indexedNotEmpty, walked, reports);
+        System.out.printf("newcomers %d, from the indexes %d (%d refused or shedding), walked %d, reports %d, "
+                + "spared %d, committed at once up to %d, margins %d%n", newcomers, indexed, indexedNotEmpty, walked,
+                reports, spared, committed, spreads.size());
     }
 
     /** The first report of {@code t} from the indexes: its place and the tokens before it, as a walk finds them. */
@@ -174,7 +215,7 @@ class QueueJudgeDifferentialTest {
         Ticket longest = null;
         for (int i = 0; i < at; i++) {
             before += order.get(i).tokens;
-            if (order.get(i).priority == t.priority) {
+            if (order.get(i).priority == t.priority && !order.get(i).committed) {
                 longest = TenantQueue.longer(longest, order.get(i));
             }
         }
@@ -203,6 +244,9 @@ class QueueJudgeDifferentialTest {
                     t.arrival = i;
                     q.add(t);
                     reference.add(t);
+                } else if (random.nextInt(4) == 0) { // one commits: it may no longer give way
+                    Ticket t = new ArrayList<>(reference).get(random.nextInt(reference.size()));
+                    assertThat(q.recommit(t)).isTrue();
                 } else {
                     Ticket t = new ArrayList<>(reference).get(random.nextInt(reference.size()));
                     assertThat(q.remove(t)).isTrue();
@@ -223,10 +267,13 @@ class QueueJudgeDifferentialTest {
                 List<Ticket> head = all.subList(0, k);
                 assertThat(p.count).isEqualTo(k);
                 assertThat(p.tokens).isEqualTo(head.stream().mapToLong(Ticket::tokens).sum());
-                assertThat(p.longestOfClass).isSameAs(head.stream().reduce(null, TenantQueue::longer));
+                assertThat(p.longestOfClass).isSameAs(head.stream().filter(x -> !x.committed)
+                        .reduce(null, TenantQueue::longer));
                 Ticket any = all.get(random.nextInt(all.size()));
                 assertThat(q.rank(any)).isEqualTo(all.indexOf(any));
                 assertThat(q.longest()).isSameAs(all.stream().reduce(null, TenantQueue::longer));
+                assertThat(q.longestSheddable()).isSameAs(all.stream().filter(x -> !x.committed)
+                        .reduce(null, TenantQueue::longer));
             }
         }
     }

@@ -59,7 +59,8 @@ class QueueJudgeTest {
                 t.state = Ticket.State.QUEUED;
                 queue.add(t);
                 if (i == n) { // the newcomer: judged both ways
-                    List<String> walked = verdict(judge.forecast(NOW).late(queue.serviceOrder(), shedLongest));
+                    List<String> walked = verdict(judge.forecast(NOW).newcomer(t, judge.doorSpread())
+                            .late(queue.serviceOrder(), shedLongest));
                     List<String> judged = verdict(judge.late(queue, t, shedLongest, NOW));
                     assertThat(judged).as("round %d, %d queued, edf %s, shed longest %s", round, n, edf, shedLongest)
                             .isEqualTo(walked);

@@ -34,7 +34,7 @@ class FleetDemandTest {
     private AdmissionSnapshot snapshot(int queued, long pending, long inPrefill) {
         return new AdmissionSnapshot(queued, new int[] {queued}, List.of(Map.of()), pending, inPrefill, 3, 1000, true,
                 false, Map.of(prefill, new WorkerWindow(WorkerRole.PREFILL, 2, inPrefill, 0),
-                decode, new WorkerWindow(WorkerRole.DECODE, 0, 0, 3)), Map.of(), 0);
+                decode, new WorkerWindow(WorkerRole.DECODE, 0, 0, 3)), Map.of(), 0, 0);
     }
 
     @Test
