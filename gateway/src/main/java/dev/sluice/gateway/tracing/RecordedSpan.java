@@ -152,6 +152,19 @@ public final class RecordedSpan implements RawSpan {
         }
     }
 
+    /** Ends each of these that is open (null: none); no array made a request for it. */
+    static void endEach(RecordedSpan a, RecordedSpan b, RecordedSpan c) {
+        if (a != null) {
+            a.end();
+        }
+        if (b != null) {
+            b.end();
+        }
+        if (c != null) {
+            c.end();
+        }
+    }
+
     // ---- read by the OTLP encoder (the export thread, after the hand-off) ----
 
     @Override

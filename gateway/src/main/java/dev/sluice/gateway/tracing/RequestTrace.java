@@ -356,11 +356,7 @@ public final class RequestTrace {
         if (recording) {
             endAdmission();
             for (AttemptSpans a : attempts) {
-                for (RecordedSpan s : new RecordedSpan[] {a.prefill, a.decode, a.handoff}) {
-                    if (s != null) {
-                        s.end();
-                    }
-                }
+                RecordedSpan.endEach(a.prefill, a.decode, a.handoff);
             }
             server.set(SpanKeys.HTTP_STATUS, (long) status).set(SpanKeys.OUTCOME, outcome)
                     .set(SpanKeys.ATTEMPTS, (long) attempts.size());
