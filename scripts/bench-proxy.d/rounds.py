@@ -24,6 +24,8 @@ import subprocess
 import sys
 import time
 
+from jit_quiet import warm_until_quiet
+
 HZ = os.sysconf("SC_CLK_TCK")
 
 
@@ -196,6 +198,10 @@ def main():
     ap.add_argument("--warmup", type=int, required=True, help="seconds at 16 connections per sluice target")
     ap.add_argument("--warmup-other", type=int, default=2, help="seconds per other target")
     ap.add_argument("--warmup-requests", type=int, default=50000, help="requests a sluice target serves in warm-up")
+    ap.add_argument("--jit-quiet", type=float, default=2.0,
+                    help="then warm a sluice target in 5 s chunks at the largest connection count until its JIT "
+                         "compiler threads take less than this %% of a core over a chunk (0: no such chunks)")
+    ap.add_argument("--jit-max", type=float, default=90.0, help="seconds of such chunks at most per target")
     ap.add_argument("--body", required=True)
     ap.add_argument("--lua", required=True)
     ap.add_argument("--client-cpu", default="1")
@@ -229,6 +235,16 @@ def main():
                   flush=True)
             if not sluice or served >= args.warmup_requests:
                 break
+        if sluice and args.jit_quiet > 0:
+            # then until the JIT is quiet (jit_quiet.py says why: the compilers share the server's one core,
+            # and more code on the request path compiles longer); the same rule for every Sluice target
+            pid = next((p for p, n in read_servers(args.pids_file) if n == name), None)
+            if pid is None:
+                sys.exit(f"bench-proxy: no pid for {name} in {args.pids_file}")
+            seen = warm_until_quiet(pid, lambda s: wrk(args, url, max(conns), s, os.path.join(raw, f"warmup-{name}-jit.txt")),
+                                    name, 5, args.jit_quiet, args.jit_max, gate=lambda: quiet_gate(args))
+            with open(os.path.join(args.run_dir, "warmup.jsonl"), "a") as w:
+                w.write(json.dumps({"target": name, **seen}) + "\n")
         if sluice and seconds > 0:
             # and at one connection: that run's own paths (a wake-up and a flush per request) are
             # compiled separately; without it the first 1-connection round measured the JIT

@@ -169,32 +169,34 @@ def goals(agg, reject, coord=None):
                get(1, "haproxy", "added_p50_us"), 2.5)
     rps_goal("sglang: req/s at 64 connections >= 0.6x HAProxy's", get(64, "sluice-sglang", "rps_ratio_vs_haproxy"),
              0.6)
+    # tracing's goal at every connection count the run measured (TRACE=1 CONNS="64" measures 64 only): at
+    # 100 %, the gateway's added p50 (its p50 - direct's, the same round) within 10 % of the untraced twin's,
+    # and req/s >= 0.9x; at 0 %, on - off p50 within the noise (the off p50's or direct's range over rounds)
     for off, on in TRACE_PAIRS:
-        c1 = (coord or {}).get(1, {}).get(on)
-        if c1 is None:
-            continue
         name = on.replace("sluice-", "")
-        off_p50 = agg[1][off]["p50_us"]
-        if on.endswith("-trace100"):
-            rel = c1["d_p50_us"] / off_p50 if off_p50 else None
-            lines.append({"goal": f"tracing ({name}): added p50 at 1 connection within 10% of off", "value": rel,
-                          "limit": 0.10, "result": "PASS" if rel is not None and rel <= 0.10 else "FAIL",
-                          "detail": f"{c1['d_p50_us']:+.1f} us on a p50 of {off_p50:.0f} us ({rel:+.1%}); rounds "
-                                    f"{c1['d_p50_us_range'][0]:+.0f} … {c1['d_p50_us_range'][1]:+.0f}"})
-            for conns in sorted(coord):
-                c = coord[conns].get(on)
-                if c is None:
-                    continue
-                lines.append({"goal": f"tracing ({name}): req/s at {conns} connection(s) >= 0.9x off",
+        for conns in sorted(coord or {}):
+            c = coord[conns].get(on)
+            if c is None:
+                continue
+            n = f"{conns} connection{'s' if conns != 1 else ''}"
+            if on.endswith("-trace100"):
+                added_off = get(conns, off, "added_p50_us")
+                rel = c["d_p50_us"] / added_off if added_off else None
+                lines.append({"goal": f"tracing ({name}): added p50 at {n} within 10% of off", "value": rel,
+                              "limit": 0.10, "result": "SKIP" if rel is None else "PASS" if rel <= 0.10 else "FAIL",
+                              "detail": "no direct target: added p50 unknown" if rel is None else
+                              f"{c['d_p50_us']:+.0f} us on an added p50 of {added_off:.0f} us ({rel:+.1%}); rounds "
+                              f"{c['d_p50_us_range'][0]:+.0f} … {c['d_p50_us_range'][1]:+.0f} us"})
+                lines.append({"goal": f"tracing ({name}): req/s at {n} >= 0.9x off",
                               "value": c["rps_ratio"], "limit": 0.9, "result": "PASS" if c["rps_ratio"] >= 0.9 else "FAIL",
                               "detail": f"{c['rps_ratio']:.3f} (rounds {c['rps_ratio_range'][0]:.3f} … "
                                         f"{c['rps_ratio_range'][1]:.3f})"})
-        else:
-            lines.append({"goal": f"tracing ({name}): on - off p50 at 1 connection within the noise",
-                          "value": c1["d_p50_us"], "limit": c1["noise_p50_us"],
-                          "result": "PASS" if c1["d_p50_us"] <= c1["noise_p50_us"] else "FAIL",
-                          "detail": f"{c1['d_p50_us']:+.1f} us vs the p50's own range over rounds "
-                                    f"{c1['noise_p50_us']:.0f} us; req/s on / off {c1['rps_ratio']:.3f}"})
+            else:
+                lines.append({"goal": f"tracing ({name}): on - off p50 at {n} within the noise",
+                              "value": c["d_p50_us"], "limit": c["noise_p50_us"],
+                              "result": "PASS" if c["d_p50_us"] <= c["noise_p50_us"] else "FAIL",
+                              "detail": f"{c['d_p50_us']:+.1f} us vs the p50's own range over rounds "
+                                        f"{c['noise_p50_us']:.0f} us; req/s on / off {c['rps_ratio']:.3f}"})
     for off, on in COORD_PAIRS:
         c = (coord or {}).get(1, {}).get(on)
         label = f"coordination ({off.replace('sluice-', '')}): on - off p50 at 1 connection within the noise"

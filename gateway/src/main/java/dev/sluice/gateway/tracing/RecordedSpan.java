@@ -46,9 +46,9 @@ public final class RecordedSpan implements RawSpan {
     private final SpanKind kind;
     private final long startEpochNanos;
     private long endEpochNanos;
-    private AttributeKey<?>[] keys = new AttributeKey<?>[8];
-    private int[] hashes = new int[8];
-    private Object[] values = new Object[8];
+    // attributes as key, value, key, value...: one array a span (three before: keys, their hashes, values),
+    // sized by the caller for the span's usual count so that it never grows on the request path
+    private Object[] attributes;
     private int attributeCount;
     private int droppedAttributes;
     private List<EventData> events;
@@ -58,7 +58,8 @@ public final class RecordedSpan implements RawSpan {
 
     RecordedSpan(SpanRecorder recorder, long clockOffset, long traceIdHigh, long traceIdLow, long spanId, long parentSpanId,
                  boolean parentRemote, byte flags, TraceState traceState, String name, SpanKind kind,
-                 long startEpochNanos) {
+                 long startEpochNanos, int expectedAttributes) {
+        this.attributes = new Object[2 * Math.max(1, expectedAttributes)];
         this.recorder = recorder;
         this.clockOffset = clockOffset;
         this.traceIdHigh = traceIdHigh;
@@ -79,11 +80,13 @@ public final class RecordedSpan implements RawSpan {
             return this;
         }
         // the gateway's keys are constants: the same object when it is the same key; a key made at run time
-        // (a call attribute by name) is compared by its hash first, so a new key costs no equals() per attribute
-        int hash = key.hashCode();
-        for (int i = 0; i < attributeCount; i++) {
-            if (keys[i] == key || (hashes[i] == hash && keys[i].equals(key))) {
-                values[i] = value;
+        // (a call attribute by name) is compared by its hash first (the API's keys keep theirs), then equals()
+        Object[] a = attributes;
+        int n = 2 * attributeCount;
+        for (int i = 0; i < n; i += 2) {
+            Object k = a[i];
+            if (k == key || (k.hashCode() == key.hashCode() && k.equals(key))) {
+                a[i + 1] = value;
                 return this;
             }
         }
@@ -91,18 +94,34 @@ public final class RecordedSpan implements RawSpan {
             droppedAttributes++;
             return this;
         }
-        if (attributeCount == keys.length) {
-            keys = Arrays.copyOf(keys, keys.length * 2);
-            hashes = Arrays.copyOf(hashes, hashes.length * 2);
-            values = Arrays.copyOf(values, values.length * 2);
+        if (n == a.length) {
+            attributes = a = Arrays.copyOf(a, a.length * 2);
         }
-        keys[attributeCount] = key;
-        hashes[attributeCount] = hash;
-        values[attributeCount++] = value;
+        a[n] = key;
+        a[n + 1] = value;
+        attributeCount++;
         return this;
     }
 
-    void event(String eventName, Attributes attributes) {
+    /** An event now with no attribute. */
+    void event(String eventName) {
+        event(RecordedEvent.of(now(), eventName));
+    }
+
+    <A> void event(String eventName, AttributeKey<A> k1, A v1) {
+        event(RecordedEvent.of(now(), eventName, k1, v1));
+    }
+
+    <A, B, C> void event(String eventName, AttributeKey<A> k1, A v1, AttributeKey<B> k2, B v2, AttributeKey<C> k3,
+                         C v3) {
+        event(RecordedEvent.of(now(), eventName, k1, v1, k2, v2, k3, v3));
+    }
+
+    private long now() {
+        return System.nanoTime() + clockOffset;
+    }
+
+    private void event(RecordedEvent e) {
         if (endEpochNanos != 0) {
             return;
         }
@@ -113,7 +132,7 @@ public final class RecordedSpan implements RawSpan {
             droppedEvents++;
             return;
         }
-        events.add(EventData.create(System.nanoTime() + clockOffset, eventName, attributes));
+        events.add(e);
     }
 
     /** The span's status; an OK status is final, as in the SDK. */
@@ -128,8 +147,21 @@ public final class RecordedSpan implements RawSpan {
     /** Ends the span now and hands it to export; a second call does nothing. */
     void end() {
         if (endEpochNanos == 0) {
-            endEpochNanos = Math.max(System.nanoTime() + clockOffset, startEpochNanos);
+            endEpochNanos = Math.max(now(), startEpochNanos);
             recorder.ended(this);
+        }
+    }
+
+    /** Ends each of these that is open (null: none); no array made a request for it. */
+    static void endEach(RecordedSpan a, RecordedSpan b, RecordedSpan c) {
+        if (a != null) {
+            a.end();
+        }
+        if (b != null) {
+            b.end();
+        }
+        if (c != null) {
+            c.end();
         }
     }
 
@@ -177,12 +209,12 @@ public final class RecordedSpan implements RawSpan {
 
     @Override
     public AttributeKey<?> attributeKey(int i) {
-        return keys[i];
+        return (AttributeKey<?>) attributes[2 * i];
     }
 
     @Override
     public Object attributeValue(int i) {
-        return values[i];
+        return attributes[2 * i + 1];
     }
 
     @Override
@@ -239,7 +271,7 @@ public final class RecordedSpan implements RawSpan {
     public Attributes getAttributes() {
         AttributesBuilder b = Attributes.builder();
         for (int i = 0; i < attributeCount; i++) {
-            b.put((AttributeKey) keys[i], values[i]);
+            b.put((AttributeKey) attributes[2 * i], attributes[2 * i + 1]);
         }
         return b.build();
     }

@@ -16,7 +16,7 @@ final class RefusalSpan {
         if (!root.sampled()) {
             return;
         }
-        RecordedSpan s = root.serverSpan(recorder, name, root.now())
+        RecordedSpan s = root.serverSpan(recorder, name, root.now(), 6)
                 .set(SpanKeys.HTTP_STATUS, (long) status).set(SpanKeys.ERROR_TYPE, code)
                 .set(SpanKeys.OUTCOME, "refused").set(SpanKeys.ERROR_MESSAGE, bounded(message));
         if (method != null) {

@@ -2,7 +2,6 @@ package dev.sluice.gateway.tracing;
 
 import dev.sluice.gateway.metrics.Exemplars;
 import io.opentelemetry.api.common.AttributeKey;
-import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
 import io.opentelemetry.context.Context;
@@ -41,10 +40,13 @@ public final class RequestTrace {
     }
 
     private static final AttributeKey<Long> ATTEMPT = SpanKeys.ATTEMPT;
+    // the usual count of each span's attributes (docs/observability.md), so that its array never grows
+    private static final int SERVER_ATTRIBUTES = 16, ADMISSION_ATTRIBUTES = 9, CALL_ATTRIBUTES = 8, HANDOFF_ATTRIBUTES = 2;
     private final SpanRecorder recorder;
     private final TraceRoot root; // null: tracing off
     private final String traceId;
     private String serverSpanHex;
+    private String traceStateHeader; // a client's tracestate as its header value, made on the first call
     private final boolean recording;
     private final RecordedSpan server; // null unless recording
     private final List<AttemptSpans> attempts = new ArrayList<>(1);
@@ -74,7 +76,7 @@ public final class RequestTrace {
         if (!root.sampled()) {
             return new RequestTrace(recorder, root, null);
         }
-        RecordedSpan server = root.serverSpan(recorder, name, receivedNanos + root.clockOffset())
+        RecordedSpan server = root.serverSpan(recorder, name, receivedNanos + root.clockOffset(), SERVER_ATTRIBUTES)
                 .set(SpanKeys.GEN_AI_OPERATION, f.operation())
                 .set(SpanKeys.HTTP_METHOD, "POST")
                 .set(SpanKeys.URL_PATH, f.path())
@@ -90,8 +92,8 @@ public final class RequestTrace {
         return new RequestTrace(recorder, root, server);
     }
 
-    private RecordedSpan child(String name, SpanKind kind) {
-        return root.child(recorder, name, kind);
+    private RecordedSpan child(String name, SpanKind kind, int expectedAttributes) {
+        return root.child(recorder, name, kind, expectedAttributes);
     }
 
     private String serverSpanHex() {
@@ -139,7 +141,7 @@ public final class RequestTrace {
         }
         endAdmission();
         inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
-        admission = child("admission", SpanKind.INTERNAL)
+        admission = child("admission", SpanKind.INTERNAL, ADMISSION_ATTRIBUTES)
                 .set(SpanKeys.PRIORITY, priority).set(SpanKeys.TENANT, tenant)
                 .set(SpanKeys.PROMPT_TOKENS, promptTokens).set(ATTEMPT, (long) ++admissions);
     }
@@ -185,14 +187,15 @@ public final class RequestTrace {
      * is given the {@code traceparent} (and a client's {@code tracestate}) that names it as the parent of
      * the worker's spans. Unsampled: the request's own span is named, with flag 00.
      */
-    public void workerCall(Object key, Call call, String worker, String workerRid, BiConsumer<String, String> header) {
+    public void workerCall(Object key, Call call, String worker, String workerRid,
+                           BiConsumer<CharSequence, CharSequence> header) {
         if (root == null) {
             return;
         }
-        String parentSpan;
+        long parentSpan;
         if (recording) {
             AttemptSpans a = attempt(key);
-            RecordedSpan s = child(call.spanName, SpanKind.CLIENT)
+            RecordedSpan s = child(call.spanName, SpanKind.CLIENT, CALL_ATTRIBUTES)
                     .set(SpanKeys.WORKER, worker).set(SpanKeys.SERVER_ADDRESS, worker)
                     .set(SpanKeys.PD_ROLE, call.spanName).set(SpanKeys.WORKER_RID, workerRid)
                     .set(ATTEMPT, (long) a.number);
@@ -201,14 +204,16 @@ public final class RequestTrace {
             } else {
                 a.decode = s;
             }
-            parentSpan = TraceIds.hex(s.spanId());
+            parentSpan = s.spanId();
         } else {
-            parentSpan = serverSpanHex();
+            parentSpan = root.spanId();
         }
-        // W3C trace context, as the SDK's propagator writes it: version 00, the trace, the parent, the flags
-        header.accept("traceparent", "00-" + traceId + "-" + parentSpan + (recording ? "-01" : "-00"));
+        header.accept(TraceIds.TRACEPARENT, TraceIds.traceparent(root.traceIdHigh(), root.traceIdLow(), parentSpan, recording));
         if (!root.traceState().isEmpty()) {
-            header.accept("tracestate", TraceIds.traceState(root.traceState()));
+            if (traceStateHeader == null) {
+                traceStateHeader = TraceIds.traceState(root.traceState());
+            }
+            header.accept(TraceIds.TRACESTATE, traceStateHeader);
         }
     }
 
@@ -233,7 +238,7 @@ public final class RequestTrace {
         }
         a.prefill.end();
         a.prefill = null;
-        a.handoff = child("kv_handoff", SpanKind.INTERNAL).set(ATTEMPT, (long) a.number);
+        a.handoff = child("kv_handoff", SpanKind.INTERNAL, HANDOFF_ATTRIBUTES).set(ATTEMPT, (long) a.number);
     }
 
     /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */
@@ -246,7 +251,7 @@ public final class RequestTrace {
             a.handoff.end();
             a.handoff = null;
         }
-        server.event("first_token", Attributes.of(SpanKeys.TTFT_S, ttftNanos / 1e9));
+        server.event("first_token", SpanKeys.TTFT_S, ttftNanos / 1e9);
     }
 
     /** The decode's (or unified worker's) answer ended; {@code clean}: no failure in it. */
@@ -269,8 +274,8 @@ public final class RequestTrace {
         }
         for (RecordedSpan s : new RecordedSpan[] {a.prefill, a.decode}) {
             if (s != null) {
-                s.event("failure", Attributes.of(SpanKeys.ERROR_TYPE, kind, SpanKeys.FAILURE, message,
-                        SpanKeys.BLAMED_WORKER, blamed == null ? "-" : blamed));
+                s.event("failure", SpanKeys.ERROR_TYPE, kind, SpanKeys.FAILURE, message,
+                        SpanKeys.BLAMED_WORKER, blamed == null ? "-" : blamed);
                 s.status(StatusCode.ERROR, message);
             }
         }
@@ -282,9 +287,9 @@ public final class RequestTrace {
             return;
         }
         AttemptSpans a = find(failedKey);
-        server.event("retry", Attributes.of(SpanKeys.RETRY_REASON, reason,
+        server.event("retry", SpanKeys.RETRY_REASON, reason,
                 SpanKeys.RETRY_BACKOFF_MS, TimeUnit.NANOSECONDS.toMillis(backoffNanos),
-                ATTEMPT, a == null ? 0L : a.number));
+                ATTEMPT, a == null ? 0L : a.number);
     }
 
     /** Attempt {@code key} is stopped ({@code cause}): every call of it still open is aborted, each its own event. */
@@ -300,7 +305,7 @@ public final class RequestTrace {
 
     private static RecordedSpan abort(RecordedSpan s, String cause) {
         if (s != null) {
-            s.event("abort", Attributes.of(SpanKeys.ABORT_CAUSE, cause));
+            s.event("abort", SpanKeys.ABORT_CAUSE, cause);
             s.status(StatusCode.ERROR, "aborted: " + cause);
             s.end();
         }
@@ -310,7 +315,7 @@ public final class RequestTrace {
     /** The client's connection closed before the response ended. */
     public void clientDisconnected() {
         if (recording) {
-            server.event("client_disconnect", Attributes.empty());
+            server.event("client_disconnect");
         }
     }
 
@@ -351,11 +356,7 @@ public final class RequestTrace {
         if (recording) {
             endAdmission();
             for (AttemptSpans a : attempts) {
-                for (RecordedSpan s : new RecordedSpan[] {a.prefill, a.decode, a.handoff}) {
-                    if (s != null) {
-                        s.end();
-                    }
-                }
+                RecordedSpan.endEach(a.prefill, a.decode, a.handoff);
             }
             server.set(SpanKeys.HTTP_STATUS, (long) status).set(SpanKeys.OUTCOME, outcome)
                     .set(SpanKeys.ATTEMPTS, (long) attempts.size());

@@ -1,5 +1,6 @@
 package dev.sluice.gateway.tracing;
 
+import io.netty.util.AsciiString;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
@@ -9,6 +10,12 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 final class TraceIds {
     private static final char[] HEX = "0123456789abcdef".toCharArray();
+    private static final byte[] HEX_BYTES = "0123456789abcdef".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    /** The length of a version-00 traceparent: 00-{32 hex}-{16 hex}-{2 hex}. */
+    static final int TRACEPARENT_LENGTH = 55;
+    // header names as AsciiString: Netty hashes and compares them without converting a String each call
+    static final AsciiString TRACEPARENT = AsciiString.cached("traceparent");
+    static final AsciiString TRACESTATE = AsciiString.cached("tracestate");
 
     private TraceIds() {
     }
@@ -37,6 +44,34 @@ final class TraceIds {
     private static void fill(char[] c, int at, long v) {
         for (int i = 15; i >= 0; i--) {
             c[at + i] = HEX[(int) (v & 0xF)];
+            v >>>= 4;
+        }
+    }
+
+    /**
+     * A W3C traceparent header value, version 00, as the SDK's propagator writes it: the trace, the
+     * parent span, the flags ({@code 01} sampled, {@code 00} not). Written as ASCII bytes straight
+     * from the numbers into the header value's own array (an AsciiString over it, not copied): no
+     * hex String a call, no concatenation, and Netty writes the bytes as they are.
+     */
+    static AsciiString traceparent(long traceHigh, long traceLow, long parentSpan, boolean sampled) {
+        byte[] b = new byte[TRACEPARENT_LENGTH];
+        b[0] = '0';
+        b[1] = '0';
+        b[2] = '-';
+        fill(b, 3, traceHigh);
+        fill(b, 19, traceLow);
+        b[35] = '-';
+        fill(b, 36, parentSpan);
+        b[52] = '-';
+        b[53] = '0';
+        b[54] = sampled ? (byte) '1' : (byte) '0';
+        return new AsciiString(b, false);
+    }
+
+    private static void fill(byte[] b, int at, long v) {
+        for (int i = 15; i >= 0; i--) {
+            b[at + i] = HEX_BYTES[(int) (v & 0xF)];
             v >>>= 4;
         }
     }

@@ -52,15 +52,19 @@ record TraceRoot(long traceIdHigh, long traceIdLow, String traceId, long spanId,
         return System.nanoTime() + clockOffset;
     }
 
-    /** The server span itself, starting at {@code startEpochNanos} (a sampled trace only). */
-    RecordedSpan serverSpan(SpanRecorder recorder, String name, long startEpochNanos) {
+    /**
+     * The server span itself, starting at {@code startEpochNanos} (a sampled trace only), with room for
+     * {@code expectedAttributes} attributes (more still fit).
+     */
+    RecordedSpan serverSpan(SpanRecorder recorder, String name, long startEpochNanos, int expectedAttributes) {
         return new RecordedSpan(recorder, clockOffset, traceIdHigh, traceIdLow, spanId, parentSpanId, parentRemote,
-                TraceFlags.getSampled().asByte(), traceState, name, SpanKind.SERVER, startEpochNanos);
+                TraceFlags.getSampled().asByte(), traceState, name, SpanKind.SERVER, startEpochNanos,
+                expectedAttributes);
     }
 
-    /** A child of the server span, started now. */
-    RecordedSpan child(SpanRecorder recorder, String name, SpanKind kind) {
+    /** A child of the server span, started now, with room for {@code expectedAttributes} attributes. */
+    RecordedSpan child(SpanRecorder recorder, String name, SpanKind kind, int expectedAttributes) {
         return new RecordedSpan(recorder, clockOffset, traceIdHigh, traceIdLow, TraceIds.randomNonZero(), spanId,
-                false, TraceFlags.getSampled().asByte(), traceState, name, kind, now());
+                false, TraceFlags.getSampled().asByte(), traceState, name, kind, now(), expectedAttributes);
     }
 }

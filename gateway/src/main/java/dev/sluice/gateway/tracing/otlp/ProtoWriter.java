@@ -177,6 +177,13 @@ final class ProtoWriter {
         pos += b.length;
     }
 
+    /** A string field given as its UTF-8 bytes, even when empty (a oneof member). */
+    void utf8Always(int field, byte[] b) {
+        tag(field, LEN);
+        varint(b.length);
+        raw(b);
+    }
+
     /** A string field given as its UTF-8 bytes, written only when not empty. */
     void utf8Field(int field, byte[] b) {
         if (b.length > 0) {

@@ -13,10 +13,8 @@ import io.opentelemetry.sdk.trace.data.EventData;
 import io.opentelemetry.sdk.trace.data.LinkData;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.data.StatusData;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -53,8 +51,7 @@ public final class TraceRequestEncoder {
     private static final int FLAGS_HAS_IS_REMOTE = 0x100, FLAGS_IS_REMOTE = 0x200;
 
     private final ProtoWriter out = new ProtoWriter(256 * 1024);
-    private static final int MAX_KEYS = 1024;
-    private final Map<String, byte[]> keys = new IdentityHashMap<>();
+    private final Utf8Cache utf8 = new Utf8Cache();
     private final StringBuilder traceState = new StringBuilder();
     private int attributesField;
     private final BiConsumer<AttributeKey<?>, Object> attribute = this::keyValue;
@@ -167,7 +164,7 @@ public final class TraceRequestEncoder {
         if (s.parentSpanId() != 0) {
             out.id(SPAN_PARENT_SPAN_ID, s.parentSpanId());
         }
-        out.string(SPAN_NAME, s.getName());
+        name(SPAN_NAME, s.getName());
         out.tag(SPAN_KIND, ProtoWriter.VARINT);
         out.varint(kind(s.getKind()));
         fixed64(SPAN_START, s.getStartEpochNanos());
@@ -218,9 +215,18 @@ public final class TraceRequestEncoder {
     private void event(EventData e) {
         int m = out.begin(SPAN_EVENTS);
         fixed64(EVENT_TIME, e.getEpochNanos());
-        out.string(EVENT_NAME, e.getName());
-        attributes(EVENT_ATTRIBUTES, e.getAttributes());
-        uint(EVENT_DROPPED_ATTRIBUTES, e.getTotalAttributeCount() - e.getAttributes().size());
+        name(EVENT_NAME, e.getName());
+        if (e instanceof RawEvent r) { // the gateway's own: its pairs as recorded, no Attributes made
+            int n = r.attributeCount();
+            attributesField = EVENT_ATTRIBUTES;
+            for (int i = 0; i < n; i++) {
+                keyValue(r.attributeKey(i), r.attributeValue(i));
+            }
+            uint(EVENT_DROPPED_ATTRIBUTES, r.getTotalAttributeCount() - n);
+        } else {
+            attributes(EVENT_ATTRIBUTES, e.getAttributes());
+            uint(EVENT_DROPPED_ATTRIBUTES, e.getTotalAttributeCount() - e.getAttributes().size());
+        }
         out.end(m);
     }
 
@@ -264,10 +270,11 @@ public final class TraceRequestEncoder {
 
     private void keyValue(AttributeKey<?> key, Object value) {
         int m = out.begin(attributesField);
-        out.utf8Field(KV_KEY, keyBytes(key.getKey()));
+        int slot = utf8.slot(key);
+        out.utf8Field(KV_KEY, utf8.keyBytes(slot));
         int v = out.begin(KV_VALUE);
         switch (key.getType()) {
-            case STRING -> out.stringAlways(ANY_STRING, (String) value);
+            case STRING -> out.utf8Always(ANY_STRING, utf8.valueBytes(slot, (String) value));
             case BOOLEAN -> bool((Boolean) value);
             case LONG -> integer((Long) value);
             case DOUBLE -> dbl((Double) value);
@@ -278,18 +285,11 @@ public final class TraceRequestEncoder {
         out.end(m);
     }
 
-    // an attribute's name is one of a few constants: its UTF-8 is made once (by the string's identity;
-    // bounded, for names built at run time)
-    private byte[] keyBytes(String key) {
-        byte[] b = keys.get(key);
-        if (b == null) {
-            if (keys.size() >= MAX_KEYS) {
-                keys.clear();
-            }
-            b = key.getBytes(StandardCharsets.UTF_8);
-            keys.put(key, b);
+    // a span's or event's name: one of a few constants, or the same server span name request after request
+    private void name(int field, String name) {
+        if (name != null && !name.isEmpty()) {
+            out.utf8Field(field, utf8.nameBytes(name));
         }
-        return b;
     }
 
     private void array(List<?> values) {
