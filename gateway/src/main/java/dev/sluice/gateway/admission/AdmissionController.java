@@ -147,6 +147,11 @@ public final class AdmissionController {
         decisions.update(() -> prefill.saved(byUrl));
     }
 
+    /** The calibration's way in ({@link PrefillCalibrationTarget}). */
+    public PrefillCalibrationTarget calibration() {
+        return new PrefillCalibrationTarget(decisions, prefill, () -> reviewDue = true, this::kick);
+    }
+
     /** The prefill rates measured so far, by worker URL (for the state file). */
     public Map<String, Double> measuredRates() {
         return decisions.read(prefill::measuredByUrl);
