@@ -22,7 +22,7 @@ import io.netty.channel.EventLoop;
  * {@code prompt_token_ids}, vllm-project/vllm@2d5f987dff069848e428593c21df021d02d4282a
  * vllm/entrypoints/openai/serving_completion.py). Event-loop confined.
  */
-final class CalibrationRequest implements AttemptEvents {
+final class CalibrationRequest extends GatewayOwnRequest {
     /** What the request came to. */
     interface Done {
         /** Answered 200: the prompt's tokens ({@code -1}: the worker named none) and the send-to-prefill-end time. */
@@ -99,10 +99,6 @@ final class CalibrationRequest implements AttemptEvents {
     }
 
     @Override
-    public void relayed(AttemptKey a) {
-    }
-
-    @Override
     public void responseEnded(AttemptKey a, boolean clean) {
         if (clean && sink.status() == 200) {
             prefillEnded(); // a unified worker's non-streamed answer reports no first token: its end is it (one token)
@@ -116,14 +112,6 @@ final class CalibrationRequest implements AttemptEvents {
     public void failed(AttemptKey a, AttemptFailure f) {
         end(false, f.error().message());
         stop();
-    }
-
-    @Override
-    public void failedAfterCommit(AttemptKey a, AttemptFailure f) {
-    }
-
-    @Override
-    public void partEnded(AttemptKey a) {
     }
 
     @Override
@@ -143,10 +131,6 @@ final class CalibrationRequest implements AttemptEvents {
         if (tokens > 0) {
             promptTokens = tokens;
         }
-    }
-
-    @Override
-    public void completionTokens(long tokens) {
     }
 
     @Override
