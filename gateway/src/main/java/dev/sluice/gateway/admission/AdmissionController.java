@@ -147,6 +147,10 @@ public final class AdmissionController {
         decisions.update(() -> prefill.saved(byUrl));
     }
 
+    public PrefillCalibrationTarget calibration() { // the calibration's way in
+        return new PrefillCalibrationTarget(decisions, prefill, () -> reviewDue = true, this::kick);
+    }
+
     /** The prefill rates measured so far, by worker URL (for the state file). */
     public Map<String, Double> measuredRates() {
         return decisions.read(prefill::measuredByUrl);

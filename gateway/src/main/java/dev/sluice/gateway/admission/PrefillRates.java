@@ -14,8 +14,9 @@ import java.util.Map;
  *
  * <p>A worker's rate is, in order: what the gateway measured on it (busy time only, exponentially
  * weighted, {@link PrefillThroughput}); else a trusted <em>prior</em>: configured for it
- * ({@code admission.prefill_rate}), read from its own counters ({@code from_telemetry}), or
- * carried over from the previous run ({@code state_file}); else the untrusted guess
+ * ({@code admission.prefill_rate}), read from its own counters ({@code from_telemetry}), measured by
+ * the gateway's own requests when the worker joined ({@code calibration}), or carried over from the
+ * previous run ({@code state_file}); else the untrusted guess
  * {@code initial_prefill_tokens_per_second}. Predictions (the deadline checks) are on only while
  * every available prefill worker has a measured rate or a prior: a guess is good enough for a
  * Retry-After, not for refusing a request.
@@ -27,7 +28,7 @@ import java.util.Map;
 final class PrefillRates {
     /** Where a worker's rate comes from. */
     enum Source {
-        MEASURED, CONFIGURED, TELEMETRY, STATE_FILE, GUESS;
+        MEASURED, CONFIGURED, TELEMETRY, CALIBRATED, STATE_FILE, GUESS;
 
         String label() {
             return name().toLowerCase(java.util.Locale.ROOT);
@@ -55,6 +56,7 @@ final class PrefillRates {
         long lastProgressNanos;
         long periodStartNanos; // the start of the current busy period
         long periodTokens; // prompt tokens dispatched to it in the current busy period
+        double calibrated = Double.NaN; // measured by the gateway's own requests when it joined
         /** Dispatched to it and not yet prefilled, in dispatch order. */
         final java.util.ArrayList<Ticket> inPrefill = new java.util.ArrayList<>(4);
 
@@ -138,6 +140,22 @@ final class PrefillRates {
         }
     }
 
+    /**
+     * {@code w}'s rate as the gateway's own requests measured it ({@code calibration}): a prior above a kept
+     * one. Those requests also took the worker's cold start, so its first client completion is a sample.
+     */
+    void calibrated(Worker w, double tokensPerSecond) {
+        WorkerRate r = of(w);
+        r.calibrated = tokensPerSecond;
+        r.measured.warmed();
+    }
+
+    /** Whether {@code w} has client prompts in prefill now (a calibration measured then would be slowed by them). */
+    boolean busy(Worker w) {
+        WorkerRate r = rates.get(w);
+        return r != null && r.inPrefillTokens > 0;
+    }
+
     /** Whether refusals are judged at the rates' optimistic bounds ({@link RateEstimate}) rather than only once known. */
     boolean earlyRejection() {
         return config.earlyRejection();
@@ -199,6 +217,9 @@ final class PrefillRates {
         if (!Double.isNaN(telemetry(w))) {
             return Source.TELEMETRY;
         }
+        if (r != null && !Double.isNaN(r.calibrated)) {
+            return Source.CALIBRATED;
+        }
         return saved.containsKey(w.url()) ? Source.STATE_FILE : Source.GUESS;
     }
 
@@ -210,6 +231,10 @@ final class PrefillRates {
         double t = telemetry(w);
         if (!Double.isNaN(t)) {
             return t;
+        }
+        WorkerRate r = rates.get(w);
+        if (r != null && !Double.isNaN(r.calibrated)) {
+            return r.calibrated;
         }
         Double s = saved.get(w.url());
         return s == null ? Double.NaN : s;
@@ -320,12 +345,14 @@ final class PrefillRates {
         return sum;
     }
 
-    /** The measured rates, by worker URL (for the state file). */
+    /** The measured rates (by client prefills, else by the calibration), by worker URL (for the state file). */
     Map<String, Double> measuredByUrl() {
         Map<String, Double> out = new HashMap<>();
         rates.forEach((w, r) -> {
             if (r.measured.measured()) {
                 out.put(w.url(), r.measured.tokensPerSecond());
+            } else if (!Double.isNaN(r.calibrated)) {
+                out.put(w.url(), r.calibrated);
             }
         });
         return out;

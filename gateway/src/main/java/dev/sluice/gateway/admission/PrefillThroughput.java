@@ -68,6 +68,11 @@ final class PrefillThroughput {
         return warm;
     }
 
+    /** The cold start is behind without a client completion: the gateway's own requests took it (calibration). */
+    void warmed() {
+        warm = true;
+    }
+
     /** Call whenever in-flight prefill work goes from none to some, or from some to none. */
     void busy(boolean nowBusy, long now) {
         if (nowBusy && !busy) {

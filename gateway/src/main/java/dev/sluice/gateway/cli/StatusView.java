@@ -143,7 +143,7 @@ final class StatusView {
         return String.join(",", out);
     }
 
-    /** Where the prefill workers' rates come from: "measured", "configured", "telemetry", "state_file", or a mix. */
+    /** Where the prefill workers' rates come from: "measured", "configured", "telemetry", "calibrated", "state_file", or a mix. */
     private static String rateSources(JsonNode s) {
         java.util.Set<String> sources = new java.util.TreeSet<>();
         for (JsonNode w : s.path("workers")) {

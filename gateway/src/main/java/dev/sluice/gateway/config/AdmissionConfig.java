@@ -159,13 +159,20 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
      * @param stateFile     where measured rates are kept across restarts; empty: nowhere
      * @param earlyRejection refuse for a deadline at the rates' optimistic bounds, from the first
      *                      request, rather than at the point estimate once every rate is measured or a prior
+     * @param calibration   the gateway's own measurement of a worker's rate when it joins
      */
     public record PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
                                     boolean fromTelemetry, Optional<java.nio.file.Path> stateFile,
-                                    boolean earlyRejection) {
-        /** No configured prior, no state file; telemetry read when exported; early rejection (the default). */
+                                    boolean earlyRejection, PrefillCalibrationConfig calibration) {
+        /** No configured prior, no state file; telemetry read when exported; early rejection and calibration (the defaults). */
         public static final PrefillRateConfig NONE = new PrefillRateConfig(java.util.OptionalDouble.empty(), Map.of(),
                 true, Optional.empty(), true);
+
+        /** With the default calibration. */
+        public PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
+                                 boolean fromTelemetry, Optional<java.nio.file.Path> stateFile, boolean earlyRejection) {
+            this(prior, perWorker, fromTelemetry, stateFile, earlyRejection, PrefillCalibrationConfig.DEFAULTS);
+        }
 
         /** Without early rejection. */
         public PrefillRateConfig(java.util.OptionalDouble prior, Map<String, Double> perWorker,
@@ -180,6 +187,7 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
             }
             perWorker.forEach((url, v) -> KeyCheck.atLeast("admission.prefill_rate.per_worker." + url, v, 1.0));
             java.util.Objects.requireNonNull(stateFile, "stateFile");
+            java.util.Objects.requireNonNull(calibration, "calibration");
         }
 
         /** The configured prior of the worker at {@code url}, or NaN. */

@@ -199,7 +199,8 @@ final class AdmissionConfigReader {
     }
 
     private static AdmissionConfig.PrefillRateConfig prefillRate(ConfigNode n) {
-        n.allowOnly("prior_tokens_per_second", "per_worker", "from_telemetry", "state_file", "early_rejection");
+        n.allowOnly("prior_tokens_per_second", "per_worker", "from_telemetry", "state_file", "early_rejection",
+                "calibration");
         Optional<Integer> priorValue = n.child("prior_tokens_per_second", "Prompt tokens per second one prefill "
                 + "worker computes (at your typical prompt length); trusted until measured. Absent: none.")
                 .optionalInt(1, 100_000_000);
@@ -224,7 +225,32 @@ final class AdmissionConfigReader {
                 + "even at the optimistic bound of each prefill worker's rate (the measured rate or the prior, and "
                 + "below the tokens sent in the worker's busy period over its busy time), from the first request "
                 + "and without a prior; false: only once every rate is measured or a prior, at that rate.").bool(true);
-        return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state, early);
+        return new AdmissionConfig.PrefillRateConfig(prior, per, telemetry, state, early,
+                calibration(n.child("calibration", "The gateway's own measurement of each prefill (or unified) "
+                        + "worker's rate, by its own generation requests, before the worker takes client traffic.")));
+    }
+
+    private static PrefillCalibrationConfig calibration(ConfigNode n) {
+        n.allowOnly("on_start", "prompt_tokens", "timeout");
+        ConfigNode onStart = n.child("on_start", "auto: calibrate a worker that has no trusted rate (no prior "
+                + "configured, none from telemetry, none kept from an earlier run or the fleet); always: also one whose "
+                + "only rate is a kept one (it may be stale); never: no calibration (predictions wait for the first "
+                + "prefills measured). /readiness waits for the calibration of the workers present at start.")
+                .rule("auto, always or never");
+        PrefillCalibrationConfig.OnStart mode = choice(onStart, "auto", Map.of("auto",
+                PrefillCalibrationConfig.OnStart.AUTO, "always", PrefillCalibrationConfig.OnStart.ALWAYS, "never",
+                PrefillCalibrationConfig.OnStart.NEVER));
+        int tokens = n.child("prompt_tokens", "Prompt tokens of the measured prompt (random words; a warm-up and a "
+                + "short prompt of a quarter of it go first, and the rate is the slope between the two sizes). Near "
+                + "the shorter of your typical prompts: a rate measured on shorter prompts than the traffic's errs "
+                + "fast, which never refuses a request that could be served.")
+                .intIn(PrefillCalibrationConfig.DEFAULTS.promptTokens(), PrefillCalibrationConfig.MIN_PROMPT_TOKENS,
+                        1_000_000);
+        Duration timeout = n.child("timeout", "How long one worker's calibration may take before it is given up "
+                + "(the worker then keeps today's behaviour: its rate learnt from client traffic), and how long "
+                + "/readiness waits for the calibrations of the workers present at start.")
+                .durationAtLeast(PrefillCalibrationConfig.DEFAULTS.timeout(), Duration.ofMillis(100));
+        return new PrefillCalibrationConfig(mode, tokens, timeout);
     }
 
     private static List<String> priorities(ConfigNode n) {

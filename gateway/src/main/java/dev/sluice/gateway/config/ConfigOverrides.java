@@ -81,6 +81,13 @@ public final class ConfigOverrides {
         return new ConfigOverrides(env, true, sets);
     }
 
+    /** A copy with one more {@code key.path=value}, laid over the file like the others. */
+    public ConfigOverrides withSet(String set) {
+        List<String> more = new java.util.ArrayList<>(sets);
+        more.add(set);
+        return new ConfigOverrides(env, fromEnv, more);
+    }
+
     String env(String name) {
         return env.get(name);
     }

@@ -36,7 +36,12 @@ public enum AbortCause {
      * The gateway's own probe of a pair suspect of a stall had no answer within
      * {@code health.stall_panic.probe_timeout} (no client request is involved).
      */
-    STALL_PROBE;
+    STALL_PROBE,
+    /**
+     * The gateway's own calibration of a prefill worker's rate ({@code admission.prefill_rate.calibration})
+     * got no answer within its {@code timeout}, or the gateway closed meanwhile (no client request is involved).
+     */
+    CALIBRATION;
 
     private final String label = name().toLowerCase(Locale.ROOT);
 

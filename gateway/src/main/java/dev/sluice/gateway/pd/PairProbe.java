@@ -21,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * verdict. A whole 200 answer is a success; an error is a failure; no answer within the timeout
  * stops both halves (aborts, as for a client) and is a timeout. Event-loop confined.
  */
-final class PairProbe implements AttemptEvents {
+final class PairProbe extends GatewayOwnRequest {
     private static final Logger log = LoggerFactory.getLogger(PairProbe.class);
 
     private final ProbeSink sink = new ProbeSink();
@@ -94,10 +94,6 @@ final class PairProbe implements AttemptEvents {
     }
 
     @Override
-    public void relayed(AttemptKey a) {
-    }
-
-    @Override
     public void responseEnded(AttemptKey a, boolean clean) {
         if (judged) {
             return;
@@ -118,14 +114,6 @@ final class PairProbe implements AttemptEvents {
     }
 
     @Override
-    public void failedAfterCommit(AttemptKey a, AttemptFailure f) {
-    }
-
-    @Override
-    public void partEnded(AttemptKey a) {
-    }
-
-    @Override
     public void internalError(AttemptKey a, Throwable error) {
         RequestLog.internalError(attempt.scope.services().metrics(), attempt.rid, a, error);
         if (!judged) {
@@ -141,10 +129,6 @@ final class PairProbe implements AttemptEvents {
 
     @Override
     public void promptTokens(long tokens) {
-    }
-
-    @Override
-    public void completionTokens(long tokens) {
     }
 
     @Override

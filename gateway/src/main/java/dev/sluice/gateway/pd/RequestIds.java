@@ -17,6 +17,8 @@ public final class RequestIds {
      * prefix of one ('p' is no hex digit), and all have one length, so none is a prefix of another.
      */
     public static final String PROBE_PREFIX = "sluice-probe-";
+    /** The rids of the prefill rates' calibration requests: no client rid is a prefix of one ('l' is no hex digit). */
+    public static final String CALIBRATION_PREFIX = "sluice-calib-";
 
     private RequestIds() {
     }
@@ -33,6 +35,11 @@ public final class RequestIds {
     /** A fresh id for one stall probe ({@link #PROBE_PREFIX}). */
     public static String probe() {
         return PROBE_PREFIX + next().substring(PREFIX.length);
+    }
+
+    /** A fresh id for one calibration request ({@link #CALIBRATION_PREFIX}). */
+    public static String calibration() {
+        return CALIBRATION_PREFIX + next().substring(PREFIX.length);
     }
 
     private static void hex(long v, int digits, byte[] out, int at) {

@@ -193,11 +193,14 @@ public final class GatewayServer implements AutoCloseable {
         drain.drain(grace);
     }
 
-    /** Waits (bounded) until the first health round marked workers of both roles usable, in every pool. */
+    /**
+     * Waits (bounded) until the first health round marked workers of both roles usable, and the calibration
+     * of the prefill rates at start settled, in every pool.
+     */
     public boolean awaitReady(long timeout, TimeUnit unit) throws InterruptedException {
         long deadline = System.nanoTime() + unit.toNanos(timeout);
         for (ModelPool p : pools.all()) {
-            if (!ReadinessReport.await(p.workers, Math.max(0, deadline - System.nanoTime()))) {
+            if (!ReadinessReport.await(p, Math.max(0, deadline - System.nanoTime()))) {
                 return false;
             }
         }

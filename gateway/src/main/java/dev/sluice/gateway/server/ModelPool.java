@@ -31,6 +31,7 @@ import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
 import dev.sluice.gateway.pd.PairProbes;
 import dev.sluice.gateway.pd.PdServices;
+import dev.sluice.gateway.pd.PrefillCalibrations;
 import dev.sluice.gateway.pd.ServedModel;
 import dev.sluice.gateway.routing.FleetRoutedLoad;
 import dev.sluice.gateway.routing.RoutingPolicies;
@@ -77,6 +78,8 @@ final class ModelPool implements AutoCloseable {
     private final FleetLeases leases; // coordination: this replica's share of the pool's budgets, or null
     private final CoordinationMetrics coordinationMetrics; // or null
     private final StallProbes stallProbes; // the panic mode's probes of suspect pairs
+    /** The gateway's own measurement of each prefill worker's rate as it joins (readiness waits for it at start). */
+    final PrefillCalibrations calibrations;
     private HealthChecker checker; // replaced when a reload changes the health settings
     private boolean started;
     private TelemetryPoller telemetry;
@@ -155,6 +158,10 @@ final class ModelPool implements AutoCloseable {
         this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), shared.upstream(),
                 aborts, metrics, probeLoop, servedModel), probeLoop, tasks,
                 (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
+        // on the control loop too: a calibration's timing must not wait behind client requests' work
+        this.calibrations = new PrefillCalibrations(() -> settings.get().exchange(), shared.upstream(), aborts, metrics,
+                shared.loops().control.next(), servedModel, workers, admission.calibration(),
+                () -> config().admission().prefillRate().calibration(), counter::bytesPerToken, tasks);
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, directory, aborts);
         HealthFollowers.attach(health, metrics, inFlight, admission);
@@ -171,6 +178,7 @@ final class ModelPool implements AutoCloseable {
                 workers, kvEvents, kvMetrics, leases, coordinationMetrics);
         started = true;
         prefillRates.start();
+        calibrations.start(); // after the kept rates are in: a worker with one needs none under auto
         telemetry = new TelemetryPoller(workers, shared.upstream(), shared.loops().control.next(), config.telemetry(),
                 health, tasks);
         telemetry.start();
@@ -259,6 +267,7 @@ final class ModelPool implements AutoCloseable {
     /** Readiness does not wait for the first verdicts of a pool a reload added (as for a worker added later). */
     void addedLive() {
         firstVerdicts = true;
+        calibrations.noWait(); // nor for its calibrations: they run alongside its first requests
     }
 
     /** Every periodic task of the pool stops (the control tasks, the probes, the rate saves), then the sources. */
@@ -269,6 +278,7 @@ final class ModelPool implements AutoCloseable {
         }
         tasks.close();
         stallProbes.close();
+        calibrations.close();
         directory.close();
         if (identities != null) {
             identities.close();

@@ -27,6 +27,8 @@ record PoolReadiness(String name, boolean started, boolean canServe, String reas
         String reason;
         if (awaiting > 0) {
             reason = awaiting + " of " + all.size() + " workers awaiting their first health check";
+        } else if (!pool.calibrations.settled()) {
+            reason = ReadinessReport.CALIBRATING;
         } else if (!leased) {
             reason = "coordination: no correct budget yet (" + pool.coordination().map(CoordinationStatus::reason)
                     .orElse("") + ")";
@@ -37,7 +39,8 @@ record PoolReadiness(String name, boolean started, boolean canServe, String reas
         } else {
             reason = "serving";
         }
-        return new PoolReadiness(pool.name, pool.firstVerdicts(awaiting == 0) && leased, canServe && leased, reason);
+        return new PoolReadiness(pool.name, pool.firstVerdicts(awaiting == 0) && leased
+                && pool.calibrations.settled(), canServe && leased, reason);
     }
 
     /** Which role has no usable worker and the states of its workers, e.g. "no usable decode worker (ejected)". */

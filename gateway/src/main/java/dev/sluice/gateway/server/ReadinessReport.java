@@ -13,13 +13,19 @@ import dev.sluice.gateway.routing.WorkerSet;
  * state and reason, which a public listener keeps to itself.
  */
 final class ReadinessReport {
+    /** The reason /readiness gives while it waits for the calibration of the prefill rates at start. */
+    static final String CALIBRATING = "calibrating the prefill rates (admission.prefill_rate.calibration)";
+
     private ReadinessReport() {
     }
 
-    /** Waits (bounded, polling) until workers of every role are usable; blocks the caller (start-up) thread. */
-    static boolean await(WorkerSet workers, long timeoutNanos) throws InterruptedException {
+    /**
+     * Waits (bounded, polling) until workers of every role are usable and the prefill rates' calibration at
+     * start is settled; blocks the caller (start-up) thread.
+     */
+    static boolean await(ModelPool pool, long timeoutNanos) throws InterruptedException {
         long deadline = System.nanoTime() + timeoutNanos;
-        while (!workers.ready()) {
+        while (!pool.workers.ready() || !pool.calibrations.settled()) {
             if (System.nanoTime() > deadline) {
                 return false;
             }
@@ -42,10 +48,16 @@ final class ReadinessReport {
                          boolean detail) {
         if (!pools.explicit()) {
             WorkerSet workers = pools.defaultPool().workers;
+            // not before the rates of the workers present at start are calibrated (bounded by its timeout)
+            boolean calibrating = !pools.defaultPool().calibrations.settled();
             // with coordination, ready only on a correct budget: a lease that settled, or budget / N
-            boolean ready = workers.ready() && !draining
+            boolean ready = workers.ready() && !draining && !calibrating
                     && coordination.map(dev.sluice.gateway.coordination.CoordinationStatus::serving).orElse(true);
-            return new Answer(ready, json(workers, ready, detail, coordination));
+            ObjectNode root = root(workers, ready, detail, coordination);
+            if (calibrating && workers.ready() && !draining) {
+                root.put("reason", CALIBRATING);
+            }
+            return new Answer(ready, root.toString());
         }
         java.util.List<ModelPool> all = pools.all(); // one list: a reload may swap the pools meanwhile
         java.util.List<PoolReadiness> each = all.stream().map(PoolReadiness::of).toList();
@@ -82,15 +94,19 @@ final class ReadinessReport {
      */
     static String json(WorkerSet workers, boolean ready, boolean detail,
                        java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination) {
+        return root(workers, ready, detail, coordination).toString();
+    }
+
+    private static ObjectNode root(WorkerSet workers, boolean ready, boolean detail,
+                                   java.util.Optional<dev.sluice.gateway.coordination.CoordinationStatus> coordination) {
         ObjectNode root = JsonNodeFactory.instance.objectNode();
         root.put("status", ready ? "ready" : "not_ready");
         usable(root.putObject("usable"), workers.all());
         coordination(root, coordination, detail);
-        if (!detail) {
-            return root.toString();
+        if (detail) {
+            workers(root.putArray("workers"), workers.all());
         }
-        workers(root.putArray("workers"), workers.all());
-        return root.toString();
+        return root;
     }
 
     /** Usable and total workers per role. */

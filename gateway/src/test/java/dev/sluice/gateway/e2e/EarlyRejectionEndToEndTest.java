@@ -40,7 +40,9 @@ class EarlyRejectionEndToEndTest {
     private void start(boolean early) throws Exception {
         bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, SimConfig.defaults().withPrefillTokensPerSecond(SIM_RATE)
                         .withDecodeStep(Duration.ofMillis(2)).withDeviceTimerMetrics(false), TIMEOUTS,
-                "admission: {prefill_rate: {from_telemetry: false, state_file: none, early_rejection: " + early + "}}\n");
+                // no calibration: this is the first burst of a gateway that has no evidence but the work in flight
+                "admission: {prefill_rate: {from_telemetry: false, state_file: none, early_rejection: " + early
+                        + ", calibration: {on_start: never}}}\n");
     }
 
     private static String prompt(int tokens, int salt) {

@@ -50,7 +50,9 @@ class FleetPrefillRatesEndToEndTest {
         return fleet.gateway(fleet.workersYaml()
                 + "timeouts: {connect: 2s, first_token: 60s, idle_stream: 60s}\n"
                 + "health: {interval: 200ms, timeout: 3s}\ntelemetry: {interval: 200ms}\nadmin: {port: 0}\n"
-                + "admission: {max_queued_requests: 32, queue_timeout: 30s, prefill_rate: {from_telemetry: false}}\n"
+                + "admission: {max_queued_requests: 32, queue_timeout: 30s, prefill_rate: {from_telemetry: false, "
+                // no calibration: the test follows a rate measured on client prefills from replica to replica
+                + "calibration: {on_start: never}}}\n"
                 + fleet.coordinationYaml(replica, "3s") + (fleetName.isEmpty() ? "" : "  fleet: " + fleetName + "\n"));
     }
 

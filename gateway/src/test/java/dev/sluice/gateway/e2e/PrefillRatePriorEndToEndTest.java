@@ -49,9 +49,14 @@ class PrefillRatePriorEndToEndTest {
         }
     }
 
+    // no calibration: these tests watch a prior arrive in a gateway that has none (PrefillCalibrationEndToEndTest
+    // covers the calibrated start)
+    private static final String NO_CALIBRATION = "admission: {prefill_rate: {calibration: {on_start: never}}}\n";
+
     private PdTestbed start(boolean deviceTimer, String extra) throws Exception {
         bed = PdTestbed.start(SimMode.UNIFIED, 0, 1, SimConfig.defaults().withPrefillTokensPerSecond(SIM_RATE)
-                .withDecodeStep(Duration.ofMillis(2)).withDeviceTimerMetrics(deviceTimer), TIMEOUTS, extra);
+                .withDecodeStep(Duration.ofMillis(2)).withDeviceTimerMetrics(deviceTimer), TIMEOUTS,
+                extra.isEmpty() ? NO_CALIBRATION : extra);
         return bed;
     }
 
@@ -108,7 +113,8 @@ class PrefillRatePriorEndToEndTest {
     @Test
     void theRateMeasuredInOneRunIsThePriorOfTheNext() throws Exception {
         Path file = dir.resolve("prefill-rates.json");
-        String extra = "admission: {prefill_rate: {state_file: " + file + ", from_telemetry: false}}\n";
+        String extra = "admission: {prefill_rate: {state_file: " + file + ", from_telemetry: false, "
+                + "calibration: {on_start: never}}}\n";
         carriedOver(file, extra, ConfigOverrides.none());
     }
 
@@ -120,7 +126,8 @@ class PrefillRatePriorEndToEndTest {
     void byDefaultTheRatesAreKeptInTheStateDirectory() throws Exception {
         Path stateDirectory = dir.resolve("var-lib-sluice");
         Map<String, String> env = Map.of("STATE_DIRECTORY", stateDirectory.toString());
-        carriedOver(stateDirectory.resolve("prefill-rates.json"), "admission: {prefill_rate: {from_telemetry: false}}\n",
+        carriedOver(stateDirectory.resolve("prefill-rates.json"), "admission: {prefill_rate: {from_telemetry: false, "
+                + "calibration: {on_start: never}}}\n",
                 ConfigOverrides.of(env, java.util.List.of()));
     }
 

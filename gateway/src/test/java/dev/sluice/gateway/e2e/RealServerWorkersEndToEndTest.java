@@ -50,7 +50,8 @@ class RealServerWorkersEndToEndTest {
         try {
             gateway = new GatewayServer(ConfigLoader.parse(yaml + "listen: {host: 127.0.0.1, port: 0}\n"
                     + "admin: {port: 0}\nhealth: {interval: 200ms, timeout: 500ms}\ntelemetry: {interval: 200ms}\n"
-                    + "timeouts: " + TIMEOUTS + "\n", "test", ConfigOverrides.of(env, List.of()))).start();
+                    + "timeouts: " + TIMEOUTS + "\n", "test", PdTestbed.withoutCalibration(yaml, ConfigOverrides.of(env,
+                    List.of())))).start();
         } catch (Exception e) {
             cluster.close();
             cluster = null;
