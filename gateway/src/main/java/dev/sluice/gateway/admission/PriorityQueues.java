@@ -272,12 +272,23 @@ final class PriorityQueues {
             return;
         }
         Ticket t;
-        while ((t = uncommitted.peekFirst()) != null && now - t.enqueuedNanos >= afterNanos) {
+        // a ticket that left the queue (dispatched or ended) goes at once: held for the whole horizon, every
+        // request of a busy gateway stayed reachable for 4 s (its exchange with it)
+        while ((t = uncommitted.peekFirst()) != null && (gone(t) || now - t.enqueuedNanos >= afterNanos)) {
             uncommitted.pollFirst();
-            if (!t.committed && t.state != Ticket.State.ENDED) {
-                lanes[t.priority].recommit(t); // false: not queued (dispatched): it is not shed there either
+            if (!t.committed && !gone(t)) {
+                lanes[t.priority].recommit(t);
             }
         }
+    }
+
+    private static boolean gone(Ticket t) {
+        return t.state == Ticket.State.DISPATCHED || t.state == Ticket.State.ENDED;
+    }
+
+    /** Tickets still waiting to be committed or dropped from that list (tests: none held once dispatched). */
+    int awaitingCommitment() {
+        return uncommitted.size();
     }
 
     /**
