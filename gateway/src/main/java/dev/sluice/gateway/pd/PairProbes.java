@@ -8,13 +8,9 @@ import dev.sluice.gateway.api.GenerationRoute;
 import dev.sluice.gateway.health.HealthTable;
 import dev.sluice.gateway.health.ProbeOutcome;
 import dev.sluice.gateway.health.StallProbes;
-import dev.sluice.gateway.metrics.GatewayMetrics;
-import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.EventLoop;
 import java.time.Duration;
-import java.util.function.Supplier;
 
 /**
  * Sends the panic mode's probes ({@link StallProbes.Sender}) as {@link PairProbe}s: a one-token
@@ -27,36 +23,24 @@ public final class PairProbes implements StallProbes.Sender {
     /** The probe's prompt: a few tokens, so that it costs the pair next to nothing. */
     static final String PROMPT = "Hello there";
 
-    private final Supplier<ExchangeSettings> settings;
-    private final UpstreamPool pool;
-    private final AbortSender aborts;
-    private final GatewayMetrics metrics;
-    private final EventLoop loop;
-    private final ServedModel model;
+    private final OwnRequestServices own;
 
-    public PairProbes(Supplier<ExchangeSettings> settings, UpstreamPool pool, AbortSender aborts,
-                      GatewayMetrics metrics, EventLoop loop, ServedModel model) {
-        this.settings = settings;
-        this.pool = pool;
-        this.aborts = aborts;
-        this.metrics = metrics;
-        this.loop = loop;
-        this.model = model;
+    public PairProbes(OwnRequestServices own) {
+        this.own = own;
     }
 
     @Override
     public void send(HealthTable.ProbePair pair, Duration timeout, StallProbes.Verdict done) {
-        ExchangeSettings s = settings.get();
+        ExchangeSettings s = own.settings().get();
         GenerationRequest request;
         try {
-            request = request(model);
+            request = request(own.model());
         } catch (ApiException e) {
             done.ended(ProbeOutcome.FAILED, "the probe's body was refused: " + e.getMessage());
             return;
         }
-        AttemptServices services = new AttemptServices(pool, aborts, metrics, s.maxResponseBodyBytes(),
-                s.timeouts().abort());
-        new PairProbe(s.drivers(), services, loop, ByteBufAllocator.DEFAULT, request, pair, done).start(timeout);
+        new PairProbe(s.drivers(), own.attemptServices(s), own.loop(), ByteBufAllocator.DEFAULT, request, pair, done)
+                .start(timeout);
     }
 
     /** The probe's request, as a client's would be parsed. */

@@ -6,10 +6,8 @@ import dev.sluice.gateway.api.GenerationRequest;
 import dev.sluice.gateway.background.BackgroundTasks;
 import dev.sluice.gateway.background.PeriodicTask;
 import dev.sluice.gateway.config.PrefillCalibrationConfig;
-import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.routing.Worker;
 import dev.sluice.gateway.routing.WorkerSet;
-import dev.sluice.gateway.upstream.UpstreamPool;
 import io.netty.channel.EventLoop;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -36,12 +34,8 @@ import java.util.function.Supplier;
 public final class PrefillCalibrations implements AutoCloseable {
     private static final Duration ROUND = Duration.ofMillis(100);
 
-    private final Supplier<ExchangeSettings> settings;
-    private final UpstreamPool pool;
-    private final AbortSender aborts;
-    private final GatewayMetrics metrics;
+    private final OwnRequestServices own;
     private final EventLoop loop;
-    private final ServedModel model;
     private final WorkerSet workers;
     private final PrefillCalibrationTarget target;
     private final Supplier<PrefillCalibrationConfig> config;
@@ -56,16 +50,11 @@ public final class PrefillCalibrations implements AutoCloseable {
     private volatile boolean settled;
     private PeriodicTask task;
 
-    public PrefillCalibrations(Supplier<ExchangeSettings> settings, UpstreamPool pool, AbortSender aborts,
-                               GatewayMetrics metrics, EventLoop loop, ServedModel model, WorkerSet workers,
-                               PrefillCalibrationTarget target, Supplier<PrefillCalibrationConfig> config,
-                               DoubleSupplier bytesPerToken, BackgroundTasks tasks) {
-        this.settings = settings;
-        this.pool = pool;
-        this.aborts = aborts;
-        this.metrics = metrics;
-        this.loop = loop;
-        this.model = model;
+    public PrefillCalibrations(OwnRequestServices own, WorkerSet workers, PrefillCalibrationTarget target,
+                               Supplier<PrefillCalibrationConfig> config, DoubleSupplier bytesPerToken,
+                               BackgroundTasks tasks) {
+        this.own = own;
+        this.loop = own.loop();
         this.workers = workers;
         this.target = target;
         this.config = config;
@@ -135,12 +124,10 @@ public final class PrefillCalibrations implements AutoCloseable {
     }
 
     private void start(Worker w, Worker decode, PrefillCalibrationConfig c) {
-        ExchangeSettings s = settings.get();
-        AttemptServices services = new AttemptServices(pool, aborts, metrics, s.maxResponseBodyBytes(),
-                s.timeouts().abort());
+        AttemptServices services = own.attemptServices(own.settings().get());
         PrefillCalibration.Sender sender = (request, p, d, result) -> {
-            CalibrationRequest r = new CalibrationRequest(settings.get().drivers(), services, loop, request, p, d,
-                    result);
+            CalibrationRequest r = new CalibrationRequest(own.settings().get().drivers(), services, loop, request, p,
+                    d, result);
             r.send();
             return r;
         };
@@ -155,7 +142,7 @@ public final class PrefillCalibrations implements AutoCloseable {
 
     private GenerationRequest request(String prompt) {
         try {
-            return CalibrationPrompts.request(model, prompt);
+            return CalibrationPrompts.request(own.model(), prompt);
         } catch (ApiException e) {
             return null;
         }

@@ -29,6 +29,7 @@ import dev.sluice.gateway.metrics.GatewayMetrics;
 import dev.sluice.gateway.metrics.ModelTokenizerMetrics;
 import dev.sluice.gateway.metrics.RoutingMetrics;
 import dev.sluice.gateway.pd.AbortSender;
+import dev.sluice.gateway.pd.OwnRequestServices;
 import dev.sluice.gateway.pd.PairProbes;
 import dev.sluice.gateway.pd.PdServices;
 import dev.sluice.gateway.pd.PrefillCalibrations;
@@ -155,13 +156,14 @@ final class ModelPool implements AutoCloseable {
                 tasks);
         // the probes run on the control loop, like the health checks: a busy request loop does not delay them
         EventLoop probeLoop = shared.loops().control.next();
-        this.stallProbes = new StallProbes(health, new PairProbes(() -> settings.get().exchange(), shared.upstream(),
-                aborts, metrics, probeLoop, servedModel), probeLoop, tasks,
+        OwnRequestServices own = new OwnRequestServices(() -> settings.get().exchange(), shared.upstream(), aborts,
+                metrics, probeLoop, servedModel);
+        this.stallProbes = new StallProbes(health, new PairProbes(own), probeLoop, tasks,
                 (w, outcome) -> metrics.stallProbe(w.role().label(), w.name(), outcome.label()));
         // on the control loop too: a calibration's timing must not wait behind client requests' work
-        this.calibrations = new PrefillCalibrations(() -> settings.get().exchange(), shared.upstream(), aborts, metrics,
-                shared.loops().control.next(), servedModel, workers, admission.calibration(),
-                () -> config().admission().prefillRate().calibration(), counter::bytesPerToken, tasks);
+        this.calibrations = new PrefillCalibrations(own.on(shared.loops().control.next()), workers,
+                admission.calibration(), () -> config().admission().prefillRate().calibration(),
+                counter::bytesPerToken, tasks);
         this.reconfiguration = new LiveReconfiguration(settings, routingUsesPrefix, admission, admissionMetrics,
                 health, this::restartHealthChecks, directory, aborts);
         HealthFollowers.attach(health, metrics, inFlight, admission);
