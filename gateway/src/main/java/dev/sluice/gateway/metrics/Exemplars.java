@@ -10,27 +10,42 @@ import io.prometheus.client.exemplars.tracer.common.SpanContextSupplier;
  * per request; unset, no exemplar.
  */
 public final class Exemplars implements SpanContextSupplier {
-    private static final ThreadLocal<String[]> CURRENT = ThreadLocal.withInitial(() -> new String[2]);
+    private static final ThreadLocal<Ids[]> CURRENT = ThreadLocal.withInitial(() -> new Ids[1]);
+
+    /** A trace's ids, written out as hex only when an exemplar is taken (rarely: once per bucket every few seconds). */
+    public interface Ids {
+        String traceId();
+
+        String spanId();
+    }
+
+    private record Given(String traceId, String spanId) implements Ids {
+    }
 
     /** The ids the histograms recorded on this thread carry until {@link #clear}. */
+    public static void set(Ids ids) {
+        CURRENT.get()[0] = ids;
+    }
+
+    /** The same for ids already written out. */
     public static void set(String traceId, String spanId) {
-        String[] c = CURRENT.get();
-        c[0] = traceId;
-        c[1] = spanId;
+        set(traceId == null ? null : new Given(traceId, spanId));
     }
 
     public static void clear() {
-        set(null, null);
+        set(null);
     }
 
     @Override
     public String getTraceId() {
-        return CURRENT.get()[0];
+        Ids ids = CURRENT.get()[0];
+        return ids == null ? null : ids.traceId();
     }
 
     @Override
     public String getSpanId() {
-        return CURRENT.get()[1];
+        Ids ids = CURRENT.get()[0];
+        return ids == null ? null : ids.spanId();
     }
 
     @Override

@@ -389,7 +389,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         try { // the latencies recorded at the end carry this trace's id, cleared by the trace's end even if it throws
             trace.endAfter(() -> RequestLog.write(RequestLog.facts(rid, request, attempts.current(), attempts.count(),
                     ticket.ticket().orElse(null), ticket.priorityName(), client.status(), outcome.outcome(), timeline,
-                    outcome.detail(), trace.logIds()), services, settings.requestLogging(), tokens.completion(),
+                    outcome.detail(), trace), services, settings.requestLogging(), tokens.completion(),
                     ticket.ticket().map(Ticket::tenant).orElse(null)), client.status(), outcome.outcome().label(),
                     tokens.completion(), outcome.detail());
         } finally { // last: a pool a reload retires closes (forgets its meters) once this set is empty

@@ -7,6 +7,7 @@ import dev.sluice.gateway.api.Outcome;
 import dev.sluice.gateway.config.RequestLogging;
 import dev.sluice.gateway.logging.LogThrottle;
 import dev.sluice.gateway.metrics.GatewayMetrics;
+import dev.sluice.gateway.tracing.RequestTrace;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +28,7 @@ final class RequestLog {
     /** The request's facts at its end ({@code "-"} for what it never had). */
     record Facts(String rid, String route, String prefill, String decode, int attempts, boolean stream, int batch,
                  String tokens, String priority, String tenant, String queuedMs, int status, Outcome outcome,
-                 long ttftMs, long durationMs, String detail, String traceIds, int sequences) {
+                 long ttftMs, long durationMs, String detail, RequestTrace trace, int sequences) {
     }
 
     /** Stack traces of the gateway's own failures per second (all of them counted). */
@@ -51,7 +52,7 @@ final class RequestLog {
 
     /** The facts of a request that ended ({@code ticket} null: it was never admitted; {@code a} null: never sent). */
     static Facts facts(String rid, GenerationRequest request, Attempt a, int attempts, Ticket ticket, String priority,
-                       int status, Outcome outcome, ExchangeTimeline timeline, String detail, String traceIds) {
+                       int status, Outcome outcome, ExchangeTimeline timeline, String detail, RequestTrace trace) {
         boolean admitted = ticket != null;
         return new Facts(rid, request.route().label(), a == null ? "-" : a.prefill.name(),
                 a == null ? "-" : a.decode.name(), attempts, request.stream(), request.batchSize(),
@@ -59,7 +60,7 @@ final class RequestLog {
                 admitted ? ticket.tenant() : "-",
                 admitted && a != null ? String.valueOf(TimeUnit.NANOSECONDS.toMillis(ticket.queuedNanos())) : "-",
                 status, outcome, timeline.ttftMillis(),
-                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail, traceIds,
+                TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - timeline.receivedNanos()), detail, trace,
                 Math.max(1, request.batchSize()) * request.parallelSamples());
     }
 
@@ -97,6 +98,6 @@ final class RequestLog {
                         + "tenant={} queued_ms={} status={} outcome={} ttft_ms={} duration_ms={}{}{}", f.rid(), f.route(),
                 f.prefill(), f.decode(), f.attempts(), f.stream(), f.batch(), f.tokens(), f.priority(), f.tenant(),
                 f.queuedMs(), f.status(), f.outcome().label(), f.ttftMs() < 0 ? "-" : f.ttftMs(), f.durationMs(),
-                f.traceIds(), f.detail().isEmpty() ? "" : " detail=\"" + f.detail() + "\"");
+                f.trace().logIds(), f.detail().isEmpty() ? "" : " detail=\"" + f.detail() + "\"");
     }
 }

@@ -8,6 +8,8 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
@@ -20,7 +22,7 @@ import java.util.function.BiConsumer;
  * unsampled request still has its ids (log line, traceparent with flag 00) and builds no child
  * span. Touched only on the request's event loop.
  */
-public final class RequestTrace {
+public final class RequestTrace implements Exemplars.Ids {
     /** Tracing off: every method does nothing. */
     public static final RequestTrace NONE = new RequestTrace();
 
@@ -40,11 +42,14 @@ public final class RequestTrace {
     }
 
     private static final AttributeKey<Long> ATTEMPT = SpanKeys.ATTEMPT;
+    // a call attribute's key by its name (the protocols' few constants), made once rather than a call
+    private static final Map<String, AttributeKey<Long>> LONG_KEYS = new ConcurrentHashMap<>();
+    private static final Map<String, AttributeKey<String>> STRING_KEYS = new ConcurrentHashMap<>();
     // the usual count of each span's attributes (docs/observability.md), so that its array never grows
     private static final int SERVER_ATTRIBUTES = 16, ADMISSION_ATTRIBUTES = 9, CALL_ATTRIBUTES = 8, HANDOFF_ATTRIBUTES = 2;
     private final SpanRecorder recorder;
     private final TraceRoot root; // null: tracing off
-    private final String traceId;
+    private String traceId; // made when first asked for: a log line or an exemplar
     private String serverSpanHex;
     private String traceStateHeader; // a client's tracestate as its header value, made on the first call
     private final boolean recording;
@@ -61,7 +66,6 @@ public final class RequestTrace {
     private RequestTrace(SpanRecorder recorder, TraceRoot root, RecordedSpan server) {
         this.recorder = recorder;
         this.root = root;
-        this.traceId = root == null ? null : root.traceId();
         this.recording = server != null;
         this.server = server;
     }
@@ -96,8 +100,19 @@ public final class RequestTrace {
         return root.child(recorder, name, kind, expectedAttributes);
     }
 
-    private String serverSpanHex() {
-        if (serverSpanHex == null) {
+    /** The request's trace id as hex (null when tracing is off). */
+    @Override
+    public String traceId() {
+        if (traceId == null && root != null) {
+            traceId = root.traceIdHex();
+        }
+        return traceId;
+    }
+
+    /** The gateway's server span id as hex (null when tracing is off). */
+    @Override
+    public String spanId() {
+        if (serverSpanHex == null && root != null) {
             serverSpanHex = TraceIds.hex(root.spanId());
         }
         return serverSpanHex;
@@ -108,21 +123,22 @@ public final class RequestTrace {
         if (root == null) {
             return "";
         }
-        return " trace_id=" + traceId + " span_id=" + serverSpanHex();
+        return " trace_id=" + traceId() + " span_id=" + spanId();
     }
 
     /** The trace id of a recorded request (an exemplar's), or null. */
     public String sampledTraceId() {
-        return recording ? traceId : null;
+        return recording ? traceId() : null;
     }
 
     /**
      * The latencies recorded on this thread from now on carry this request's ids as exemplars (a
-     * sampled request only), until {@link #end} or {@link #exemplarOff}.
+     * sampled request only), until {@link #end} or {@link #exemplarOff}. The ids are written out only
+     * if a histogram takes an exemplar.
      */
     public void exemplarOn() {
         if (recording) {
-            Exemplars.set(traceId, serverSpanHex());
+            Exemplars.set(this);
         }
     }
 
@@ -223,9 +239,9 @@ public final class RequestTrace {
         RecordedSpan s = a == null ? null : call == Call.PREFILL ? a.prefill : a.decode;
         if (s != null) {
             if (value instanceof Long l) {
-                s.set(AttributeKey.longKey(name), l);
+                s.set(LONG_KEYS.computeIfAbsent(name, AttributeKey::longKey), l);
             } else {
-                s.set(AttributeKey.stringKey(name), String.valueOf(value));
+                s.set(STRING_KEYS.computeIfAbsent(name, AttributeKey::stringKey), String.valueOf(value));
             }
         }
     }

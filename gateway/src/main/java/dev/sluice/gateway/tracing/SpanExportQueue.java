@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
  * each span into an immutable copy first: a {@link RecordedSpan} is no longer written once ended,
  * so the encoder reads it as it is.
  */
-final class SpanExportQueue implements AutoCloseable {
+final class SpanExportQueue implements SpanExport, AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Tracing.class);
     private final Queue<RecordedSpan> queue;
     private final int batchSize;
@@ -46,7 +46,8 @@ final class SpanExportQueue implements AutoCloseable {
     }
 
     /** An ended, sampled span, from any event loop: queued, or dropped and counted when the queue is full. */
-    void add(RecordedSpan span) {
+    @Override
+    public void add(RecordedSpan span) {
         if (!queue.offer(span)) {
             dropped.increment();
             return;
@@ -57,7 +58,8 @@ final class SpanExportQueue implements AutoCloseable {
     }
 
     /** Spans dropped so far because the queue was full. */
-    long dropped() {
+    @Override
+    public long dropped() {
         return dropped.sum();
     }
 
@@ -101,7 +103,8 @@ final class SpanExportQueue implements AutoCloseable {
     }
 
     /** Exports what is queued (waiting up to {@code wait}) and stops the thread and the exporter. */
-    void close(Duration wait) {
+    @Override
+    public void close(Duration wait) {
         closing = true;
         LockSupport.unpark(thread);
         try {

@@ -21,30 +21,40 @@ import java.util.concurrent.TimeUnit;
  * the request follow it). Also the trace's clock: epoch nanoseconds anchored once, then advanced by
  * {@link System#nanoTime()}, so that the spans' durations are exact (the SDK anchors a trace the same way).
  */
-record TraceRoot(long traceIdHigh, long traceIdLow, String traceId, long spanId, long parentSpanId,
+record TraceRoot(long traceIdHigh, long traceIdLow, long spanId, long parentSpanId,
                  boolean parentRemote, boolean sampled, TraceState traceState, long clockOffset) {
 
     static TraceRoot decide(Sampler sampler, Context parent, String spanName) {
         SpanContext client = Span.fromContext(parent).getSpanContext();
         long high;
         long low;
-        String traceId;
         if (client.isValid()) {
-            traceId = client.getTraceId();
-            high = TraceIds.parse(traceId, 0);
-            low = TraceIds.parse(traceId, 16);
+            high = TraceIds.parse(client.getTraceId(), 0);
+            low = TraceIds.parse(client.getTraceId(), 16);
         } else {
             high = ThreadLocalRandom.current().nextLong();
             low = TraceIds.randomNonZero();
-            traceId = TraceIds.hex(high, low);
         }
-        SamplingResult decision = sampler.shouldSample(parent, traceId, spanName, SpanKind.SERVER, Attributes.empty(),
-                List.of());
+        boolean sampled;
+        TraceState state;
+        if (sampler instanceof RatioSampler ratio) { // the gateway's own: no hex id made to decide
+            sampled = ratio.sampled(client, low);
+            state = client.getTraceState();
+        } else { // any other sampler (tests) as the SDK asks it
+            SamplingResult decision = sampler.shouldSample(parent, TraceIds.hex(high, low), spanName, SpanKind.SERVER,
+                    Attributes.empty(), List.of());
+            sampled = decision.getDecision() == SamplingDecision.RECORD_AND_SAMPLE;
+            state = decision.getUpdatedTraceState(client.getTraceState());
+        }
         long clockOffset = TimeUnit.MILLISECONDS.toNanos(System.currentTimeMillis()) - System.nanoTime();
-        return new TraceRoot(high, low, traceId, TraceIds.randomNonZero(),
-                client.isValid() ? TraceIds.parse(client.getSpanId(), 0) : 0, client.isRemote(),
-                decision.getDecision() == SamplingDecision.RECORD_AND_SAMPLE,
-                decision.getUpdatedTraceState(client.getTraceState()), clockOffset);
+        return new TraceRoot(high, low, TraceIds.randomNonZero(),
+                client.isValid() ? TraceIds.parse(client.getSpanId(), 0) : 0, client.isRemote(), sampled, state,
+                clockOffset);
+    }
+
+    /** The trace id as 32 lowercase hex characters (made on each call: only a log line or an exemplar needs it). */
+    String traceIdHex() {
+        return TraceIds.hex(traceIdHigh, traceIdLow);
     }
 
     /** The trace's clock now, in epoch nanoseconds. */

@@ -10,6 +10,7 @@ import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
+import io.opentelemetry.sdk.common.CompletableResultCode;
 import io.opentelemetry.sdk.common.export.MemoryMode;
 import io.opentelemetry.sdk.resources.Resource;
 import io.opentelemetry.sdk.trace.export.SpanExporter;
@@ -28,16 +29,21 @@ import org.slf4j.LoggerFactory;
  * written by the event loops without the SDK's span machinery), its OTLP exporter behind a bounded
  * batch queue, and the metrics of what it lost. Off ({@link #off()}) unless {@code tracing:} is
  * configured; then every request gets a {@link RequestTrace}. Export never blocks a request: a
- * span ends into a queue of {@link #MAX_QUEUE} spans that one background thread sends in batches; a
- * full queue drops the span and counts it.
+ * span ends into a bounded {@link SpanExport} (for OTLP/HTTP encoded at once, where it ended) that
+ * one background thread sends in batches; what does not fit is dropped and counted.
  */
 public final class Tracing implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Tracing.class);
     /** Spans waiting for export at most; past it new spans are dropped (counted), memory stays flat. */
     static final int MAX_QUEUE = 2048;
     static final int MAX_BATCH = 512;
+    /** The longest a span waits for its post. */
+    private static final Duration DELAY = Duration.ofMillis(500);
+    /** OTLP/HTTP: chunks of encoded spans waiting at most (EncodedSpanExport.CHUNK_BYTES, ~100 spans each), and a post's. */
+    static final int MAX_CHUNKS = 32;
+    static final int BATCH_CHUNKS = 8;
     private static final String DROPPED = "Spans the gateway did not deliver to the collector: queue_full (the export "
-            + "queue of " + MAX_QUEUE + " spans was full), export_failed (the collector could not be reached in time "
+            + "queue was full: 1 MiB of encoded spans for OTLP/HTTP, " + MAX_QUEUE + " spans for gRPC), export_failed (the collector could not be reached in time "
             + "or refused the batch)";
     private static final Tracing OFF = new Tracing(null, null, null, null);
     // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
@@ -55,12 +61,12 @@ public final class Tracing implements AutoCloseable {
         }
     };
 
-    private final SpanExportQueue queue;
+    private final SpanExport queue;
     private final SpanRecorder recorder;
     private final Sampler sampler;
     private final TracingConfig config;
 
-    private Tracing(SpanExportQueue queue, SpanRecorder recorder, Sampler sampler, TracingConfig config) {
+    private Tracing(SpanExport queue, SpanRecorder recorder, Sampler sampler, TracingConfig config) {
         this.queue = queue;
         this.recorder = recorder;
         this.sampler = sampler;
@@ -75,16 +81,34 @@ public final class Tracing implements AutoCloseable {
     /** Starts tracing for {@code config}: its export thread, and its counters registered in {@code registry}. */
     public static Tracing start(TracingConfig config, MeterRegistry registry) {
         EXPORTER_JUL.setLevel(Level.OFF);
-        WatchedExporter exporter = new WatchedExporter(exporter(config), config.exportUrl());
-        SpanExportQueue queue = new SpanExportQueue(exporter, MAX_QUEUE, MAX_BATCH, Duration.ofMillis(500),
-                config.timeout());
-        SpanRecorder recorder = new SpanRecorder(Resource.getDefault().merge(Resource.create(Attributes.of(
-                AttributeKey.stringKey("service.name"), config.serviceName()))), queue::add);
-        Sampler ratio = Sampler.traceIdRatioBased(config.sampleRatio());
+        Resource resource = Resource.getDefault().merge(Resource.create(Attributes.of(
+                AttributeKey.stringKey("service.name"), config.serviceName())));
+        WatchedExporter exporter;
+        SpanExport queue;
+        if (config.protocol() == TracingConfig.Protocol.GRPC) {
+            exporter = new WatchedExporter(grpcExporter(config), config.exportUrl());
+            queue = new SpanExportQueue(exporter, MAX_QUEUE, MAX_BATCH, DELAY, config.timeout());
+        } else {
+            OtlpHttpSender sender = httpSender(config);
+            exporter = new WatchedExporter(sender, config.exportUrl());
+            WatchedExporter watched = exporter;
+            queue = new EncodedSpanExport(resource, new EncodedSpanExport.Post() {
+                @Override
+                public CompletableResultCode post(byte[] body, int length, int spans, Runnable abandoned) {
+                    return watched.watch(spans, () -> sender.post(body, length, abandoned));
+                }
+
+                @Override
+                public CompletableResultCode shutdown() {
+                    return sender.shutdown();
+                }
+            }, MAX_CHUNKS, BATCH_CHUNKS, DELAY, config.timeout());
+        }
+        SpanRecorder recorder = new SpanRecorder(resource, queue::add);
         // without honor_client_sampling the client's trace id is continued but its sampled flag is not
         // obeyed: the ratio decides on the trace id, so a client cannot make every one of its requests recorded
-        Sampler sampler = config.honorClientSampling() ? Sampler.parentBased(ratio) : ratio;
-        FunctionCounter.builder("sluice.tracing.spans.dropped", queue, SpanExportQueue::dropped)
+        Sampler sampler = new RatioSampler(config.sampleRatio(), config.honorClientSampling());
+        FunctionCounter.builder("sluice.tracing.spans.dropped", queue, SpanExport::dropped)
                 .description(DROPPED)
                 .tag("reason", "queue_full").register(registry);
         FunctionCounter.builder("sluice.tracing.spans.dropped", exporter, WatchedExporter::failed)
@@ -98,18 +122,20 @@ public final class Tracing implements AutoCloseable {
         return new Tracing(queue, recorder, sampler, config);
     }
 
-    // http/protobuf: our own encoder and the JDK client (OtlpHttpSender): the SDK's exporter built marshaler
-    // objects for every span, attribute and event and then a second pass for their sizes, on the one core
-    // the export shares with the event loop (docs/benchmarks.md, "Tracing"). gRPC keeps the SDK's exporter,
-    // with IMMUTABLE_DATA: its reusable marshaler allocates less but took more CPU a span
-    private static SpanExporter exporter(TracingConfig c) {
-        if (c.protocol() == TracingConfig.Protocol.GRPC) {
-            OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
-                    .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
-                    .setTimeout(c.timeout()).setRetryPolicy(null); // a lost batch is counted; the next one tries again
-            c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
-            return b.build();
-        }
+    // http/protobuf: our own encoder, each span encoded where it ends (EncodedSpanExport), posted with the
+    // JDK (OtlpHttpSender): the SDK's exporter built marshaler objects for every span, attribute and event
+    // and then a second pass for their sizes, on the one core the export shares with the event loop
+    // (docs/benchmarks.md, "Tracing"). gRPC keeps the SDK's exporter, with IMMUTABLE_DATA: its reusable
+    // marshaler allocates less but took more CPU a span
+    private static SpanExporter grpcExporter(TracingConfig c) {
+        OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
+                .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
+                .setTimeout(c.timeout()).setRetryPolicy(null); // a lost batch is counted; the next one tries again
+        c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
+        return b.build();
+    }
+
+    private static OtlpHttpSender httpSender(TracingConfig c) {
         Map<String, String> headers = new LinkedHashMap<>();
         c.headers().forEach((k, v) -> headers.put(k, v.reveal()));
         return new OtlpHttpSender(c.exportUrl(), headers, c.timeout());

@@ -6,6 +6,7 @@ import io.opentelemetry.sdk.trace.export.SpanExporter;
 import java.util.Collection;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,10 +30,14 @@ final class WatchedExporter implements SpanExporter {
 
     @Override
     public CompletableResultCode export(Collection<SpanData> spans) {
-        int n = spans.size();
+        return watch(spans.size(), () -> delegate.export(spans));
+    }
+
+    /** Sends {@code n} spans with {@code send} (spans encoded earlier), counted and watched as {@link #export} is. */
+    CompletableResultCode watch(int n, Supplier<CompletableResultCode> send) {
         CompletableResultCode result;
         try {
-            result = delegate.export(spans);
+            result = send.get();
         } catch (RuntimeException e) { // an exporter's own bug or a malformed answer: the batch is failed and counted
             result = CompletableResultCode.ofExceptionalFailure(e);
         }

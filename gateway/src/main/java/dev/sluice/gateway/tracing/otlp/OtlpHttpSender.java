@@ -68,24 +68,36 @@ public final class OtlpHttpSender implements SpanExporter {
             return CompletableResultCode.ofFailure();
         }
         encoder.encode(spans);
+        return post(encoder.array(), encoder.size(), encoder::renew);
+    }
+
+    /**
+     * Posts one encoded request, {@code body[0, length)}, and waits for the collector's answer.
+     * {@code abandoned} runs when a send was given up while it may still read {@code body} (https,
+     * timed out or interrupted): the caller then writes its next request into a fresh buffer.
+     */
+    public synchronized CompletableResultCode post(byte[] body, int length, Runnable abandoned) {
+        if (shutdown) {
+            return CompletableResultCode.ofFailure();
+        }
         if (plain != null) {
             try {
-                return answer(plain.post(encoder.array(), encoder.size()));
+                return answer(plain.post(body, length));
             } catch (IOException | RuntimeException e) { // a malformed answer too: the batch is failed and counted
                 return CompletableResultCode.ofExceptionalFailure(e);
             }
         }
         HttpRequest request = HttpRequest.newBuilder(uri).timeout(timeout).headers(headers)
-                .POST(HttpRequest.BodyPublishers.ofByteArray(encoder.array(), 0, encoder.size())).build();
+                .POST(HttpRequest.BodyPublishers.ofByteArray(body, 0, length)).build();
         try {
             HttpResponse<Void> response = client.send(request, HttpResponse.BodyHandlers.discarding());
             return answer(response.statusCode());
         } catch (IOException | RuntimeException e) {
-            encoder.renew(); // a request given up on may still be reading the old buffer
+            abandoned.run();
             return CompletableResultCode.ofExceptionalFailure(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            encoder.renew();
+            abandoned.run();
             return CompletableResultCode.ofExceptionalFailure(e);
         }
     }

@@ -42,6 +42,17 @@ final class ProtoWriter {
         pos = 0;
     }
 
+    /**
+     * Hands over the array written so far (its bytes are [0, {@link #size()}) as read before this call)
+     * and goes on, empty, in {@code next}.
+     */
+    byte[] take(byte[] next) {
+        byte[] written = buf;
+        buf = next;
+        pos = 0;
+        return written;
+    }
+
     void tag(int field, int wireType) {
         varint((field << 3) | wireType);
     }
@@ -172,9 +183,14 @@ final class ProtoWriter {
 
     /** Bytes as they are (a string's UTF-8 made earlier), no tag, no length. */
     void raw(byte[] b) {
-        ensure(b.length);
-        System.arraycopy(b, 0, buf, pos, b.length);
-        pos += b.length;
+        raw(b, b.length);
+    }
+
+    /** The first {@code length} bytes of {@code b} as they are. */
+    void raw(byte[] b, int length) {
+        ensure(length);
+        System.arraycopy(b, 0, buf, pos, length);
+        pos += length;
     }
 
     /** A string field given as its UTF-8 bytes, even when empty (a oneof member). */

@@ -30,10 +30,10 @@ import java.util.function.BiConsumer;
  */
 public final class TraceRequestEncoder {
     // field numbers of opentelemetry-proto 1.x
-    private static final int REQUEST_RESOURCE_SPANS = 1;
-    private static final int RS_RESOURCE = 1, RS_SCOPE_SPANS = 2, RS_SCHEMA_URL = 3;
+    static final int REQUEST_RESOURCE_SPANS = 1;
+    static final int RS_RESOURCE = 1, RS_SCOPE_SPANS = 2, RS_SCHEMA_URL = 3;
     private static final int RESOURCE_ATTRIBUTES = 1;
-    private static final int SS_SCOPE = 1, SS_SPANS = 2, SS_SCHEMA_URL = 3;
+    static final int SS_SCOPE = 1, SS_SPANS = 2, SS_SCHEMA_URL = 3;
     private static final int SCOPE_NAME = 1, SCOPE_VERSION = 2, SCOPE_ATTRIBUTES = 3;
     private static final int SPAN_TRACE_ID = 1, SPAN_SPAN_ID = 2, SPAN_TRACE_STATE = 3, SPAN_PARENT_SPAN_ID = 4,
             SPAN_NAME = 5, SPAN_KIND = 6, SPAN_START = 7, SPAN_END = 8, SPAN_ATTRIBUTES = 9,
@@ -50,13 +50,56 @@ public final class TraceRequestEncoder {
     // trace.proto's SpanFlags: whether the parent was remote is known (0x100), and is it (0x200)
     private static final int FLAGS_HAS_IS_REMOTE = 0x100, FLAGS_IS_REMOTE = 0x200;
 
-    private final ProtoWriter out = new ProtoWriter(256 * 1024);
+    private final ProtoWriter out;
     private final Utf8Cache utf8 = new Utf8Cache();
     private final StringBuilder traceState = new StringBuilder();
     private int attributesField;
     private final BiConsumer<AttributeKey<?>, Object> attribute = this::keyValue;
     private final BiConsumer<String, String> traceStateEntry = (k, v) ->
             traceState.append(traceState.isEmpty() ? "" : ",").append(k).append('=').append(v);
+
+    public TraceRequestEncoder() {
+        this(256 * 1024);
+    }
+
+    /** An encoder whose buffer starts at {@code initialCapacity} bytes (it grows when a batch needs more). */
+    public TraceRequestEncoder(int initialCapacity) {
+        out = new ProtoWriter(initialCapacity);
+    }
+
+    /**
+     * Appends {@code span} as one {@code ScopeSpans.spans} field, exactly the bytes {@link #encode}
+     * writes for it inside a batch: spans appended one after another, wrapped by an {@link
+     * EncodedBatch}, make the request {@link #encode} makes of the same spans. Appended spans are
+     * {@link #array()}[0, {@link #size()}) until {@link #handOver} or {@link #discard}.
+     */
+    public void append(RawSpan span) {
+        rawSpan(span);
+    }
+
+    /** Gives the spans appended so far away (the array returned) and goes on, empty, in {@code next}. */
+    public byte[] handOver(byte[] next) {
+        return out.take(next);
+    }
+
+    /** Forgets the spans appended so far. */
+    public void discard() {
+        out.reset();
+    }
+
+    /** The {@code ResourceSpans.resource} field of {@code resource}, as {@link #encode} writes it. */
+    byte[] resourceField(Resource resource) {
+        out.reset();
+        resource(resource);
+        return java.util.Arrays.copyOf(out.array(), out.size());
+    }
+
+    /** The {@code ScopeSpans.scope} field of {@code scope}, as {@link #encode} writes it. */
+    byte[] scopeField(InstrumentationScopeInfo scope) {
+        out.reset();
+        scope(scope);
+        return java.util.Arrays.copyOf(out.array(), out.size());
+    }
 
     /** Encodes {@code spans}; the request's bytes are {@link #array()}[0, {@link #size()}) until the next call. */
     public void encode(Collection<SpanData> spans) {
@@ -116,16 +159,20 @@ public final class TraceRequestEncoder {
 
     private void scopeSpans(InstrumentationScopeInfo scope, Collection<SpanData> spans) {
         int ss = out.begin(RS_SCOPE_SPANS);
-        int m = out.begin(SS_SCOPE);
-        out.string(SCOPE_NAME, scope.getName());
-        out.string(SCOPE_VERSION, scope.getVersion());
-        attributes(SCOPE_ATTRIBUTES, scope.getAttributes());
-        out.end(m);
+        scope(scope);
         for (SpanData s : spans) {
             span(s);
         }
         out.string(SS_SCHEMA_URL, scope.getSchemaUrl());
         out.end(ss);
+    }
+
+    private void scope(InstrumentationScopeInfo scope) {
+        int m = out.begin(SS_SCOPE);
+        out.string(SCOPE_NAME, scope.getName());
+        out.string(SCOPE_VERSION, scope.getVersion());
+        attributes(SCOPE_ATTRIBUTES, scope.getAttributes());
+        out.end(m);
     }
 
     private void span(SpanData s) {
