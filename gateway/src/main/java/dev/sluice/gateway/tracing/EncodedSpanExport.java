@@ -24,14 +24,18 @@ import org.slf4j.LoggerFactory;
  * event loop) appends its protobuf to that thread's chunk at once and hands a chunk of {@link
  * #CHUNK_BYTES} over to a bounded queue; one export thread wraps the waiting chunks in the request's
  * envelope ({@link EncodedBatch}: bytes copied, no span read) and posts them. The span object is
- * garbage as soon as it ends. When the export thread encoded spans the event loop had written
- * milliseconds before, it took 3 to 5 µs of the core a request against 1 to 2 µs now
- * (docs/benchmarks.md, "Tracing"); taking the spans every millisecond, fresher, did not lower it.
- * Bounded: at most {@code maxChunks} chunks wait; a chunk that finds the queue full is dropped and
- * its spans counted, so a collector that stops answering costs no memory and no request any time.
- * A chunk not yet full is taken from its thread every {@code delay}, so no span waits longer than
- * that on a quiet event loop. A writer's chunk is guarded by its own lock, which only its thread
- * takes, except for that sweep.
+ * garbage as soon as it ends. Encoding a batch of spans the event loop wrote milliseconds before
+ * took the export thread 2.5 to 6.7 µs of the core a request; it now takes 1.0 to 2.0 µs (copying
+ * and posting), and the event loop pays for the encoding instead, about 0.3 µs a span with its data
+ * at hand (RequestTraceBenchmark); in paired runs the gateway's CPU a request fell for an SGLang PD
+ * request (five spans) and did not move beyond the noise for a unified one (three): docs/benchmarks.md,
+ * "Tracing". Taking the spans to the export thread every millisecond, fresher, did not lower its cost.
+ * Bounded: at most {@code maxChunks} full chunks wait (and as many spare arrays); a chunk that finds
+ * the queue full is dropped and its spans counted, so a collector that stops answering costs a fixed
+ * amount of memory (the queue, its spare arrays, one chunk a thread that ends spans) and no request
+ * any time. A chunk not yet full is taken from its thread every {@code delay} and posted with the
+ * rest, so on a quiet event loop a span waits that long plus the posts ahead of it. A writer's chunk
+ * is guarded by its own lock, which only its thread takes, except for that sweep.
  */
 final class EncodedSpanExport implements SpanExport {
     private static final Logger log = LoggerFactory.getLogger(Tracing.class);
@@ -106,7 +110,15 @@ final class EncodedSpanExport implements SpanExport {
         }
         Writer w = local.get();
         synchronized (w) {
-            w.encoder.append(span);
+            int before = w.encoder.size();
+            try {
+                w.encoder.append(span);
+            } catch (RuntimeException e) { // half a span would spoil the whole post: take it back out
+                w.encoder.truncate(before);
+                dropped.increment();
+                log.warn("tracing: a span could not be encoded and is dropped span={} cause=\"{}\"", span, e.toString());
+                return;
+            }
             w.spans++;
             if (w.encoder.size() >= CHUNK_BYTES) {
                 handOver(w);
@@ -114,20 +126,26 @@ final class EncodedSpanExport implements SpanExport {
         }
     }
 
-    // under w's lock: its chunk to the queue (or dropped and counted when the queue is full)
-    private void handOver(Writer w) {
+    // under w's lock: its chunk, taken, and a fresh array in its place
+    private Chunk take(Writer w) {
         int length = w.encoder.size();
         int spans = w.spans;
         w.spans = 0;
+        byte[] next = free.poll();
+        return new Chunk(w.encoder.handOver(next != null ? next : new byte[CHUNK_BYTES * 2]), length, spans);
+    }
+
+    // under w's lock: its full chunk to the queue (or dropped and counted when the queue is full)
+    private void handOver(Writer w) {
         if (full.size() >= maxChunks) {
+            dropped.add(w.spans);
+            w.spans = 0;
             w.encoder.discard();
-            dropped.add(spans);
             return;
         }
-        byte[] next = free.poll();
-        Chunk chunk = new Chunk(w.encoder.handOver(next != null ? next : new byte[CHUNK_BYTES * 2]), length, spans);
+        Chunk chunk = take(w);
         if (!full.offer(chunk)) { // filled meanwhile by another thread
-            dropped.add(spans);
+            dropped.add(chunk.spans);
             free.offer(chunk.bytes);
             return;
         }
@@ -147,8 +165,11 @@ final class EncodedSpanExport implements SpanExport {
             boolean last = closing;
             long now = System.nanoTime();
             if (last || now - sweep >= 0) { // on a timer of its own: full chunks going out do not delay it
-                sweepWriters();
                 sendAll();
+                sweepWriters();
+                if (!sending.isEmpty()) {
+                    send();
+                }
                 if (last) {
                     return;
                 }
@@ -167,22 +188,32 @@ final class EncodedSpanExport implements SpanExport {
         }
     }
 
-    // every thread's chunk in the making goes to the queue; a writer whose thread has ended is let go
+    // every thread's chunk in the making, straight into the posts (not through the queue, whose room is for
+    // full chunks: a partial chunk a thread would otherwise take a slot each); a writer whose thread has
+    // ended is let go, after its last chunk (a dead thread appends nothing more)
     private void sweepWriters() {
         for (Writer w : writers) {
+            Thread owner = w.owner.get();
+            boolean gone = owner == null || !owner.isAlive();
+            Chunk c = null;
             synchronized (w) {
                 if (w.spans > 0) {
-                    handOver(w);
+                    c = take(w);
                 }
             }
-            Thread owner = w.owner.get();
-            if (owner == null || !owner.isAlive()) {
+            if (c != null) {
+                sending.add(c);
+                if (sending.size() == batchChunks) {
+                    send();
+                }
+            }
+            if (gone) {
                 writers.remove(w);
             }
         }
     }
 
-    // what waits, in posts of batchChunks chunks at most
+    // the full chunks waiting, in posts of batchChunks chunks at most
     private void sendAll() {
         Chunk c;
         while ((c = full.poll()) != null) {

@@ -20,10 +20,10 @@ import java.util.List;
 import java.util.Objects;
 
 /**
- * One sampled span of the gateway, recorded in plain fields: ids as numbers, attributes in two
- * small arrays, no lock, no attribute map, no copy when it ends. Written only on its request's
- * event loop until {@link #end}; then handed to the export queue, whose thread only reads it (the
- * queue's hand-off orders the writes before the reads). The OpenTelemetry SDK's span does the same
+ * One sampled span of the gateway, recorded in plain fields: ids as numbers, attributes in one
+ * small array, no lock, no attribute map, no copy when it ends. Written only on its request's
+ * event loop until {@link #end}; then encoded at once on that thread (OTLP/HTTP) or handed to the
+ * export queue, whose thread only reads it (gRPC; the queue's hand-off orders the writes before the reads). The OpenTelemetry SDK's span does the same
  * job for any thread, with a lock, a hash map of attributes and an immutable copy at export, which
  * cost the event loop a measurable share of its core (docs/benchmarks.md, "Tracing"). It is also a
  * {@link io.opentelemetry.sdk.trace.data.SpanData}, built on demand, for the SDK's gRPC exporter and for tests.
@@ -165,7 +165,7 @@ public final class RecordedSpan implements RawSpan {
         }
     }
 
-    // ---- read by the OTLP encoder (the export thread, after the hand-off) ----
+    // ---- read by the OTLP encoder (OTLP/HTTP: as it ends, on its own thread; gRPC: the export thread, after the hand-off) ----
 
     @Override
     public long traceIdHigh() {

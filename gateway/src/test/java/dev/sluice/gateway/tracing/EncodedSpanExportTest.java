@@ -39,12 +39,12 @@ class EncodedSpanExportTest {
     private final EncodedSpanExport.Post post = new EncodedSpanExport.Post() {
         @Override
         public CompletableResultCode post(byte[] body, int length, int spans, Runnable abandoned) {
+            counts.add(spans); // before posts: a test that saw a post sees its count
             try {
                 posts.add(ExportTraceServiceRequest.parseFrom(Arrays.copyOf(body, length)));
             } catch (Exception e) {
                 throw new AssertionError("not an OTLP request", e);
             }
-            counts.add(spans);
             if (hold) {
                 try {
                     release.await(10, TimeUnit.SECONDS); // a collector that does not answer
@@ -153,5 +153,26 @@ class EncodedSpanExportTest {
         assertThat(counts.stream().mapToInt(Integer::intValue).sum() + dropped)
                 .as("every span posted or counted as dropped").isEqualTo(2 + 10_000);
         assertThat(spansPosted()).isEqualTo(2 + 10_000 - (int) dropped);
+    }
+
+    @Test
+    void moreThreadsThanTheQueueHasRoomForLoseNothingOnTheSweep() throws Exception {
+        EncodedSpanExport export = new EncodedSpanExport(RESOURCE, post, 4, 2, Duration.ofMillis(100),
+                Duration.ofSeconds(5));
+        SpanRecorder recorder = new SpanRecorder(RESOURCE, export::add);
+        List<Thread> threads = new ArrayList<>();
+        for (int i = 0; i < 12; i++) { // 12 threads, each a partial chunk, against a queue of 4 chunks
+            int n = i;
+            threads.add(new Thread(() -> requests(recorder, 5, "t" + n + "-")));
+        }
+        threads.forEach(Thread::start);
+        for (Thread t : threads) {
+            t.join();
+        }
+        awaitSpans(120);
+        assertThat(spansPosted()).isEqualTo(120);
+        assertThat(export.dropped()).isZero();
+        assertThat(counts).as("posts of two chunks at most").allMatch(n -> n <= 2 * 10);
+        export.close(Duration.ofSeconds(5));
     }
 }

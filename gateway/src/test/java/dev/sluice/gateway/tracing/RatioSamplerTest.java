@@ -28,7 +28,9 @@ class RatioSamplerTest {
                 int sampled = 0;
                 for (int i = 0; i < 20_000; i++) {
                     long high = random.nextLong();
-                    long low = i % 1000 == 0 ? Long.MIN_VALUE + i / 1000 : random.nextLong(); // the edges too
+                    long bound = ratio == 0 ? Long.MIN_VALUE : ratio == 1 ? Long.MAX_VALUE : (long) (ratio * Long.MAX_VALUE);
+                    long[] edges = {bound, bound - 1, bound + 1, -bound, -bound + 1, -bound - 1, Long.MIN_VALUE, 0};
+                    long low = i < edges.length ? edges[i] : random.nextLong(); // the bound's edges, then random ids
                     String hex = TraceIds.hex(high, low);
                     SpanContext parent = switch (i % 3) {
                         case 0 -> SpanContext.getInvalid();
@@ -48,6 +50,24 @@ class RatioSamplerTest {
                     assertThat(sampled).as("about half").isBetween(9_000, 11_000);
                 }
             }
+        }
+    }
+
+    @Test
+    void theRootDecidesOnTheLowHalfOfAClientsTraceIdAndKeepsItsTraceState() {
+        RatioSampler half = new RatioSampler(0.5, false);
+        TraceState state = TraceState.builder().put("vendor", "x:1").build();
+        // high half 0 (would be sampled), low half all ones but the sign (not sampled at 0.5): the low half decides
+        String notSampled = "00000000000000007fffffffffffffff";
+        String sampled = "7fffffffffffffff0000000000000001";
+        for (String id : new String[] {notSampled, sampled}) {
+            SpanContext client = SpanContext.createFromRemoteParent(id, "00f067aa0ba902b7", TraceFlags.getSampled(), state);
+            TraceRoot root = TraceRoot.decide(half, Context.root().with(Span.wrap(client)), "chat");
+            boolean sdk = Sampler.traceIdRatioBased(0.5).shouldSample(Context.root().with(Span.wrap(client)), id, "chat",
+                    SpanKind.SERVER, Attributes.empty(), List.of()).getDecision() == SamplingDecision.RECORD_AND_SAMPLE;
+            assertThat(root.sampled()).as(id).isEqualTo(sdk).isEqualTo(id.equals(sampled));
+            assertThat(root.traceIdHex()).isEqualTo(id);
+            assertThat(root.traceState()).isEqualTo(state);
         }
     }
 }

@@ -8,7 +8,7 @@ import io.opentelemetry.sdk.resources.Resource;
  * TraceRequestEncoder#append}, where each span ended): the envelope of the gateway's one resource
  * and scope is written around the spans' bytes as they are, so that the export thread copies bytes
  * and reads no span. The result is byte for byte what {@link TraceRequestEncoder#encode} makes of
- * the same spans (EncodedBatchTest). Not thread-safe: one per export thread; the body is kept from
+ * the same spans (EncodedSpanExportTest). Not thread-safe: one per export thread; the body is kept from
  * batch to batch.
  */
 public final class EncodedBatch {

@@ -8,6 +8,7 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.Collection;
 import java.util.Map;
@@ -74,7 +75,8 @@ public final class OtlpHttpSender implements SpanExporter {
     /**
      * Posts one encoded request, {@code body[0, length)}, and waits for the collector's answer.
      * {@code abandoned} runs when a send was given up while it may still read {@code body} (https,
-     * timed out or interrupted): the caller then writes its next request into a fresh buffer.
+     * timed out or interrupted; not on a refused or reset connection, so a collector that is down
+     * does not cost a new buffer a batch): the caller then writes its next request into a fresh buffer.
      */
     public synchronized CompletableResultCode post(byte[] body, int length, Runnable abandoned) {
         if (shutdown) {
@@ -92,8 +94,10 @@ public final class OtlpHttpSender implements SpanExporter {
         try {
             HttpResponse<Void> response = client.send(request, HttpResponse.BodyHandlers.discarding());
             return answer(response.statusCode());
-        } catch (IOException | RuntimeException e) {
+        } catch (HttpTimeoutException e) { // the exchange may still be reading the body: the caller lets it go
             abandoned.run();
+            return CompletableResultCode.ofExceptionalFailure(e);
+        } catch (IOException | RuntimeException e) { // refused, reset: the body is no longer read, and is kept
             return CompletableResultCode.ofExceptionalFailure(e);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();

@@ -32,6 +32,14 @@ final class ProtoWriter {
         return pos;
     }
 
+    /** Drops what was written after the first {@code size} bytes. */
+    void truncate(int size) {
+        if (size < 0 || size > pos) {
+            throw new IllegalArgumentException("truncate to " + size + " of " + pos);
+        }
+        pos = size;
+    }
+
     byte[] array() {
         return buf;
     }

@@ -26,7 +26,8 @@ import java.util.function.BiConsumer;
  * straight from each span's fields into one reused {@link ProtoWriter}: no marshaler object a span,
  * attribute or event, no size pass. What a collector decodes is what the SDK's own OTLP exporter
  * sends for the same spans (TraceRequestEncoderTest decodes both with the official classes). Not
- * thread-safe: one encoder per export thread.
+ * thread-safe: one encoder per thread (the export thread's for gRPC tests and benchmarks, each event
+ * loop's for OTLP/HTTP).
  */
 public final class TraceRequestEncoder {
     // field numbers of opentelemetry-proto 1.x
@@ -85,6 +86,11 @@ public final class TraceRequestEncoder {
     /** Forgets the spans appended so far. */
     public void discard() {
         out.reset();
+    }
+
+    /** Forgets what was appended after the first {@code size} bytes (a span that failed halfway). */
+    public void truncate(int size) {
+        out.truncate(size);
     }
 
     /** The {@code ResourceSpans.resource} field of {@code resource}, as {@link #encode} writes it. */
