@@ -13,11 +13,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
 import java.util.concurrent.CopyOnWriteArrayList;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * OTLP/HTTP export with each span encoded where it ends: the thread that ends a span (a request's
@@ -37,8 +32,7 @@ import org.slf4j.LoggerFactory;
  * rest, so on a quiet event loop a span waits that long plus the posts ahead of it. A writer's chunk
  * is guarded by its own lock, which only its thread takes, except for that sweep.
  */
-final class EncodedSpanExport implements SpanExport {
-    private static final Logger log = LoggerFactory.getLogger(Tracing.class);
+final class EncodedSpanExport extends ExportThread {
     /** A thread hands its chunk over once it holds this many bytes (about a hundred spans). */
     static final int CHUNK_BYTES = 32 * 1024;
 
@@ -64,7 +58,6 @@ final class EncodedSpanExport implements SpanExport {
     private final int maxChunks;
     private final int batchChunks;
     private final long delayNanos;
-    private final Duration exportTimeout;
     private final Queue<Chunk> full;
     private final Queue<byte[]> free;
     private final List<Writer> writers = new CopyOnWriteArrayList<>();
@@ -76,11 +69,7 @@ final class EncodedSpanExport implements SpanExport {
             return w;
         }
     };
-    private final LongAdder dropped = new LongAdder();
-    private final Thread thread;
     private final List<Chunk> sending = new ArrayList<>();
-    private volatile boolean parked;
-    private volatile boolean closing;
 
     /**
      * Spans of the gateway's scope and {@code resource} posted with {@code post}: at most {@code
@@ -89,17 +78,15 @@ final class EncodedSpanExport implements SpanExport {
      */
     EncodedSpanExport(Resource resource, Post post, int maxChunks, int batchChunks, Duration delay,
                       Duration exportTimeout) {
+        super(exportTimeout);
         this.post = post;
         this.batch = new EncodedBatch(resource, InstrumentationScopeInfo.create(SpanRecorder.SCOPE));
         this.maxChunks = maxChunks;
         this.batchChunks = batchChunks;
         this.delayNanos = delay.toNanos();
-        this.exportTimeout = exportTimeout;
         this.full = PlatformDependent.newFixedMpscQueue(maxChunks);
         this.free = PlatformDependent.newFixedMpmcQueue(maxChunks);
-        this.thread = new Thread(this::run, "sluice-tracing-export");
-        thread.setDaemon(true);
-        thread.start();
+        start();
     }
 
     @Override
@@ -149,17 +136,21 @@ final class EncodedSpanExport implements SpanExport {
             free.offer(chunk.bytes);
             return;
         }
-        if (parked && full.size() >= batchChunks) {
-            LockSupport.unpark(thread);
-        }
+        wakeIfReady();
     }
 
     @Override
-    public long dropped() {
-        return dropped.sum();
+    boolean ready() {
+        return full.size() >= batchChunks;
     }
 
-    private void run() {
+    @Override
+    CompletableResultCode shutdownSender() {
+        return post.shutdown();
+    }
+
+    @Override
+    void run() {
         long sweep = System.nanoTime() + delayNanos;
         while (true) {
             boolean last = closing;
@@ -180,11 +171,7 @@ final class EncodedSpanExport implements SpanExport {
                 sendAll();
                 continue;
             }
-            parked = true;
-            if (full.size() < batchChunks && !closing) { // checked again after announcing the park: no lost wake-up
-                LockSupport.parkNanos(this, sweep - now);
-            }
-            parked = false;
+            sleep(sweep - now);
         }
     }
 
@@ -243,23 +230,12 @@ final class EncodedSpanExport implements SpanExport {
             free.offer(c.bytes); // copied into the body: the array can take spans again
         }
         sending.clear();
-        try {
-            post.post(batch.array(), batch.size(), spans, batch::renew)
-                    .join(exportTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (RuntimeException e) { // the thread must outlive any sender's failure
-            log.warn("tracing: export failed unexpectedly cause=\"{}\"", e.toString());
-        }
+        int n = spans;
+        await(() -> post.post(batch.array(), batch.size(), n, batch::renew));
     }
 
     @Override
-    public void close(Duration wait) {
-        closing = true;
-        LockSupport.unpark(thread);
-        try {
-            thread.join(wait.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
+    void afterStop() {
         for (Writer w : writers) { // a span that ended as the last sweep ran: counted, not lost unseen
             synchronized (w) {
                 dropped.add(w.spans);
@@ -267,6 +243,5 @@ final class EncodedSpanExport implements SpanExport {
                 w.encoder.discard();
             }
         }
-        post.shutdown().join(wait.toMillis(), TimeUnit.MILLISECONDS);
     }
 }

@@ -8,11 +8,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Queue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.LongAdder;
-import java.util.concurrent.locks.LockSupport;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The bounded queue between the event loops that end spans and the one thread that exports them
@@ -22,27 +17,19 @@ import org.slf4j.LoggerFactory;
  * each span into an immutable copy first: a {@link RecordedSpan} is no longer written once ended,
  * so the encoder reads it as it is.
  */
-final class SpanExportQueue implements SpanExport, AutoCloseable {
-    private static final Logger log = LoggerFactory.getLogger(Tracing.class);
+final class SpanExportQueue extends ExportThread implements AutoCloseable {
     private final Queue<RecordedSpan> queue;
     private final int batchSize;
     private final long delayNanos;
-    private final Duration exportTimeout;
     private final SpanExporter exporter;
-    private final LongAdder dropped = new LongAdder();
-    private final Thread thread;
-    private volatile boolean parked;
-    private volatile boolean closing;
 
     SpanExportQueue(SpanExporter exporter, int capacity, int batchSize, Duration delay, Duration exportTimeout) {
+        super(exportTimeout);
         this.exporter = exporter;
         this.queue = PlatformDependent.newFixedMpscQueue(capacity);
         this.batchSize = batchSize;
         this.delayNanos = delay.toNanos();
-        this.exportTimeout = exportTimeout;
-        this.thread = new Thread(this::run, "sluice-tracing-export");
-        thread.setDaemon(true);
-        thread.start();
+        start();
     }
 
     /** An ended, sampled span, from any event loop: queued, or dropped and counted when the queue is full. */
@@ -52,18 +39,21 @@ final class SpanExportQueue implements SpanExport, AutoCloseable {
             dropped.increment();
             return;
         }
-        if (parked && queue.size() >= batchSize) {
-            LockSupport.unpark(thread);
-        }
+        wakeIfReady();
     }
 
-    /** Spans dropped so far because the queue was full. */
     @Override
-    public long dropped() {
-        return dropped.sum();
+    boolean ready() {
+        return queue.size() >= batchSize;
     }
 
-    private void run() {
+    @Override
+    CompletableResultCode shutdownSender() {
+        return exporter.shutdown();
+    }
+
+    @Override
+    void run() {
         long deadline = System.nanoTime() + delayNanos;
         while (true) {
             boolean last = closing;
@@ -77,11 +67,7 @@ final class SpanExportQueue implements SpanExport, AutoCloseable {
                 deadline = System.nanoTime() + delayNanos;
                 continue;
             }
-            parked = true;
-            if (queue.size() < batchSize && !closing) { // checked again after announcing the park: no lost wake-up
-                LockSupport.parkNanos(this, deadline - System.nanoTime());
-            }
-            parked = false;
+            sleep(deadline - System.nanoTime());
         }
     }
 
@@ -94,25 +80,7 @@ final class SpanExportQueue implements SpanExport, AutoCloseable {
         if (batch.isEmpty()) {
             return;
         }
-        try {
-            CompletableResultCode result = exporter.export(batch);
-            result.join(exportTimeout.toNanos(), TimeUnit.NANOSECONDS);
-        } catch (RuntimeException e) { // the thread must outlive any exporter's failure
-            log.warn("tracing: export failed unexpectedly cause=\"{}\"", e.toString());
-        }
-    }
-
-    /** Exports what is queued (waiting up to {@code wait}) and stops the thread and the exporter. */
-    @Override
-    public void close(Duration wait) {
-        closing = true;
-        LockSupport.unpark(thread);
-        try {
-            thread.join(wait.toMillis());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        exporter.shutdown().join(wait.toMillis(), TimeUnit.MILLISECONDS);
+        await(() -> exporter.export(batch));
     }
 
     @Override
