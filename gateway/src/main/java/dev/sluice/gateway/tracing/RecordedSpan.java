@@ -152,19 +152,6 @@ public final class RecordedSpan implements RawSpan {
         }
     }
 
-    /** Ends each of these that is open (null: none); no array made a request for it. */
-    static void endEach(RecordedSpan a, RecordedSpan b, RecordedSpan c) {
-        if (a != null) {
-            a.end();
-        }
-        if (b != null) {
-            b.end();
-        }
-        if (c != null) {
-            c.end();
-        }
-    }
-
     // ---- read by the OTLP encoder (OTLP/HTTP: as it ends, on its own thread; gRPC: the export thread, after the hand-off) ----
 
     @Override

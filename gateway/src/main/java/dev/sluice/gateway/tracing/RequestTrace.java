@@ -8,8 +8,6 @@ import io.opentelemetry.context.Context;
 import io.opentelemetry.sdk.trace.samplers.Sampler;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
@@ -42,9 +40,6 @@ public final class RequestTrace implements Exemplars.Ids {
     }
 
     private static final AttributeKey<Long> ATTEMPT = SpanKeys.ATTEMPT;
-    // a call attribute's key by its name (the protocols' few constants), made once rather than a call
-    private static final Map<String, AttributeKey<Long>> LONG_KEYS = new ConcurrentHashMap<>();
-    private static final Map<String, AttributeKey<String>> STRING_KEYS = new ConcurrentHashMap<>();
     // the usual count of each span's attributes (docs/observability.md), so that its array never grows
     private static final int SERVER_ATTRIBUTES = 16, ADMISSION_ATTRIBUTES = 9, CALL_ATTRIBUTES = 8, HANDOFF_ATTRIBUTES = 2;
     private final SpanRecorder recorder;
@@ -239,9 +234,9 @@ public final class RequestTrace implements Exemplars.Ids {
         RecordedSpan s = a == null ? null : call == Call.PREFILL ? a.prefill : a.decode;
         if (s != null) {
             if (value instanceof Long l) {
-                s.set(LONG_KEYS.computeIfAbsent(name, AttributeKey::longKey), l);
+                s.set(SpanKeys.longKey(name), l);
             } else {
-                s.set(STRING_KEYS.computeIfAbsent(name, AttributeKey::stringKey), String.valueOf(value));
+                s.set(SpanKeys.stringKey(name), String.valueOf(value));
             }
         }
     }
@@ -314,18 +309,7 @@ public final class RequestTrace implements Exemplars.Ids {
         if (a == null) {
             return;
         }
-        a.prefill = abort(a.prefill, cause);
-        a.decode = abort(a.decode, cause);
-        a.handoff = abort(a.handoff, cause);
-    }
-
-    private static RecordedSpan abort(RecordedSpan s, String cause) {
-        if (s != null) {
-            s.event("abort", SpanKeys.ABORT_CAUSE, cause);
-            s.status(StatusCode.ERROR, "aborted: " + cause);
-            s.end();
-        }
-        return null;
+        a.abort(cause);
     }
 
     /** The client's connection closed before the response ended. */
@@ -372,7 +356,7 @@ public final class RequestTrace implements Exemplars.Ids {
         if (recording) {
             endAdmission();
             for (AttemptSpans a : attempts) {
-                RecordedSpan.endEach(a.prefill, a.decode, a.handoff);
+                a.endOpen();
             }
             server.set(SpanKeys.HTTP_STATUS, (long) status).set(SpanKeys.OUTCOME, outcome)
                     .set(SpanKeys.ATTEMPTS, (long) attempts.size());

@@ -2,6 +2,8 @@ package dev.sluice.gateway.tracing;
 
 import io.opentelemetry.api.common.AttributeKey;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * The attribute keys of the gateway's spans and events, made once. A span attribute set by name
@@ -54,5 +56,19 @@ final class SpanKeys {
     static final AttributeKey<String> ABORT_CAUSE = AttributeKey.stringKey("sluice.abort.cause");
 
     private SpanKeys() {
+    }
+
+    // a call attribute's key by its name (the protocols' few constants), made once rather than a call
+    private static final Map<String, AttributeKey<Long>> LONG_KEYS = new ConcurrentHashMap<>();
+    private static final Map<String, AttributeKey<String>> STRING_KEYS = new ConcurrentHashMap<>();
+
+    /** The key of a number attribute named at run time, made once a name. */
+    static AttributeKey<Long> longKey(String name) {
+        return LONG_KEYS.computeIfAbsent(name, AttributeKey::longKey);
+    }
+
+    /** The key of a text attribute named at run time, made once a name. */
+    static AttributeKey<String> stringKey(String name) {
+        return STRING_KEYS.computeIfAbsent(name, AttributeKey::stringKey);
     }
 }

@@ -2,7 +2,6 @@ package dev.sluice.gateway.tracing.otlp;
 
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
-import io.opentelemetry.api.common.Value;
 import io.opentelemetry.api.trace.SpanContext;
 import io.opentelemetry.api.trace.SpanKind;
 import io.opentelemetry.api.trace.StatusCode;
@@ -44,15 +43,12 @@ public final class TraceRequestEncoder {
     private static final int LINK_TRACE_ID = 1, LINK_SPAN_ID = 2, LINK_TRACE_STATE = 3, LINK_ATTRIBUTES = 4,
             LINK_DROPPED_ATTRIBUTES = 5, LINK_FLAGS = 6;
     private static final int STATUS_MESSAGE = 2, STATUS_CODE = 3;
-    private static final int KV_KEY = 1, KV_VALUE = 2;
-    private static final int ANY_STRING = 1, ANY_BOOL = 2, ANY_INT = 3, ANY_DOUBLE = 4, ANY_ARRAY = 5,
-            ANY_BYTES = 7;
-    private static final int ARRAY_VALUES = 1;
     // trace.proto's SpanFlags: whether the parent was remote is known (0x100), and is it (0x200)
     private static final int FLAGS_HAS_IS_REMOTE = 0x100, FLAGS_IS_REMOTE = 0x200;
 
     private final ProtoWriter out;
     private final Utf8Cache utf8 = new Utf8Cache();
+    private final KeyValueWriter keyValues;
     private final StringBuilder traceState = new StringBuilder();
     private int attributesField;
     private final BiConsumer<AttributeKey<?>, Object> attribute = this::keyValue;
@@ -66,6 +62,7 @@ public final class TraceRequestEncoder {
     /** An encoder whose buffer starts at {@code initialCapacity} bytes (it grows when a batch needs more). */
     public TraceRequestEncoder(int initialCapacity) {
         out = new ProtoWriter(initialCapacity);
+        keyValues = new KeyValueWriter(out, utf8);
     }
 
     /**
@@ -322,20 +319,7 @@ public final class TraceRequestEncoder {
     }
 
     private void keyValue(AttributeKey<?> key, Object value) {
-        int m = out.begin(attributesField);
-        int slot = utf8.slot(key);
-        out.utf8Field(KV_KEY, utf8.keyBytes(slot));
-        int v = out.begin(KV_VALUE);
-        switch (key.getType()) {
-            case STRING -> out.utf8Always(ANY_STRING, utf8.valueBytes(slot, (String) value));
-            case BOOLEAN -> bool((Boolean) value);
-            case LONG -> integer((Long) value);
-            case DOUBLE -> dbl((Double) value);
-            case STRING_ARRAY, BOOLEAN_ARRAY, LONG_ARRAY, DOUBLE_ARRAY -> array((List<?>) value);
-            case VALUE -> anyValue((Value<?>) value);
-        }
-        out.end(v);
-        out.end(m);
+        keyValues.write(attributesField, key, value);
     }
 
     // a span's or event's name: one of a few constants, or the same server span name request after request
@@ -343,57 +327,6 @@ public final class TraceRequestEncoder {
         if (name != null && !name.isEmpty()) {
             out.utf8Field(field, utf8.nameBytes(name));
         }
-    }
-
-    private void array(List<?> values) {
-        int a = out.begin(ANY_ARRAY);
-        for (Object o : values) {
-            int e = out.begin(ARRAY_VALUES);
-            scalar(o);
-            out.end(e);
-        }
-        out.end(a);
-    }
-
-    private void scalar(Object o) {
-        if (o instanceof String s) {
-            out.stringAlways(ANY_STRING, s);
-        } else if (o instanceof Boolean b) {
-            bool(b);
-        } else if (o instanceof Long l) {
-            integer(l);
-        } else if (o instanceof Double d) {
-            dbl(d);
-        }
-    }
-
-    // an attribute of the Value type (none of the gateway's): its scalars and bytes as such, the rest as text
-    private void anyValue(Value<?> value) {
-        Object v = value.getValue();
-        if (v instanceof java.nio.ByteBuffer b) {
-            byte[] bytes = new byte[b.remaining()];
-            b.duplicate().get(bytes);
-            out.bytes(ANY_BYTES, bytes);
-        } else if (v instanceof String || v instanceof Boolean || v instanceof Long || v instanceof Double) {
-            scalar(v);
-        } else {
-            out.stringAlways(ANY_STRING, value.asString());
-        }
-    }
-
-    private void bool(boolean b) {
-        out.tag(ANY_BOOL, ProtoWriter.VARINT);
-        out.varint(b ? 1 : 0);
-    }
-
-    private void integer(long l) {
-        out.tag(ANY_INT, ProtoWriter.VARINT);
-        out.varint(l);
-    }
-
-    private void dbl(double d) {
-        out.tag(ANY_DOUBLE, ProtoWriter.FIXED64);
-        out.fixed64(Double.doubleToRawLongBits(d));
     }
 
     private void fixed64(int field, long v) {
