@@ -51,8 +51,8 @@ public final class FleetLeases implements AutoCloseable {
     private final EventExecutor loop;
     private final LongSupplier clock;
     private final CountDownLatch firstLease = new CountDownLatch(1);
-
     private final LeaseTiming timing;
+    private static final String NOT_RENEWED = "not yet renewed";
     private final java.util.concurrent.atomic.AtomicBoolean soon = new java.util.concurrent.atomic.AtomicBoolean();
     private final dev.sluice.gateway.logging.LogThrottle errorsSaid = new dev.sluice.gateway.logging.LogThrottle(1);
 
@@ -74,7 +74,7 @@ public final class FleetLeases implements AutoCloseable {
     private boolean failureSaid; // since the last successful renewal
     private int replicas = 1;
     private Mode mode = Mode.JOINING;
-    private String reason = "not yet renewed";
+    private String reason = NOT_RENEWED; // never kept over a failure (FailureText.next)
     private Map<Resource, Long> grants = Map.of();
     private List<LeaseReply.Peer> peers = List.of();
     private volatile CoordinationStatus status;
@@ -311,7 +311,7 @@ public final class FleetLeases implements AutoCloseable {
 
     /** @param lines what this renewal reported; null when it failed before (then a fallback is refreshed next time) */
     private void failed(Map<Resource, FleetDemand.Line> lines, Throwable failure, long now) {
-        reason = FailureText.of(failure);
+        reason = FailureText.next(mode == Mode.LEASED || NOT_RENEWED.equals(reason) ? "" : reason, failure);
         if (mode != Mode.LEASED && !failureSaid) {
             // not leased (joining, or already on budget / N because the first attempt outlasted the lease time):
             // a wrong CA or password, Redis not there, said once with its cause, not left to a "not yet renewed"
