@@ -59,13 +59,8 @@ public final class AdmissionController {
     public AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
                                RoutingPolicy prefillPolicy, RoutingPolicy decodePolicy, RoutingObserver decided,
                                long staleNanos) {
-        this(config, workers, observer, clock, new WorkerWindows.Routing(prefillPolicy, decodePolicy,
-                decided::decided, staleNanos));
-    }
-
-    /** Told of every routing decision that led to a dispatch (for {@code sluice_routing_decisions_total}). */
-    public interface RoutingObserver {
-        void decided(WorkerRole role, RoutingPolicy policy, String reason);
+        this(config, workers, observer, clock, new WorkerWindows.Routing(prefillPolicy, decodePolicy, decided,
+                staleNanos));
     }
 
     private AdmissionController(AdmissionConfig config, WorkerSet workers, AdmissionObserver observer, LongSupplier clock,
@@ -287,6 +282,11 @@ public final class AdmissionController {
 
     /** How much slower than the guessed rate a worker may be before its prefill counts as stalled. */
     static final double GUESS_SLACK = 4;
+
+    /** Whether the ticket's decode (rank) holds more streams than it runs: its stream may wait there for a slot. */
+    public boolean decodeOverRunningCap(Ticket t) {
+        return decisions.read(() -> t.decode != null && windows.overRunningCap(t.decode, t.ranks.decodeRank()));
+    }
 
     /** Runs the dispatcher (a worker became routable again). */
     public void kick() {

@@ -31,11 +31,6 @@ final class WorkerWindows {
         }
     }
 
-    /** Told of every routing decision that led to a dispatch. */
-    interface RoutingObserver {
-        void decided(WorkerRole role, RoutingPolicy policy, String reason);
-    }
-
     private AdmissionConfig config; // under the admission lock
     private FleetShares shares; // this replica's share of each window (coordination), or null: the whole; under the lock
     private final WorkerSet workers;
@@ -332,10 +327,22 @@ final class WorkerWindows {
         dev.sluice.gateway.routing.RankChoice c = ranks.dispatched(prefill, decode, tokens, blocks, eventTokens,
                 caps(prefill), caps(decode));
         // past the decode's own running cap the stream waits there, its KV in: no stall (DecodeLookahead)
+        return prefill == decode ? c : c.withDecodeQueued(overRunningCap(decode, c.decodeRank()));
+    }
+
+    /**
+     * Whether the gateway holds more streams on {@code decode}'s rank {@code rank} (-1: the whole worker)
+     * than that decode runs at once: then one of them waits in the decode for a slot, its KV in. Which
+     * one is the decode's choice (the order its transfers complete), not the order of dispatch.
+     */
+    boolean overRunningCap(Worker decode, int rank) {
         int cap = decode.identity().runningPerRank();
-        return prefill == decode || cap <= 0 ? c : c.withDecodeQueued(c.decodeRanked()
-                ? ranks.streamsOn(decode, c.decodeRank()) > cap
-                : windows.get(decode).streams > cap * Math.max(1, decode.identity().dpSize()));
+        Window win = windows.get(decode);
+        if (cap <= 0 || win == null) {
+            return false;
+        }
+        return rank >= 0 ? ranks.streamsOn(decode, rank) > cap
+                : win.streams > cap * Math.max(1, decode.identity().dpSize());
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */

@@ -88,6 +88,11 @@ final class ExchangeTicket implements TicketListener {
         return ticket == null ? dev.sluice.gateway.routing.RankChoice.NONE : ticket.ranks();
     }
 
+    /** Its decode (rank) holds more streams than it runs: its stream may be waiting there for a slot. */
+    boolean decodeOverRunningCap() {
+        return ticket != null && admission.decodeOverRunningCap(ticket);
+    }
+
     Optional<Ticket> ticket() {
         return Optional.ofNullable(ticket);
     }

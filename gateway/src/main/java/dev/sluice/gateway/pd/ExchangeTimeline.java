@@ -75,6 +75,14 @@ final class ExchangeTimeline {
         decodeStallNanos = decodeQueued ? NEVER : watchdog.firstTokenAfterPrefill().toNanos();
     }
 
+    /**
+     * The attempt's stream may be waiting in the decode for a slot (its decode holds more streams than it
+     * runs) at {@code now}: the decode watchdog's wait starts again from now, to be checked again then.
+     */
+    void decodeMayWait(long now) {
+        decodeStallNanos = now - prefillDoneNanos + watchdog.firstTokenAfterPrefill().toNanos();
+    }
+
     /** The attempt was given up (a retry follows): no attempt deadlines until the next one starts. */
     void attemptEnded() {
         dispatchedNanos = 0;

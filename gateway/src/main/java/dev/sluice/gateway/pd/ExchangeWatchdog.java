@@ -7,6 +7,7 @@ import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 /**
  * One request's deadline timer and what a passed deadline means: a stall before the first token is
@@ -38,16 +39,19 @@ final class ExchangeWatchdog {
     private final HealthReports health;
     private final EventLoop loop;
     private final Duration idleStream;
+    /** Its decode (rank) holds more streams than it runs: the stream may wait there, its KV in, for a slot. */
+    private final BooleanSupplier decodeMayWait;
     private ScheduledFuture<?> timer;
 
     ExchangeWatchdog(Guarded ex, ExchangeTimeline timeline, ClientSink client, HealthReports health, EventLoop loop,
-                     Duration idleStream) {
+                     Duration idleStream, BooleanSupplier decodeMayWait) {
         this.ex = ex;
         this.timeline = timeline;
         this.client = client;
         this.health = health;
         this.loop = loop;
         this.idleStream = idleStream;
+        this.decodeMayWait = decodeMayWait;
     }
 
     /** (Re)arms the timer for the timeline's next deadline. */
@@ -102,6 +106,12 @@ final class ExchangeWatchdog {
                 ex.failed(a.key, AttemptFailure.stall(e.error(), a.prefill == a.decode ? a.decode : null));
             }
             case DECODE_STALL -> {
+                if (decodeMayWait.getAsBoolean()) {
+                    // the decode's lookahead is whichever stream's KV landed last, not the last dispatched:
+                    // this one may wait for a slot (the client's first_token deadline still holds)
+                    timeline.decodeMayWait(System.nanoTime());
+                    return;
+                }
                 health.stalled(a.decode, e.error().message()); // confirms it even when it is the last decode
                 ex.failed(a.key, AttemptFailure.stall(e.error(), a.decode));
             }

@@ -62,11 +62,12 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.queueUpdates = new QueueUpdates(client, false);
         this.timeline = new ExchangeTimeline(receivedNanos, settings.timeouts(), settings.watchdog(), request.stream());
         this.health = new HealthReports(services.health());
-        this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream());
         this.attempts = new AttemptSequence(new RetryScheduler(settings.retries(), loop), rid, trace);
         this.tokens = new RequestTokens(services.counter(), services.metrics(), request.batchSize() > 0);
         this.onClientDone = onClientDone;
         this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this, trace);
+        this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream(),
+                ticket::decodeOverRunningCap);
         this.backpressure = new ClientBackpressure(client, attempts, timeline);
         this.failover = new Failover(attempts, ticket, timeline, client, services.workers(), services.metrics(),
                 settings.timeouts().request().toNanos(), rid, this, trace);

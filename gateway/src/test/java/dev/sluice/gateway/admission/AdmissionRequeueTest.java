@@ -12,7 +12,7 @@ import java.util.List;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
-/** A retry keeps its one ticket: the accounting stays exact across attempts. */
+/** A retry keeps its one ticket: the accounting stays exact across attempts; what its decode holds. */
 class AdmissionRequeueTest {
     private final AtomicLong now = new AtomicLong(1_000_000_000L);
     private final WorkerSet workers = workers(2, 2);
@@ -85,5 +85,31 @@ class AdmissionRequeueTest {
         c.release(t);
         assertThat(c.requeue(t, List.of())).isFalse();
         assertThat(c.snapshot().idle()).isTrue();
+    }
+
+    /**
+     * A decode that runs one stream at once holding two of the gateway's: either may be the one waiting
+     * there (the decode decides, by the order the KV lands), so both are seen over its running cap until
+     * one ends; a decode whose cap is unknown never is.
+     */
+    @Test
+    void bothStreamsOfADecodePastItsRunningCapMayBeTheOneWaitingThere() {
+        AdmissionController one = new AdmissionController(config(4, 100_000, Duration.ofSeconds(30), 50_000, 4,
+                100_000, 4), workers(1, 1), AdmissionObserver.NONE, now::get);
+        Recorder ra = new Recorder();
+        Recorder rb = new Recorder();
+        Ticket a = ticket("a", 100, ra);
+        Ticket b = ticket("b", 100, rb);
+        one.submit(a);
+        one.submit(b);
+        assertThat(one.decodeOverRunningCap(a)).as("cap unknown").isFalse();
+        rb.decode.identity(new dev.sluice.gateway.routing.WorkerIdentity("sglang", "0.5", "decode", 1, List.of(),
+                List.of(), 0, 1));
+        assertThat(one.decodeOverRunningCap(a)).isTrue();
+        assertThat(one.decodeOverRunningCap(b)).isTrue();
+        one.release(b);
+        assertThat(one.decodeOverRunningCap(a)).as("alone on it: it runs").isFalse();
+        one.release(a);
+        assertThat(one.snapshot().idle()).isTrue();
     }
 }

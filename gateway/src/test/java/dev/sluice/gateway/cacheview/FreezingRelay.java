@@ -22,6 +22,8 @@ final class FreezingRelay implements AutoCloseable {
     private final int targetPort;
     private final List<Pipe> pipes = new CopyOnWriteArrayList<>();
     final AtomicInteger accepted = new AtomicInteger();
+    /** Connections accepted that could not be relayed (closed at once). */
+    final AtomicInteger failed = new AtomicInteger();
 
     FreezingRelay(int targetPort) throws IOException {
         this.targetPort = targetPort;
@@ -40,20 +42,40 @@ final class FreezingRelay implements AutoCloseable {
         pipes.forEach(p -> p.frozen = true);
     }
 
+    /**
+     * Accepts until closed. A connection that cannot be relayed (the publisher's side refused or slow to
+     * connect on a loaded machine) is closed and counted, and the relay goes on accepting: a failure of
+     * one connection once ended this loop, after which every reopened stream stayed silent.
+     */
     private void accept() {
-        try {
-            while (!server.isClosed()) {
-                Socket in = server.accept();
-                accepted.incrementAndGet();
-                Socket out = new Socket();
-                out.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 2_000);
-                Pipe p = new Pipe(in, out);
-                pipes.add(p);
-                p.start();
+        while (!server.isClosed()) {
+            Socket in;
+            try {
+                in = server.accept();
+            } catch (IOException e) {
+                return; // closed
             }
-        } catch (IOException e) {
-            // closed
+            accepted.incrementAndGet();
+            Socket out = new Socket();
+            try {
+                out.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), targetPort), 5_000);
+            } catch (IOException e) {
+                failed.incrementAndGet();
+                System.err.println("relay: could not reach the publisher: " + e);
+                new Pipe(in, out).close();
+                continue;
+            }
+            Pipe p = new Pipe(in, out);
+            pipes.add(p);
+            p.start();
         }
+    }
+
+    /** What the relay saw, for a failed assertion's message. */
+    @Override
+    public String toString() {
+        return "relay accepted=" + accepted.get() + " failed=" + failed.get() + " frozen="
+                + pipes.stream().filter(p -> p.frozen).count() + "/" + pipes.size();
     }
 
     @Override

@@ -147,7 +147,9 @@ class KvEventSubscriberTest {
 
                     assertThat(Poll.eventually(Duration.ofSeconds(10), () -> blocks.resubscribes() >= 1)).isTrue();
                     assertThat(Poll.eventually(Duration.ofSeconds(10), () -> blocks.events() > before + 5))
-                            .as("events again on the new connection").isTrue();
+                            .as(() -> "events again on the new connection: " + relay + ", resubscribes="
+                                    + blocks.resubscribes() + ", events=" + blocks.events() + " (" + before
+                                    + " at the freeze), published=" + seq.get()).isTrue();
                     // a reopened stream that stays silent too is reopened again (seen once on this loaded VM)
                     assertThat(relay.accepted.get()).isGreaterThanOrEqualTo(2);
                     assertThat(blocks.gaps()).as("what was published meanwhile shows as a gap").isEqualTo(1);

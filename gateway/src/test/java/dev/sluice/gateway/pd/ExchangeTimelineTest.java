@@ -87,6 +87,30 @@ class ExchangeTimelineTest {
                 .isEqualTo(ExchangeTimeline.Kind.DECODE_STALL);
     }
 
+    /**
+     * CI's failure: two streams on a rank that runs one; the first dispatched (watched) was the one whose
+     * KV landed last, so it waited in the decode and was retried as a stall. Seen waiting at the
+     * watchdog's deadline, its wait starts again from then; a later check with nothing over the cap fires.
+     */
+    @Test
+    void aWatchedStreamSeenWaitingInAnOverfullDecodeHasItsWaitStartAgain() {
+        ExchangeTimeline t = timeline(true);
+        t.attemptStarted(50, EXPECTED_PREFILL, true, false);
+        t.prefillDone(100);
+        long wait = WATCHDOG.firstTokenAfterPrefill().toNanos();
+        assertThat(t.expired(100 + wait, false).kind()).isEqualTo(ExchangeTimeline.Kind.DECODE_STALL);
+        t.decodeMayWait(100 + wait);
+        assertThat(t.expired(100 + wait, false)).isNull();
+        assertThat(t.nextDeadline(false)).isEqualTo(Math.min(100 + 2 * wait, 50 + FIRST_TOKEN));
+        assertThat(t.expired(100 + 2 * wait - 1, false)).isNull();
+        assertThat(t.expired(100 + 2 * wait, false).kind()).isEqualTo(ExchangeTimeline.Kind.DECODE_STALL);
+        // a retry is watched from its own prefill's end again
+        t.attemptEnded();
+        t.attemptStarted(1_000_000, EXPECTED_PREFILL, true, false);
+        t.prefillDone(1_000_010);
+        assertThat(t.expired(1_000_010 + wait, false).kind()).isEqualTo(ExchangeTimeline.Kind.DECODE_STALL);
+    }
+
     @Test
     void aStartedStreamIsIdleAfterIdleStreamWithoutAChunkAndNeverOnceTheClientEnded() {
         ExchangeTimeline t = timeline(true);
