@@ -168,7 +168,7 @@ public final class AdmissionController {
                 // new classes: every waiting request keeps its place in the order it would have been
                 // served, in the class of the same name, or the new default class when its is gone
                 List<String> old = inForce().priorities();
-                queue.reclassify(next.priorities().size(), timeout, edf(next), t -> remap(old, next, t.priority));
+                queue.reclassify(next.priorities().size(), timeout, edf(next), t -> next.remapPriority(old, t.priority));
             } else {
                 queue.queueTimeout(timeout);
                 queue.order(edf(next));
@@ -180,12 +180,6 @@ public final class AdmissionController {
             rates.reconfigure(next.tenantLimits());
         });
         kick();
-    }
-
-    /** A class index of the {@code old} list in {@code next}'s: same name, else {@code next}'s default. */
-    private static int remap(List<String> old, AdmissionConfig next, int index) {
-        int i = index >= 0 && index < old.size() ? next.priorityIndex(old.get(index)) : -1;
-        return i >= 0 ? i : next.priorityIndex(next.defaultPriority());
     }
 
     /**
@@ -283,9 +277,15 @@ public final class AdmissionController {
     /** How much slower than the guessed rate a worker may be before its prefill counts as stalled. */
     static final double GUESS_SLACK = 4;
 
-    /** Whether the ticket's decode (rank) holds more streams than it runs: its stream may wait there for a slot. */
-    public boolean decodeOverRunningCap(Ticket t) {
-        return decisions.read(() -> t.decode != null && windows.overRunningCap(t.decode, t.ranks.decodeRank()));
+    /** Whether the ticket's stream, with no first token, may wait in its decode for a slot ({@link DecodeStarts}). */
+    public boolean decodeWaitingForSlot(Ticket t) {
+        return decisions.read(() -> t.state == Ticket.State.DISPATCHED && t.decode != null
+                && windows.waitingForSlot(t.decode, t.ranks.decodeRank()));
+    }
+
+    /** The ticket's decode gave its first token (reported only while {@link Ticket#awaitsDecodeStart}). */
+    public void decodeStarted(Ticket t) {
+        decisions.update(() -> windows.decodeStarted(t));
     }
 
     /** Runs the dispatcher (a worker became routable again). */

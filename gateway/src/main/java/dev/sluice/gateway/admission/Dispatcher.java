@@ -93,6 +93,7 @@ final class Dispatcher {
         }
         ledger.dispatched(head, now);
         head.ranks = windows.dispatched(p, d, head.tokens, head.rankBlocks, head.routing);
+        windows.awaitDecodeStart(head);
         windows.routed(head);
         head.windowTokensAtDispatch = windows.windowTokens(p);
         head.state = Ticket.State.DISPATCHED;

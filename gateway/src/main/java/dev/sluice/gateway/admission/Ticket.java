@@ -67,6 +67,13 @@ public final class Ticket {
      * request's {@code max_tokens} (its whole answer comes at once), 0 for a stream.
      */
     long answerTokens;
+    /** A streamed request (its decode's first token is seen): set before submit. */
+    boolean stream;
+    /**
+     * While its stream awaits its decode's first token, the slot {@link DecodeStarts} counts it in; -1 otherwise.
+     * Written under the admission lock; read without it by the exchange only to skip the lock when -1.
+     */
+    volatile int decodeStartSlot = -1;
     /** Workers where an earlier attempt of this request failed: picked again only when nothing else fits. */
     Set<Worker> avoid = Set.of();
     /** It has waited for the prefill worker holding its prefix (counted once: {@code affinity_wait}). */
@@ -151,6 +158,17 @@ public final class Ticket {
     }
 
     /** Marks a short prompt that skips the prefill hop: a decode worker prefills it itself. */
+    /** A streamed request: its decode's first token is reported ({@link AdmissionController#decodeStarted}). */
+    public Ticket streamed(boolean stream) {
+        this.stream = stream;
+        return this;
+    }
+
+    /** Whether its stream is counted as awaiting its decode's first token (then the exchange reports it). */
+    public boolean awaitsDecodeStart() {
+        return decodeStartSlot >= 0;
+    }
+
     public Ticket direct(boolean direct) {
         this.direct = direct;
         return this;

@@ -44,6 +44,7 @@ final class WorkerWindows {
     private RoutingPolicy.Choice prefillChoice;
     private RoutingPolicy.Choice decodeChoice;
     private final RankWindows ranks;
+    private final DecodeStarts starts = new DecodeStarts();
 
     /** A worker added by a reload gets an empty window (under the admission lock). */
     void add(Worker w) {
@@ -54,6 +55,7 @@ final class WorkerWindows {
     void remove(Worker w) {
         windows.remove(w);
         ranks.remove(w);
+        starts.remove(w);
     }
 
     /** New window limits (under the admission lock); windows already holding more keep what they hold. */
@@ -324,25 +326,32 @@ final class WorkerWindows {
         windows.get(decode).streams++;
         int[] eventTokens = prefill.rankPlan().perRank() ? routing.prefill().cachedTokensByRank(prefill, request)
                 : dev.sluice.gateway.routing.RoutingPolicy.NO_RANKS;
-        dev.sluice.gateway.routing.RankChoice c = ranks.dispatched(prefill, decode, tokens, blocks, eventTokens,
-                caps(prefill), caps(decode));
-        // past the decode's own running cap the stream waits there, its KV in: no stall (DecodeLookahead)
-        return prefill == decode ? c : c.withDecodeQueued(overRunningCap(decode, c.decodeRank()));
+        return ranks.dispatched(prefill, decode, tokens, blocks, eventTokens, caps(prefill), caps(decode));
+    }
+
+    /** {@code t} was dispatched (its ranks chosen): its stream awaits its decode's first token. */
+    void awaitDecodeStart(Ticket t) {
+        starts.dispatched(t);
+    }
+
+    /** {@code t}'s decode gave its first token. */
+    void decodeStarted(Ticket t) {
+        starts.started(t);
     }
 
     /**
-     * Whether the gateway holds more streams on {@code decode}'s rank {@code rank} (-1: the whole worker)
-     * than that decode runs at once: then one of them waits in the decode for a slot, its KV in. Which
-     * one is the decode's choice (the order its transfers complete), not the order of dispatch.
+     * Whether a stream with no first token on {@code decode}'s rank {@code rank} (-1: whole) may wait for a
+     * slot there: more streams held than it runs, and those that started fill its cap ({@link DecodeStarts}).
      */
-    boolean overRunningCap(Worker decode, int rank) {
+    boolean waitingForSlot(Worker decode, int rank) {
         int cap = decode.identity().runningPerRank();
         Window win = windows.get(decode);
         if (cap <= 0 || win == null) {
             return false;
         }
-        return rank >= 0 ? ranks.streamsOn(decode, rank) > cap
-                : win.streams > cap * Math.max(1, decode.identity().dpSize());
+        int held = rank >= 0 ? ranks.streamsOn(decode, rank) : win.streams;
+        int slots = rank >= 0 ? cap : cap * Math.max(1, decode.identity().dpSize());
+        return held > slots && held - starts.awaiting(decode, rank) >= slots;
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */
@@ -364,6 +373,7 @@ final class WorkerWindows {
     }
 
     void decodeEnded(Ticket t) {
+        starts.started(t); // no longer awaited, if it was
         ranks.streamEnded(t.decode, t.ranks.decodeRank());
         windows.get(t.decode).streams--;
     }

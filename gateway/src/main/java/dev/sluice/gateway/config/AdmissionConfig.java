@@ -294,6 +294,12 @@ public record AdmissionConfig(int maxQueuedRequests, long maxPendingTokens, Dura
         return priorities.indexOf(name);
     }
 
+    /** Index {@code index} of the {@code old} class list in this one's: the same name, else the default class. */
+    public int remapPriority(List<String> old, int index) {
+        int i = index >= 0 && index < old.size() ? priorityIndex(old.get(index)) : -1;
+        return i >= 0 ? i : priorityIndex(defaultPriority());
+    }
+
     /**
      * A copy with the queue bound and the pending-token budget replaced by a replica's share of them
      * (coordination), everything else as is. A share is not a configuration: the file's cross-checks

@@ -67,6 +67,7 @@ final class ExchangeTicket implements TicketListener {
         priorityName = priority >= 0 && priority < classes.size() ? classes.get(priority) : "-";
         ticket = new Ticket(rid, promptTokens, priority, tenant, deadlineNanos, loop, this)
                 .wholeAnswer(request.stream() ? 0 : request.maxTokens(), request.parallelSamples())
+                .streamed(request.stream())
                 // rendering the prompt costs up to 64K characters of work on the loop: only for a policy that reads it
                 .prefix(settings.routingUsesPrefix() ? PrefixKey.of(request.route().label(), request.body()) : "",
                         promptIds)
@@ -88,9 +89,16 @@ final class ExchangeTicket implements TicketListener {
         return ticket == null ? dev.sluice.gateway.routing.RankChoice.NONE : ticket.ranks();
     }
 
-    /** Its decode (rank) holds more streams than it runs: its stream may be waiting there for a slot. */
-    boolean decodeOverRunningCap() {
-        return ticket != null && admission.decodeOverRunningCap(ticket);
+    /** Its stream, with no first token, may be waiting in its decode for a slot (the decode watchdog asks). */
+    boolean decodeWaitingForSlot() {
+        return ticket != null && admission.decodeWaitingForSlot(ticket);
+    }
+
+    /** The decode's first token: admission stops counting the stream as awaiting one (only when it did). */
+    void decodeStarted() {
+        if (ticket != null && ticket.awaitsDecodeStart()) {
+            admission.decodeStarted(ticket);
+        }
     }
 
     Optional<Ticket> ticket() {

@@ -56,28 +56,19 @@ final class ExchangeTimeline {
      * answer from a unified worker, which shows nothing until it is complete).
      */
     void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill) {
-        attemptStarted(now, expectedPrefillNanos, watchPrefill, false);
-    }
-
-    /**
-     * As above; {@code decodeQueued}: the stream is the decode lookahead (past the decode's own running cap),
-     * so it waits there for a slot after its prefill, as long as a running stream takes to end: the decode
-     * watchdog is not armed for it (the client's {@code timeouts.first_token} still is, and the streams ahead
-     * of it on the same decode have theirs).
-     */
-    void attemptStarted(long now, long expectedPrefillNanos, boolean watchPrefill, boolean decodeQueued) {
         dispatchedNanos = now;
         prefillDoneNanos = 0;
         firstTokenNanos = 0;
         lastChunkNanos = 0;
         long expected = (long) (watchdog.prefillFactor() * expectedPrefillNanos);
         prefillStallNanos = !watchPrefill ? NEVER : Math.max(watchdog.prefillFloor().toNanos(), expected);
-        decodeStallNanos = decodeQueued ? NEVER : watchdog.firstTokenAfterPrefill().toNanos();
+        decodeStallNanos = watchdog.firstTokenAfterPrefill().toNanos();
     }
 
     /**
-     * The attempt's stream may be waiting in the decode for a slot (its decode holds more streams than it
-     * runs) at {@code now}: the decode watchdog's wait starts again from now, to be checked again then.
+     * The attempt's stream may be waiting in the decode for a slot at {@code now} (the decode lookahead:
+     * its rank's running cap filled by streams that started): the decode watchdog's wait starts again
+     * from now, to be checked again then.
      */
     void decodeMayWait(long now) {
         decodeStallNanos = now - prefillDoneNanos + watchdog.firstTokenAfterPrefill().toNanos();

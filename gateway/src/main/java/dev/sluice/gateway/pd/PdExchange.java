@@ -67,7 +67,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         this.onClientDone = onClientDone;
         this.ticket = new ExchangeTicket(services.admission(), rid, request, settings, loop, this, trace);
         this.watchdog = new ExchangeWatchdog(this, timeline, client, health, loop, settings.timeouts().idleStream(),
-                ticket::decodeOverRunningCap);
+                ticket::decodeWaitingForSlot);
         this.backpressure = new ClientBackpressure(client, attempts, timeline);
         this.failover = new Failover(attempts, ticket, timeline, client, services.workers(), services.metrics(),
                 settings.timeouts().request().toNanos(), rid, this, trace);
@@ -150,8 +150,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d, ticket.ranks()));
         attempts.begin(a);
         services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
-        timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(),
-                settings.drivers().disaggregated() || request.stream(), ticket.ranks().decodeQueued());
+        timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(), settings.drivers().disaggregated() || request.stream());
         watchdog.arm();
         if (!a.send()) {
             a.giveUp();
@@ -189,6 +188,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         }
         long now = System.nanoTime();
         boolean requestsFirst = timeline.firstToken(now);
+        ticket.decodeStarted();
         health.firstToken(a);
         if (!timeline.prefillSeenDone()) {
             prefillFinished(); // a unified worker's (or direct decode's) prefill ends at its first token

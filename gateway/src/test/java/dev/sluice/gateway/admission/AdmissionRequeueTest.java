@@ -88,28 +88,54 @@ class AdmissionRequeueTest {
     }
 
     /**
-     * A decode that runs one stream at once holding two of the gateway's: either may be the one waiting
-     * there (the decode decides, by the order the KV lands), so both are seen over its running cap until
-     * one ends; a decode whose cap is unknown never is.
+     * A decode that runs one stream at once, holding more of the gateway's: a stream with no first token
+     * may be waiting there for a slot only while the streams that started fill that cap. Which one waits
+     * is the decode's choice, not the order of dispatch; with no stream started, a slot is free and the
+     * silence is a stall. A non-streamed request shows no start and counts as started (never a false
+     * stall); a decode whose cap is unknown is never judged; the counts come back to nothing.
      */
     @Test
-    void bothStreamsOfADecodePastItsRunningCapMayBeTheOneWaitingThere() {
-        AdmissionController one = new AdmissionController(config(4, 100_000, Duration.ofSeconds(30), 50_000, 4,
-                100_000, 4), workers(1, 1), AdmissionObserver.NONE, now::get);
-        Recorder ra = new Recorder();
-        Recorder rb = new Recorder();
-        Ticket a = ticket("a", 100, ra);
-        Ticket b = ticket("b", 100, rb);
-        one.submit(a);
-        one.submit(b);
-        assertThat(one.decodeOverRunningCap(a)).as("cap unknown").isFalse();
-        rb.decode.identity(new dev.sluice.gateway.routing.WorkerIdentity("sglang", "0.5", "decode", 1, List.of(),
+    void aStreamMayWaitForADecodeSlotOnlyWhileTheStartedStreamsFillItsRunningCap() {
+        AdmissionController one = new AdmissionController(config(8, 100_000, Duration.ofSeconds(30), 50_000, 8,
+                100_000, 8), workers(1, 1), AdmissionObserver.NONE, now::get);
+        Recorder r = new Recorder();
+        Ticket unknown = ticket("unknown", 100, r).streamed(true);
+        Ticket other = ticket("other", 100, r).streamed(true);
+        one.submit(unknown);
+        one.submit(other);
+        assertThat(unknown.awaitsDecodeStart()).as("cap unknown: not counted").isFalse();
+        assertThat(one.decodeWaitingForSlot(unknown)).isFalse();
+        one.release(unknown);
+        one.release(other);
+
+        r.decode.identity(new dev.sluice.gateway.routing.WorkerIdentity("sglang", "0.5", "decode", 1, List.of(),
                 List.of(), 0, 1));
-        assertThat(one.decodeOverRunningCap(a)).isTrue();
-        assertThat(one.decodeOverRunningCap(b)).isTrue();
-        one.release(b);
-        assertThat(one.decodeOverRunningCap(a)).as("alone on it: it runs").isFalse();
-        one.release(a);
+        for (int round = 0; round < 2; round++) { // the second: nothing left counted by the first
+            Ticket a = ticket("a" + round, 100, r).streamed(true);
+            Ticket b = ticket("b" + round, 100, r).streamed(true);
+            one.submit(a);
+            one.submit(b);
+            assertThat(a.awaitsDecodeStart()).isTrue();
+            assertThat(one.decodeWaitingForSlot(a)).as("none started: a slot is free").isFalse();
+            one.decodeStarted(b); // b's KV landed first: b runs, a waits
+            assertThat(b.awaitsDecodeStart()).isFalse();
+            assertThat(one.decodeWaitingForSlot(a)).isTrue();
+            assertThat(one.requeue(a, List.of())).isTrue(); // a retry (granted again at once) awaits again
+            assertThat(a.awaitsDecodeStart()).isTrue();
+            assertThat(one.decodeWaitingForSlot(a)).isTrue();
+            one.release(b);
+            assertThat(one.decodeWaitingForSlot(a)).as("alone on it: it should run").isFalse();
+            one.release(a);
+            assertThat(a.awaitsDecodeStart()).isFalse();
+        }
+        Ticket whole = ticket("whole", 100, r).wholeAnswer(50); // not streamed: shows no start
+        Ticket s = ticket("s", 100, r).streamed(true);
+        one.submit(whole);
+        one.submit(s);
+        assertThat(whole.awaitsDecodeStart()).isFalse();
+        assertThat(one.decodeWaitingForSlot(s)).as("the whole answer may hold the slot").isTrue();
+        one.release(whole);
+        one.release(s);
         assertThat(one.snapshot().idle()).isTrue();
     }
 }

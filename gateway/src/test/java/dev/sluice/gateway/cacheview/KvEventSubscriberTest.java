@@ -151,7 +151,7 @@ class KvEventSubscriberTest {
                                     + blocks.resubscribes() + ", events=" + blocks.events() + " (" + before
                                     + " at the freeze), published=" + seq.get()).isTrue();
                     // a reopened stream that stays silent too is reopened again (seen once on this loaded VM)
-                    assertThat(relay.accepted.get()).isGreaterThanOrEqualTo(2);
+                    assertThat(relay.accepted.get() - relay.failed.get()).as("connections relayed").isGreaterThanOrEqualTo(2);
                     assertThat(blocks.gaps()).as("what was published meanwhile shows as a gap").isEqualTo(1);
                     assertThat(Poll.eventually(Duration.ofSeconds(5), () -> view.usable(List.of(w))))
                             .as("fresh again once rebuilt").isTrue();

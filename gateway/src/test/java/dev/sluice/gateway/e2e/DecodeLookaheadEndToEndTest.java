@@ -61,6 +61,41 @@ class DecodeLookaheadEndToEndTest {
         }
     }
 
+    /**
+     * The watchdog still catches a decode that hangs with a lookahead window: its streams, none started,
+     * fill no running slot, so none is taken to wait for one; each is retried as a stall on the other
+     * decode after first_token_after_prefill (not failed at timeouts.first_token), and the hung one is
+     * ejected. Waiting for a slot is judged by the streams that started, not by how many are held.
+     */
+    @Test
+    void aDecodeThatHangsWithALookaheadWindowIsStillCaughtByTheWatchdog() throws Exception {
+        try (PdTestbed bed = PdTestbed.start(SimMode.SGLANG, 1, 2, ONE_A_RANK, TIMEOUTS,
+                "admission: {decode: {max_inflight_streams: 4}}\n"
+                        + "health: {interval: 200ms, timeout: 500ms, generate_interval: 0s,"
+                        + " passive: {consecutive_failures: 2, base_ejection: 30s},"
+                        + " watchdog: {first_token_after_prefill: 500ms}}\n"
+                        + "retries: {max_retries: 2, backoff_base: 10ms}\n")) {
+            awaitRanks(bed);
+            var hung = bed.cluster.decodes().get(0);
+            hung.faults().setStallAfterTokens(0); // takes the KV, never emits a token; /health stays 200
+            List<CompletableFuture<HttpResponse<String>>> burst = new ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                burst.add(bed.http.sendAsync(PdTestbed.postRequest(bed.uri("/v1/completions"), "{\"model\":\"m\","
+                        + "\"stream\":true,\"max_tokens\":6,\"prompt\":\"hang " + i + "\"}"),
+                        HttpResponse.BodyHandlers.ofString()));
+            }
+            for (CompletableFuture<HttpResponse<String>> f : burst) {
+                HttpResponse<String> r = f.get();
+                assertThat(r.statusCode()).isEqualTo(200);
+                assertThat(r.body()).contains("[DONE]").doesNotContain("\"error\"");
+            }
+            assertThat(bed.metric("sluice_retries_total{reason=\"stall\"}")).isGreaterThanOrEqualTo(1);
+            assertThat(bed.gateway.workers().all().stream().filter(w -> w.url().equals(hung.url())).findFirst()
+                    .orElseThrow().status().reason()).contains("stall");
+            hung.faults().reset();
+        }
+    }
+
     @Test
     void aWindowAtTheRanksCapsIsWarnedAboutAndNothingWaitsInTheDecode() throws Exception {
         try (PdTestbed bed = PdTestbed.start(SimMode.SGLANG, 1, 1, ONE_A_RANK, TIMEOUTS,
