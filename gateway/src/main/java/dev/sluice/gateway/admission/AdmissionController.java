@@ -279,7 +279,7 @@ public final class AdmissionController {
 
     /** Whether the ticket's stream, with no first token, may wait in its decode for a slot ({@link DecodeStarts}). */
     public boolean decodeWaitingForSlot(Ticket t) {
-        return decisions.read(() -> t.state == Ticket.State.DISPATCHED && t.decode != null
+        return decisions.read(() -> t.state == Ticket.State.DISPATCHED && t.decodeStartSlot >= 0
                 && windows.waitingForSlot(t.decode, t.ranks.decodeRank()));
     }
 

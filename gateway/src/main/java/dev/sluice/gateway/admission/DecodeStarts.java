@@ -12,16 +12,16 @@ import java.util.Map;
  * more (the decode lookahead, docs/admission.md), and which of them waits is the decode's choice, by
  * the order their KV lands, not the order of dispatch. A stream past its prefill with no first token
  * waits for a slot while the streams that did start fill the cap; with fewer started, a slot is free
- * and the silence is a stall. Counted only for streams on a decode of known cap apart from their
- * prefill (not for a unified worker, whose first token is its prefill's end). Guarded by the
- * admission lock.
+ * and the silence is a stall. Counted only for streams on a decode of known cap (a direct decode's
+ * too; not a unified worker's, whose first token is its prefill's end). A worker routed whole counts
+ * in slot 0 and is read as the sum of its slots. Guarded by the admission lock.
  */
 final class DecodeStarts {
     private final Map<Worker, int[]> awaiting = new HashMap<>();
 
     /** {@code t} was dispatched: a stream on a decode of known running cap awaits its first token. */
     void dispatched(Ticket t) {
-        if (!t.stream || t.decode == t.prefill || t.decode.identity().runningPerRank() <= 0) {
+        if (!t.stream || (t.decode == t.prefill && !t.direct) || t.decode.identity().runningPerRank() <= 0) {
             return;
         }
         int slot = Math.max(0, t.ranks.decodeRank());
@@ -50,8 +50,17 @@ final class DecodeStarts {
     /** Streams on {@code decode}'s rank {@code rank} (-1: the worker routed whole) awaiting their first token. */
     int awaiting(Worker decode, int rank) {
         int[] a = awaiting.get(decode);
-        int slot = Math.max(0, rank);
-        return a == null || slot >= a.length ? 0 : a[slot];
+        if (a == null) {
+            return 0;
+        }
+        if (rank < 0) { // routed whole (its plan may have changed since some were counted per rank)
+            int sum = 0;
+            for (int n : a) {
+                sum += n;
+            }
+            return sum;
+        }
+        return rank < a.length ? a[rank] : 0;
     }
 
     void remove(Worker w) {

@@ -157,7 +157,6 @@ public final class Ticket {
         return this;
     }
 
-    /** Marks a short prompt that skips the prefill hop: a decode worker prefills it itself. */
     /** A streamed request: its decode's first token is reported ({@link AdmissionController#decodeStarted}). */
     public Ticket streamed(boolean stream) {
         this.stream = stream;
@@ -169,6 +168,7 @@ public final class Ticket {
         return decodeStartSlot >= 0;
     }
 
+    /** Marks a short prompt that skips the prefill hop: a decode worker prefills it itself. */
     public Ticket direct(boolean direct) {
         this.direct = direct;
         return this;

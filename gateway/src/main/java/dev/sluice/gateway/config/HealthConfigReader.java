@@ -113,7 +113,9 @@ final class HealthConfigReader {
                         .durationAtLeast(Duration.ofSeconds(5), Duration.ofMillis(10)))
                 .firstTokenAfterPrefill(n.child("first_token_after_prefill",
                         "Streamed: longest wait for the decode's first token once the "
-                        + "prefill finished (the KV is there: it should be quick).")
+                        + "prefill finished (the KV is there: it should be quick). A stream then waiting for "
+                        + "a slot in a decode rank whose started streams fill its running cap waits again "
+                        + "(docs/admission.md, \"Decode lookahead\").")
                         .durationAtLeast(Duration.ofSeconds(3), Duration.ofMillis(10)))
                 .build();
     }

@@ -39,7 +39,7 @@ final class ExchangeWatchdog {
     private final HealthReports health;
     private final EventLoop loop;
     private final Duration idleStream;
-    /** Its decode (rank) holds more streams than it runs: the stream may wait there, its KV in, for a slot. */
+    /** Its stream, with no first token, may wait in its decode for a slot (the rank's started streams fill its cap). */
     private final BooleanSupplier decodeMayWait;
     private ScheduledFuture<?> timer;
 

@@ -128,6 +128,12 @@ class AdmissionRequeueTest {
             one.release(a);
             assertThat(a.awaitsDecodeStart()).isFalse();
         }
+        Ticket direct = ticket("direct", 100, r).streamed(true).direct(true); // the decode prefills it: counted
+        one.submit(direct);
+        assertThat(r.prefill).isSameAs(r.decode);
+        assertThat(direct.awaitsDecodeStart()).isTrue();
+        one.release(direct);
+        assertThat(direct.awaitsDecodeStart()).isFalse();
         Ticket whole = ticket("whole", 100, r).wholeAnswer(50); // not streamed: shows no start
         Ticket s = ticket("s", 100, r).streamed(true);
         one.submit(whole);
