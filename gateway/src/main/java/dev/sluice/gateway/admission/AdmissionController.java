@@ -278,9 +278,9 @@ public final class AdmissionController {
     static final double GUESS_SLACK = 4;
 
     /** Whether the ticket's stream, with no first token, may wait in its decode for a slot ({@link DecodeStarts}). */
-    public boolean decodeWaitingForSlot(Ticket t) {
+    public boolean decodeWaitingForSlot(Ticket t, long graceNanos) {
         return decisions.read(() -> t.state == Ticket.State.DISPATCHED && t.decodeStartSlot >= 0
-                && windows.waitingForSlot(t.decode, t.ranks.decodeRank()));
+                && windows.waitingForSlot(t.decode, t.ranks.decodeRank(), clock.getAsLong(), graceNanos));
     }
 
     /** The ticket's decode gave its first token (reported only while {@link Ticket#awaitsDecodeStart}). */

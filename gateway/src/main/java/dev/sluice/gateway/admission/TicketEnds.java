@@ -39,7 +39,7 @@ final class TicketEnds {
             case QUEUED -> judge.removeQueued(queue, t);
             case DISPATCHED -> {
                 releasePrefill(t, now, false);
-                windows.decodeEnded(t);
+                windows.decodeEnded(t, now);
                 ledger.undispatched();
             }
             default -> {
@@ -64,7 +64,7 @@ final class TicketEnds {
             ledger.prefillEnded(t, now, false);
         }
         t.prefillReleased = false;
-        windows.decodeEnded(t);
+        windows.decodeEnded(t, now);
         t.ranks = dev.sluice.gateway.routing.RankChoice.NONE;
         ledger.undispatched();
         failed.forEach(t::avoid);

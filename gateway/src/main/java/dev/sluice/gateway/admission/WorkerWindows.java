@@ -340,10 +340,10 @@ final class WorkerWindows {
     }
 
     /**
-     * Whether a stream with no first token on {@code decode}'s rank {@code rank} (-1: whole) may wait for a
-     * slot there: more streams held than it runs, and those that started fill its cap ({@link DecodeStarts}).
+     * Whether a stream with no first token on {@code decode}'s rank {@code rank} (-1: whole) may wait for a slot
+     * there: more held than it runs and the started fill its cap, or one ended under {@code graceNanos} ago.
      */
-    boolean waitingForSlot(Worker decode, int rank) {
+    boolean waitingForSlot(Worker decode, int rank, long now, long graceNanos) {
         int cap = decode.identity().runningPerRank();
         Window win = windows.get(decode);
         if (cap <= 0 || win == null) {
@@ -351,7 +351,8 @@ final class WorkerWindows {
         }
         int held = rank >= 0 ? ranks.streamsOn(decode, rank) : win.streams;
         int slots = rank >= 0 ? cap : cap * Math.max(1, decode.identity().dpSize());
-        return held > slots && held - starts.awaiting(decode, rank) >= slots;
+        return held > slots && held - starts.awaiting(decode, rank) >= slots
+                || starts.endedWithin(decode, rank, now, graceNanos);
     }
 
     /** The prefill windows' {@code prefillUncached}, summed (back to 0 when every prefill is done). */
@@ -372,8 +373,8 @@ final class WorkerWindows {
         t.uncachedHeld = 0;
     }
 
-    void decodeEnded(Ticket t) {
-        starts.started(t); // no longer awaited, if it was
+    void decodeEnded(Ticket t, long now) {
+        starts.ended(t, now); // no longer awaited, if it was; its slot may be free
         ranks.streamEnded(t.decode, t.ranks.decodeRank());
         windows.get(t.decode).streams--;
     }

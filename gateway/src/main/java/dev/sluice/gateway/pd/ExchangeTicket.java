@@ -89,9 +89,13 @@ final class ExchangeTicket implements TicketListener {
         return ticket == null ? dev.sluice.gateway.routing.RankChoice.NONE : ticket.ranks();
     }
 
-    /** Its stream, with no first token, may be waiting in its decode for a slot (the decode watchdog asks). */
+    /**
+     * Its stream, with no first token, may be waiting in its decode for a slot (the decode watchdog asks):
+     * a slot freed within the watchdog's own wait may not have been given to it yet.
+     */
     boolean decodeWaitingForSlot() {
-        return ticket != null && admission.decodeWaitingForSlot(ticket);
+        return ticket != null
+                && admission.decodeWaitingForSlot(ticket, settings.watchdog().firstTokenAfterPrefill().toNanos());
     }
 
     /** The decode's first token: admission stops counting the stream as awaiting one (only when it did). */

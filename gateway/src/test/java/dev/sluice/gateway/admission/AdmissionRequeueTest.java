@@ -89,13 +89,15 @@ class AdmissionRequeueTest {
 
     /**
      * A decode that runs one stream at once, holding more of the gateway's: a stream with no first token
-     * may be waiting there for a slot only while the streams that started fill that cap. Which one waits
-     * is the decode's choice, not the order of dispatch; with no stream started, a slot is free and the
-     * silence is a stall. A non-streamed request shows no start and counts as started (never a false
+     * may be waiting there for a slot while the streams that started fill that cap, or for the grace after
+     * a stream there ended (the decode gives the freed slot a step later). Which one waits is the decode's
+     * choice, not the order of dispatch; with no stream started and none ended lately, a slot is free and
+     * the silence is a stall. A non-streamed request shows no start and counts as started (never a false
      * stall); a decode whose cap is unknown is never judged; the counts come back to nothing.
      */
     @Test
     void aStreamMayWaitForADecodeSlotOnlyWhileTheStartedStreamsFillItsRunningCap() {
+        long grace = 1_000_000;
         AdmissionController one = new AdmissionController(config(8, 100_000, Duration.ofSeconds(30), 50_000, 8,
                 100_000, 8), workers(1, 1), AdmissionObserver.NONE, now::get);
         Recorder r = new Recorder();
@@ -104,7 +106,7 @@ class AdmissionRequeueTest {
         one.submit(unknown);
         one.submit(other);
         assertThat(unknown.awaitsDecodeStart()).as("cap unknown: not counted").isFalse();
-        assertThat(one.decodeWaitingForSlot(unknown)).isFalse();
+        assertThat(one.decodeWaitingForSlot(unknown, grace)).isFalse();
         one.release(unknown);
         one.release(other);
 
@@ -116,17 +118,21 @@ class AdmissionRequeueTest {
             one.submit(a);
             one.submit(b);
             assertThat(a.awaitsDecodeStart()).isTrue();
-            assertThat(one.decodeWaitingForSlot(a)).as("none started: a slot is free").isFalse();
+            assertThat(one.decodeWaitingForSlot(a, grace)).as("none started: a slot is free").isFalse();
             one.decodeStarted(b); // b's KV landed first: b runs, a waits
             assertThat(b.awaitsDecodeStart()).isFalse();
-            assertThat(one.decodeWaitingForSlot(a)).isTrue();
+            assertThat(one.decodeWaitingForSlot(a, grace)).isTrue();
             assertThat(one.requeue(a, List.of())).isTrue(); // a retry (granted again at once) awaits again
             assertThat(a.awaitsDecodeStart()).isTrue();
-            assertThat(one.decodeWaitingForSlot(a)).isTrue();
+            now.addAndGet(grace); // past the grace of the requeue's end
+            assertThat(one.decodeWaitingForSlot(a, grace)).isTrue();
             one.release(b);
-            assertThat(one.decodeWaitingForSlot(a)).as("alone on it: it should run").isFalse();
+            assertThat(one.decodeWaitingForSlot(a, grace)).as("b's slot, freed just now, not given yet").isTrue();
+            now.addAndGet(grace);
+            assertThat(one.decodeWaitingForSlot(a, grace)).as("alone on it past the grace: it should run").isFalse();
             one.release(a);
             assertThat(a.awaitsDecodeStart()).isFalse();
+            now.addAndGet(grace);
         }
         Ticket direct = ticket("direct", 100, r).streamed(true).direct(true); // the decode prefills it: counted
         one.submit(direct);
@@ -134,12 +140,13 @@ class AdmissionRequeueTest {
         assertThat(direct.awaitsDecodeStart()).isTrue();
         one.release(direct);
         assertThat(direct.awaitsDecodeStart()).isFalse();
+        now.addAndGet(grace);
         Ticket whole = ticket("whole", 100, r).wholeAnswer(50); // not streamed: shows no start
         Ticket s = ticket("s", 100, r).streamed(true);
         one.submit(whole);
         one.submit(s);
         assertThat(whole.awaitsDecodeStart()).isFalse();
-        assertThat(one.decodeWaitingForSlot(s)).as("the whole answer may hold the slot").isTrue();
+        assertThat(one.decodeWaitingForSlot(s, grace)).as("the whole answer may hold the slot").isTrue();
         one.release(whole);
         one.release(s);
         assertThat(one.snapshot().idle()).isTrue();
