@@ -344,16 +344,7 @@ public final class PdTestbed implements AutoCloseable {
                 return;
             }
         }
-        StringBuilder seen = new StringBuilder();
-        for (PdTestbed bed : beds) {
-            seen.append("\n-- gateway ").append(bed.gateway.port()).append(':');
-            for (String line : bed.metrics().split("\n")) {
-                if (line.startsWith("sluice_kv_events_") || line.startsWith("sluice_kv_index_blocks")) {
-                    seen.append("\n").append(line);
-                }
-            }
-        }
-        throw new AssertionError("the gateway(s) never heard every prefill's events" + seen);
+        throw new AssertionError("the gateway(s) never heard every prefill's events" + SubscriptionReport.of(beds));
     }
 
     /** Polls {@code condition} until it holds or {@code timeout} passes; the test's only way to wait. */
