@@ -38,7 +38,7 @@ final class DecodeStarts {
         if (!t.stream || (t.decode == t.prefill && !t.direct) || t.decode.identity().runningPerRank() <= 0) {
             return;
         }
-        int slot = Math.max(0, t.ranks.decodeRank());
+        int slot = slotOf(t);
         Slots s = byDecode.computeIfAbsent(t.decode, w -> new Slots());
         s.fit(slot);
         s.awaiting[slot]++;
@@ -63,7 +63,7 @@ final class DecodeStarts {
         started(t);
         Slots s = t.decode == null ? null : byDecode.get(t.decode);
         if (s != null) {
-            int slot = Math.max(0, t.ranks.decodeRank());
+            int slot = slotOf(t);
             s.fit(slot);
             s.endedAt[slot] = now;
         }
@@ -93,6 +93,11 @@ final class DecodeStarts {
             }
         }
         return false;
+    }
+
+    /** The slot {@code t}'s stream holds on its decode: its rank, or 0 on a worker routed whole. */
+    private static int slotOf(Ticket t) {
+        return Math.max(0, t.ranks.decodeRank());
     }
 
     void remove(Worker w) {

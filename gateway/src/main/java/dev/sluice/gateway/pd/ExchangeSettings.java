@@ -41,4 +41,9 @@ public record ExchangeSettings(TimeoutsConfig timeouts, HealthConfig.Watchdog wa
             case HF -> model;
         }).orElse(PromptTokens.NONE);
     }
+
+    /** Whether an attempt's prefill is seen to end: always in PD, else only for a stream (a whole answer shows nothing). */
+    boolean prefillEndSeen(boolean stream) {
+        return drivers.disaggregated() || stream;
+    }
 }

@@ -150,7 +150,7 @@ public final class PdExchange implements TicketListener, AttemptEvents, Exchange
         Attempt a = settings.drivers().newAttempt(scope, attempts.nextKey(p, d, ticket.ranks()));
         attempts.begin(a);
         services.servedModel().seen(request); // the gateway's own stall probes name the model clients ask for
-        timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(), settings.drivers().disaggregated() || request.stream());
+        timeline.attemptStarted(System.nanoTime(), ticket.expectedPrefillNanos(), settings.prefillEndSeen(request.stream()));
         watchdog.arm();
         if (!a.send()) {
             a.giveUp();
