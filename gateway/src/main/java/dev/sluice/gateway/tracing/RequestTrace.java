@@ -76,17 +76,17 @@ public final class RequestTrace implements Exemplars.Ids {
             return new RequestTrace(recorder, root, null);
         }
         RecordedSpan server = root.serverSpan(recorder, name, receivedNanos + root.clockOffset(), SERVER_ATTRIBUTES)
-                .set(SpanKeys.GEN_AI_OPERATION, f.operation())
-                .set(SpanKeys.HTTP_METHOD, "POST")
-                .set(SpanKeys.URL_PATH, f.path())
-                .set(SpanKeys.HTTP_ROUTE, f.path())
-                .set(SpanKeys.REQUEST_ID, f.rid())
-                .set(SpanKeys.STREAM, f.stream());
+                .add(SpanKeys.GEN_AI_OPERATION, f.operation())
+                .add(SpanKeys.HTTP_METHOD, "POST")
+                .add(SpanKeys.URL_PATH, f.path())
+                .add(SpanKeys.HTTP_ROUTE, f.path())
+                .add(SpanKeys.REQUEST_ID, f.rid())
+                .add(SpanKeys.STREAM, f.stream());
         if (f.model() != null) {
-            server.set(SpanKeys.GEN_AI_MODEL, f.model());
+            server.add(SpanKeys.GEN_AI_MODEL, f.model());
         }
         if (f.maxTokens() > 0) {
-            server.set(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
+            server.add(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
         }
         return new RequestTrace(recorder, root, server);
     }
@@ -153,8 +153,8 @@ public final class RequestTrace implements Exemplars.Ids {
         endAdmission();
         inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
         admission = child("admission", SpanKind.INTERNAL, ADMISSION_ATTRIBUTES)
-                .set(SpanKeys.PRIORITY, priority).set(SpanKeys.TENANT, tenant)
-                .set(SpanKeys.PROMPT_TOKENS, promptTokens).set(ATTEMPT, (long) ++admissions);
+                .add(SpanKeys.PRIORITY, priority).add(SpanKeys.TENANT, tenant)
+                .add(SpanKeys.PROMPT_TOKENS, promptTokens).add(ATTEMPT, (long) ++admissions);
     }
 
     /** Admission granted {@code prefill}/{@code decode} after waiting {@code queuedNanos} in the queue. */
@@ -162,10 +162,10 @@ public final class RequestTrace implements Exemplars.Ids {
         if (admission == null) {
             return;
         }
-        admission.set(SpanKeys.DECISION, "granted")
-                .set(SpanKeys.QUEUED, queuedNanos > 0)
-                .set(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
-                .set(SpanKeys.PREFILL, prefill).set(SpanKeys.DECODE, decode);
+        admission.add(SpanKeys.DECISION, "granted") // granted ends the span: these are set once
+                .add(SpanKeys.QUEUED, queuedNanos > 0)
+                .add(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
+                .add(SpanKeys.PREFILL, prefill).add(SpanKeys.DECODE, decode);
         endAdmission();
     }
 
@@ -194,11 +194,12 @@ public final class RequestTrace implements Exemplars.Ids {
     // ---- calls to workers ----
 
     /**
-     * A call of attempt {@code key} to {@code worker} is being sent: its span starts, and {@code header}
-     * is given the {@code traceparent} (and a client's {@code tracestate}) that names it as the parent of
-     * the worker's spans. Unsampled: the request's own span is named, with flag 00.
+     * A call of attempt {@code key} to {@code worker} (its name, host:port, and that host and port) is
+     * being sent: its span starts, and {@code header} is given the {@code traceparent} (and a client's
+     * {@code tracestate}) that names it as the parent of the worker's spans. Unsampled: the request's
+     * own span is named, with flag 00.
      */
-    public void workerCall(Object key, Call call, String worker, String workerRid,
+    public void workerCall(Object key, Call call, String worker, String host, int port, String workerRid,
                            BiConsumer<CharSequence, CharSequence> header) {
         if (root == null) {
             return;
@@ -207,9 +208,9 @@ public final class RequestTrace implements Exemplars.Ids {
         if (recording) {
             AttemptSpans a = attempt(key);
             RecordedSpan s = child(call.spanName, SpanKind.CLIENT, CALL_ATTRIBUTES)
-                    .set(SpanKeys.WORKER, worker).set(SpanKeys.SERVER_ADDRESS, worker)
-                    .set(SpanKeys.PD_ROLE, call.spanName).set(SpanKeys.WORKER_RID, workerRid)
-                    .set(ATTEMPT, (long) a.number);
+                    .add(SpanKeys.WORKER, worker).add(SpanKeys.SERVER_ADDRESS, host)
+                    .add(SpanKeys.SERVER_PORT, (long) port).add(SpanKeys.WORKER_RID, workerRid)
+                    .add(ATTEMPT, (long) a.number);
             if (call == Call.PREFILL) {
                 a.prefill = s;
             } else {
@@ -249,7 +250,7 @@ public final class RequestTrace implements Exemplars.Ids {
         }
         a.prefill.end();
         a.prefill = null;
-        a.handoff = child("kv_handoff", SpanKind.INTERNAL, HANDOFF_ATTRIBUTES).set(ATTEMPT, (long) a.number);
+        a.handoff = child("kv_handoff", SpanKind.INTERNAL, HANDOFF_ATTRIBUTES).add(ATTEMPT, (long) a.number);
     }
 
     /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */

@@ -26,6 +26,7 @@ final class SpanKeys {
     static final AttributeKey<Long> HTTP_STATUS = AttributeKey.longKey("http.response.status_code");
     static final AttributeKey<List<String>> HTTP_RETRY_AFTER = AttributeKey.stringArrayKey("http.response.header.retry-after");
     static final AttributeKey<String> SERVER_ADDRESS = AttributeKey.stringKey("server.address");
+    static final AttributeKey<Long> SERVER_PORT = AttributeKey.longKey("server.port");
     static final AttributeKey<String> ERROR_TYPE = AttributeKey.stringKey("error.type");
 
     // the gateway's own
@@ -46,7 +47,6 @@ final class SpanKeys {
     static final AttributeKey<String> PREFILL = AttributeKey.stringKey("sluice.prefill");
     static final AttributeKey<String> DECODE = AttributeKey.stringKey("sluice.decode");
     static final AttributeKey<String> WORKER = AttributeKey.stringKey("sluice.worker");
-    static final AttributeKey<String> PD_ROLE = AttributeKey.stringKey("sluice.pd.role");
     static final AttributeKey<String> WORKER_RID = AttributeKey.stringKey("sluice.worker_rid");
     static final AttributeKey<Double> TTFT_S = AttributeKey.doubleKey("sluice.ttft_s");
     static final AttributeKey<String> FAILURE = AttributeKey.stringKey("sluice.failure");

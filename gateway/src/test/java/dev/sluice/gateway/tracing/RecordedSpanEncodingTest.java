@@ -45,17 +45,17 @@ class RecordedSpanEncodingTest {
         List<String> headers = new ArrayList<>();
         t.admissionStarted("standard", "tenant-é", 42);
         t.admitted("http://p:1", "http://d:2", 1_500_000);
-        t.workerCall(KEY, RequestTrace.Call.PREFILL, "http://p:1", "rid1-1", (k, v) -> headers.add(k + ": " + v));
+        t.workerCall(KEY, RequestTrace.Call.PREFILL, "p:1", "p", 1, "rid1-1", (k, v) -> headers.add(k + ": " + v));
         t.callAttribute(KEY, RequestTrace.Call.PREFILL, "sluice.sglang.bootstrap_room", 1234567890123L);
-        t.workerCall(KEY, RequestTrace.Call.DECODE, "http://d:2", "rid1-1", (k, v) -> headers.add(k + ": " + v));
+        t.workerCall(KEY, RequestTrace.Call.DECODE, "d:2", "d", 2, "rid1-1", (k, v) -> headers.add(k + ": " + v));
         t.failed(KEY, "worker_unreachable", "connection refused", null);
         t.retrying(KEY, "worker_unreachable", 20_000_000);
         t.aborted(KEY, "retry");
         Object second = new Object();
         t.admissionStarted("standard", "tenant-é", 42);
         t.admitted("http://p:1", "http://d:3", 0);
-        t.workerCall(second, RequestTrace.Call.PREFILL, "http://p:1", "rid1-2", (k, v) -> headers.add(k + ": " + v));
-        t.workerCall(second, RequestTrace.Call.DECODE, "http://d:3", "rid1-2", (k, v) -> headers.add(k + ": " + v));
+        t.workerCall(second, RequestTrace.Call.PREFILL, "p:1", "p", 1, "rid1-2", (k, v) -> headers.add(k + ": " + v));
+        t.workerCall(second, RequestTrace.Call.DECODE, "d:3", "d", 3, "rid1-2", (k, v) -> headers.add(k + ": " + v));
         t.prefillDone(second);
         t.firstToken(second, 300_000_000);
         t.responseEnded(second, true);
@@ -129,7 +129,7 @@ class RecordedSpanEncodingTest {
                 Context.root(), new RequestTrace.Facts("chat", null, 0, "/v1/chat/completions", "r", false),
                 System.nanoTime());
         List<String> headers = new ArrayList<>();
-        t.workerCall(KEY, RequestTrace.Call.UNIFIED, "http://w:1", "r-1", (k, v) -> headers.add(v.toString()));
+        t.workerCall(KEY, RequestTrace.Call.UNIFIED, "w:1", "w", 1, "r-1", (k, v) -> headers.add(v.toString()));
         t.end(200, "ok", 1, "");
         assertThat(ended).isEmpty();
         assertThat(t.sampledTraceId()).isNull();

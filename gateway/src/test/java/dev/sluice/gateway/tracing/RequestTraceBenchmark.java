@@ -66,6 +66,7 @@ public class RequestTraceBenchmark {
     // the same spans as the SDK's own span data would hold them (each field made once), for its marshalers
     private final List<SpanData> snapshots = new ArrayList<>();
     private final Object attemptKey = new Object();
+    private long requests; // each request its own rid and bootstrap room, as the gateway's are
 
     @Setup
     public void setUp() throws Exception {
@@ -101,18 +102,25 @@ public class RequestTraceBenchmark {
         receiver.stop(0);
     }
 
-    private static RequestTrace.Facts facts() {
-        return new RequestTrace.Facts("chat", "llama-3-8b", 64, "/v1/chat/completions", "a1b2c3d4e5f6a7b8", false);
+    // the next request's facts: its own request id
+    private RequestTrace.Facts facts() {
+        return new RequestTrace.Facts("chat", "llama-3-8b", 64, "/v1/chat/completions", requestId(requests + 1), false);
+    }
+
+    private static String requestId(long n) {
+        return Long.toHexString(0xa1b2c3d4e5f6a7b8L + n);
     }
 
     private int oneRequest(RequestTrace t) {
         int[] headers = new int[1];
+        long n = ++requests;
+        String rid = requestId(n) + "-1";
         t.admissionStarted("standard", "default", 42);
         t.admitted("http://127.0.0.1:30001", "http://127.0.0.1:30002", 0);
-        t.workerCall(attemptKey, RequestTrace.Call.PREFILL, "http://127.0.0.1:30001", "a1b2c3d4e5f6a7b8-1",
+        t.workerCall(attemptKey, RequestTrace.Call.PREFILL, "127.0.0.1:30001", "127.0.0.1", 30001, rid,
                 (k, v) -> headers[0] += v.length());
-        t.callAttribute(attemptKey, RequestTrace.Call.PREFILL, "sluice.sglang.bootstrap_room", 1234567890L);
-        t.workerCall(attemptKey, RequestTrace.Call.DECODE, "http://127.0.0.1:30002", "a1b2c3d4e5f6a7b8-1",
+        t.callAttribute(attemptKey, RequestTrace.Call.PREFILL, "sluice.sglang.bootstrap_room", 1234567890L + n);
+        t.workerCall(attemptKey, RequestTrace.Call.DECODE, "127.0.0.1:30002", "127.0.0.1", 30002, rid,
                 (k, v) -> headers[0] += v.length());
         t.prefillDone(attemptKey);
         t.firstToken(attemptKey, 300_000);

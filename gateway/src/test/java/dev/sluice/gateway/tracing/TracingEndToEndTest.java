@@ -112,6 +112,10 @@ class TracingEndToEndTest {
         assertThat(toDecode.parentSpanId()).hasValue(decode.get(0).spanId());
         assertThat(toPrefill.traceparent().orElseThrow()).endsWith("-01");
         assertThat(prefill.get(0).attr("sluice.worker")).hasValue(p.url().replaceFirst("^http://", ""));
+        // the semantic conventions' server.address is the host alone, its port in server.port
+        java.net.URI prefillUri = java.net.URI.create(p.url());
+        assertThat(prefill.get(0).attr("server.address")).hasValue(prefillUri.getHost());
+        assertThat(prefill.get(0).attr("server.port")).hasValue(String.valueOf(prefillUri.getPort()));
         assertThat(prefill.get(0).attr("sluice.sglang.bootstrap_room"))
                 .hasValue(toPrefill.body().path("bootstrap_room").asText());
         assertThat(decode.get(0).attr("sluice.worker_rid")).hasValue(toDecode.body().path("rid").asText());

@@ -7,7 +7,8 @@ import java.util.List;
 /**
  * An attribute as OTLP's {@code KeyValue} (common/v1/common.proto): its key, and its value as an
  * {@code AnyValue} of the attribute's type, written into the encoder's {@link ProtoWriter}; the
- * UTF-8 of keys and of each key's last string value comes from the encoder's {@link Utf8Cache}.
+ * UTF-8 of keys comes from the encoder's {@link Utf8Cache}, and an attribute whose scalar value is
+ * the one it had last time is the cache's copy of its last field.
  * Not thread-safe: one per {@link TraceRequestEncoder}.
  */
 final class KeyValueWriter {
@@ -27,12 +28,22 @@ final class KeyValueWriter {
 
     /** {@code key} = {@code value} as a {@code KeyValue} in field {@code field} of the message being written. */
     void write(int field, AttributeKey<?> key, Object value) {
-        int m = out.begin(field);
         int slot = utf8.slot(key);
+        boolean scalar = value instanceof String || value instanceof Long || value instanceof Boolean
+                || value instanceof Double;
+        if (scalar) {
+            byte[] last = utf8.keyValue(slot, field, value);
+            if (last != null) {
+                out.raw(last);
+                return;
+            }
+        }
+        int start = out.size();
+        int m = out.begin(field);
         out.utf8Field(KV_KEY, utf8.keyBytes(slot));
         int v = out.begin(KV_VALUE);
         switch (key.getType()) {
-            case STRING -> out.utf8Always(ANY_STRING, utf8.valueBytes(slot, (String) value));
+            case STRING -> out.stringAlways(ANY_STRING, (String) value);
             case BOOLEAN -> bool((Boolean) value);
             case LONG -> integer((Long) value);
             case DOUBLE -> dbl((Double) value);
@@ -41,6 +52,9 @@ final class KeyValueWriter {
         }
         out.end(v);
         out.end(m);
+        if (scalar) {
+            utf8.keepKeyValue(slot, field, value, out.array(), start, out.size());
+        }
     }
 
     private void array(List<?> values) {
