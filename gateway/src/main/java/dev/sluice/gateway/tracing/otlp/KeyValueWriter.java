@@ -28,11 +28,11 @@ final class KeyValueWriter {
 
     /** {@code key} = {@code value} as a {@code KeyValue} in field {@code field} of the message being written. */
     void write(int field, AttributeKey<?> key, Object value) {
-        int slot = utf8.slot(key);
+        Utf8Cache.Attribute a = utf8.attribute(key);
         boolean scalar = value instanceof String || value instanceof Long || value instanceof Boolean
                 || value instanceof Double;
         if (scalar) {
-            byte[] last = utf8.keyValue(slot, field, value);
+            byte[] last = a.keyValue(field, value);
             if (last != null) {
                 out.raw(last);
                 return;
@@ -40,7 +40,7 @@ final class KeyValueWriter {
         }
         int start = out.size();
         int m = out.begin(field);
-        out.utf8Field(KV_KEY, utf8.keyBytes(slot));
+        out.utf8Field(KV_KEY, a.keyBytes);
         int v = out.begin(KV_VALUE);
         switch (key.getType()) {
             case STRING -> out.stringAlways(ANY_STRING, (String) value);
@@ -53,7 +53,7 @@ final class KeyValueWriter {
         out.end(v);
         out.end(m);
         if (scalar) {
-            utf8.keepKeyValue(slot, field, value, out.array(), start, out.size());
+            a.keep(field, value, out.array(), start, out.size());
         }
     }
 

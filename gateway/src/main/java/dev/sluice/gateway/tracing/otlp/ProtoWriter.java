@@ -1,5 +1,8 @@
 package dev.sluice.gateway.tracing.otlp;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -16,6 +19,13 @@ final class ProtoWriter {
     static final int FIXED64 = 1;
     static final int LEN = 2;
     static final int FIXED32 = 5;
+
+    private static final VarHandle LITTLE_ENDIAN_LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle LITTLE_ENDIAN_INT =
+            MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final VarHandle BIG_ENDIAN_LONG =
+            MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
 
     private byte[] buf;
     private int pos;
@@ -76,16 +86,14 @@ final class ProtoWriter {
 
     void fixed64(long v) {
         ensure(8);
-        for (int i = 0; i < 8; i++) {
-            buf[pos++] = (byte) (v >>> (8 * i));
-        }
+        LITTLE_ENDIAN_LONG.set(buf, pos, v);
+        pos += 8;
     }
 
     void fixed32(int v) {
         ensure(4);
-        for (int i = 0; i < 4; i++) {
-            buf[pos++] = (byte) (v >>> (8 * i));
-        }
+        LITTLE_ENDIAN_INT.set(buf, pos, v);
+        pos += 4;
     }
 
     /** Field {@code field} as a nested message or length-delimited value: pass the result to {@link #end}. */
@@ -93,6 +101,34 @@ final class ProtoWriter {
         tag(field, LEN);
         ensure(1);
         return pos++;
+    }
+
+    /**
+     * As {@link #begin}, with two bytes reserved for the length: for a message that is usually
+     * 128 to 16,383 bytes long (a span), whose bytes then never move. Pass the result to {@link #endWide}.
+     */
+    int beginWide(int field) {
+        tag(field, LEN);
+        ensure(2);
+        int mark = pos;
+        pos += 2;
+        return mark;
+    }
+
+    void endWide(int mark) {
+        int len = pos - mark - 2;
+        int lenSize = varintSize(len);
+        if (lenSize != 2) { // shorter or longer than reserved: the bytes move once, as in end()
+            ensure(lenSize - 2);
+            System.arraycopy(buf, mark + 2, buf, mark + lenSize, len);
+            pos += lenSize - 2;
+        }
+        int p = mark;
+        while ((len & ~0x7F) != 0) {
+            buf[p++] = (byte) ((len & 0x7F) | 0x80);
+            len >>>= 7;
+        }
+        buf[p] = (byte) len;
     }
 
     void end(int mark) {
@@ -164,9 +200,8 @@ final class ProtoWriter {
 
     private void bigEndian(long v) {
         ensure(8);
-        for (int i = 7; i >= 0; i--) {
-            buf[pos++] = (byte) (v >>> (8 * i));
-        }
+        BIG_ENDIAN_LONG.set(buf, pos, v);
+        pos += 8;
     }
 
     private static boolean isZero(String hex) {

@@ -207,7 +207,7 @@ public final class TraceRequestEncoder {
 
     // the same fields in the same order as span(), read without making objects
     private void rawSpan(RawSpan s) {
-        int m = out.begin(SS_SPANS);
+        int m = out.beginWide(SS_SPANS); // a span is 128 bytes or more: its bytes do not move at the end
         out.id(SPAN_TRACE_ID, s.traceIdHigh(), s.traceIdLow());
         out.id(SPAN_SPAN_ID, s.spanId());
         traceState(SPAN_TRACE_STATE, s.traceState());
@@ -232,7 +232,7 @@ public final class TraceRequestEncoder {
         out.end(status);
         out.tag(SPAN_FLAGS, ProtoWriter.FIXED32);
         out.fixed32((s.traceFlags() & 0xFF) | FLAGS_HAS_IS_REMOTE | (s.parentRemote() ? FLAGS_IS_REMOTE : 0));
-        out.end(m);
+        out.endWide(m);
     }
 
     private void eventsAndLinks(SpanData s) {

@@ -17,84 +17,83 @@ final class Utf8Cache {
     private static final int KEY_SLOTS = 256; // a power of two, well above the gateway's ~40 attribute names
     private static final int MAX_KEYS = KEY_SLOTS / 2;
     private static final int NAME_SLOTS = 64;
-    private final String[] keyNames = new String[KEY_SLOTS];
-    private final byte[][] keyBytes = new byte[KEY_SLOTS][];
-    private final Object[] lastValues = new Object[KEY_SLOTS];
-    private final int[] lastFields = new int[KEY_SLOTS];
-    private final byte[][] lastKeyValues = new byte[KEY_SLOTS][];
-    private final int[] changes = new int[KEY_SLOTS]; // the slot's misses in a row
+
+    /** One attribute name's bytes and its last field, together (one object to reach, not six arrays). */
+    static final class Attribute {
+        final String name;
+        final byte[] keyBytes;
+        private Object lastValue;
+        private int lastField;
+        private byte[] lastKeyValue;
+        private int changes; // misses in a row
+
+        private Attribute(String name) {
+            this.name = name;
+            this.keyBytes = name.getBytes(StandardCharsets.UTF_8);
+        }
+
+        /**
+         * The whole field last kept for this attribute when it was field {@code field} with a value
+         * equal to {@code value} (a string, number or boolean: values that cannot change after they
+         * are set); null otherwise.
+         */
+        byte[] keyValue(int field, Object value) {
+            Object last = lastValue;
+            if (lastField == field && (last == value || (last != null && last.equals(value)))) {
+                changes = 0;
+                return lastKeyValue;
+            }
+            return null;
+        }
+
+        /**
+         * Keeps {@code bytes[from, to)}, the field {@code field} just written for this attribute with
+         * {@code value}: always after a hit or a first change, then every 16th change in a row.
+         */
+        void keep(int field, Object value, byte[] bytes, int from, int to) {
+            int c = changes;
+            changes = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
+            if (c < 2 || (c & 15) == 0) {
+                lastValue = value;
+                lastField = field;
+                lastKeyValue = java.util.Arrays.copyOfRange(bytes, from, to);
+            }
+        }
+    }
+
+    private Attribute[] attributes = new Attribute[KEY_SLOTS];
     private int keys;
     private final String[] names = new String[NAME_SLOTS];
     private final byte[][] nameBytes = new byte[NAME_SLOTS][];
 
     /**
-     * The slot of {@code key}'s name, found by the name string's identity (the gateway's names are
+     * The entry of {@code key}'s name, found by the name string's identity (the gateway's names are
      * constants, also when a key object is made at run time from one) and, failing that, its equality.
      */
-    int slot(AttributeKey<?> key) {
+    Attribute attribute(AttributeKey<?> key) {
         String name = key.getKey();
         int h = name.hashCode();
+        Attribute[] table = attributes;
         int i = (h ^ (h >>> 16)) & (KEY_SLOTS - 1);
         while (true) {
-            String k = keyNames[i];
-            if (k == name) {
-                return i;
-            }
-            if (k == null) {
+            Attribute a = table[i];
+            if (a == null) {
                 break;
             }
-            if (k.equals(name)) {
-                keyNames[i] = name; // the next look-up with this string stops at the identity check
-                return i;
+            if (a.name == name || a.name.equals(name)) {
+                return a;
             }
             i = (i + 1) & (KEY_SLOTS - 1);
         }
         if (keys == MAX_KEYS) { // names made at run time without end: start over rather than grow
-            java.util.Arrays.fill(keyNames, null);
-            java.util.Arrays.fill(keyBytes, null);
-            java.util.Arrays.fill(lastValues, null);
-            java.util.Arrays.fill(lastFields, 0);
-            java.util.Arrays.fill(lastKeyValues, null);
-            java.util.Arrays.fill(changes, 0);
+            attributes = new Attribute[KEY_SLOTS];
             keys = 0;
-            return slot(key);
+            return attribute(key);
         }
         keys++;
-        keyNames[i] = name;
-        keyBytes[i] = name.getBytes(StandardCharsets.UTF_8);
-        return i;
-    }
-
-    byte[] keyBytes(int slot) {
-        return keyBytes[slot];
-    }
-
-    /**
-     * The whole field last kept for the attribute in {@code slot} when it was field {@code field}
-     * with a value equal to {@code value} (a string, number or boolean: values that cannot change
-     * after they are set); null otherwise.
-     */
-    byte[] keyValue(int slot, int field, Object value) {
-        Object last = lastValues[slot];
-        if (lastFields[slot] == field && (last == value || (last != null && last.equals(value)))) {
-            changes[slot] = 0;
-            return lastKeyValues[slot];
-        }
-        return null;
-    }
-
-    /**
-     * Keeps {@code bytes[from, to)}, the field {@code field} just written for the attribute in {@code
-     * slot} with {@code value}: always after a hit or a first change, then every 16th change in a row.
-     */
-    void keepKeyValue(int slot, int field, Object value, byte[] bytes, int from, int to) {
-        int c = changes[slot];
-        changes[slot] = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
-        if (c < 2 || (c & 15) == 0) {
-            lastValues[slot] = value;
-            lastFields[slot] = field;
-            lastKeyValues[slot] = java.util.Arrays.copyOfRange(bytes, from, to);
-        }
+        Attribute a = new Attribute(name);
+        table[i] = a;
+        return a;
     }
 
     /** The UTF-8 of a span's or event's name. */
