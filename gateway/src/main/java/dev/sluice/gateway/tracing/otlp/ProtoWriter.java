@@ -231,8 +231,13 @@ final class ProtoWriter {
 
     /** The first {@code length} bytes of {@code b} as they are. */
     void raw(byte[] b, int length) {
+        raw(b, 0, length);
+    }
+
+    /** {@code b[from, from + length)} as they are. */
+    void raw(byte[] b, int from, int length) {
         ensure(length);
-        System.arraycopy(b, 0, buf, pos, length);
+        System.arraycopy(b, from, buf, pos, length);
         pos += length;
     }
 

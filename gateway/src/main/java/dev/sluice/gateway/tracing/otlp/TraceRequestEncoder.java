@@ -49,6 +49,7 @@ public final class TraceRequestEncoder {
     private final ProtoWriter out;
     private final Utf8Cache utf8 = new Utf8Cache();
     private final KeyValueWriter keyValues;
+    private final AttributeRuns runs;
     private final StringBuilder traceState = new StringBuilder();
     private int attributesField;
     private final BiConsumer<AttributeKey<?>, Object> attribute = this::keyValue;
@@ -63,6 +64,7 @@ public final class TraceRequestEncoder {
     public TraceRequestEncoder(int initialCapacity) {
         out = new ProtoWriter(initialCapacity);
         keyValues = new KeyValueWriter(out, utf8);
+        runs = new AttributeRuns(out, keyValues);
     }
 
     /**
@@ -220,10 +222,7 @@ public final class TraceRequestEncoder {
         fixed64(SPAN_START, s.getStartEpochNanos());
         fixed64(SPAN_END, s.getEndEpochNanos());
         int n = s.attributeCount();
-        attributesField = SPAN_ATTRIBUTES;
-        for (int i = 0; i < n; i++) {
-            keyValue(s.attributeKey(i), s.attributeValue(i));
-        }
+        runs.write(SPAN_ATTRIBUTES, s.getName(), s);
         uint(SPAN_DROPPED_ATTRIBUTES, s.getTotalAttributeCount() - n);
         eventsAndLinks(s);
         int status = out.begin(SPAN_STATUS);

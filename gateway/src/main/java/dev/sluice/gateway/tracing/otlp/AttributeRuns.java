@@ -1,0 +1,141 @@
+package dev.sluice.gateway.tracing.otlp;
+
+import io.opentelemetry.api.common.AttributeKey;
+import java.util.Arrays;
+
+/**
+ * A span's attributes written as runs copied from the last span of the same name: the gateway's
+ * spans of one name carry the same keys in the same order, and most values repeat from request to
+ * request (the model, the route, the worker, the tenant, the decision, the status), so the
+ * attributes that match the last span's, key for key and value for value, are one array copy
+ * together, and only the others (a request id, a token count) are written anew through the {@link
+ * KeyValueWriter}. What a collector reads is the same bytes, attribute for attribute (the runs are
+ * the bytes written before). Values are compared by identity, then equality: the gateway's values
+ * are strings, boxed numbers and immutable lists, none changes after it is set. Not thread-safe:
+ * one per encoder.
+ */
+final class AttributeRuns {
+    private static final int NAMES = 32; // a power of two, above the gateway's span names
+    private static final int MAX_ATTRIBUTES = 64; // a span with more is written attribute by attribute
+
+    /** The last span of one name: its attributes, and where each one's bytes end in {@code bytes}. */
+    private static final class Last {
+        final String name;
+        final AttributeKey<?>[] keys = new AttributeKey<?>[MAX_ATTRIBUTES];
+        final Object[] values = new Object[MAX_ATTRIBUTES];
+        final int[] ends = new int[MAX_ATTRIBUTES];
+        int count;
+        int field;
+        byte[] bytes = new byte[256];
+
+        Last(String name) {
+            this.name = name;
+        }
+    }
+
+    private final ProtoWriter out;
+    private final KeyValueWriter keyValues;
+    private Last[] table = new Last[NAMES];
+    private int names;
+    private final int[] ends = new int[MAX_ATTRIBUTES];
+
+    AttributeRuns(ProtoWriter out, KeyValueWriter keyValues) {
+        this.out = out;
+        this.keyValues = keyValues;
+    }
+
+    /** Writes the {@code span}'s attributes as field {@code field} entries, where {@code span} is named {@code name}. */
+    void write(int field, String name, RawSpan span) {
+        int n = span.attributeCount();
+        if (n > MAX_ATTRIBUTES || name == null) {
+            for (int i = 0; i < n; i++) {
+                keyValues.write(field, span.attributeKey(i), span.attributeValue(i));
+            }
+            return;
+        }
+        Last last = last(name);
+        boolean same = last.field == field;
+        int start = out.size();
+        int run = -1; // the first of the current run of matching attributes, -1: none
+        boolean changed = !same || last.count != n;
+        for (int i = 0; i < n; i++) {
+            AttributeKey<?> key = span.attributeKey(i);
+            Object value = span.attributeValue(i);
+            if (same && i < last.count && last.keys[i] == key && equal(last.values[i], value)) {
+                if (run < 0) {
+                    run = i;
+                }
+                continue;
+            }
+            if (run >= 0) {
+                copy(last, run, i, start);
+                run = -1;
+            }
+            keyValues.write(field, key, value);
+            ends[i] = out.size() - start;
+            changed = true;
+        }
+        if (run >= 0) {
+            copy(last, run, n, start);
+        }
+        if (changed) {
+            keep(last, field, span, n, start);
+        }
+    }
+
+    // last's attributes [from, to) as they were written, and their ends in this span's bytes
+    private void copy(Last last, int from, int to, int start) {
+        int begin = from == 0 ? 0 : last.ends[from - 1];
+        int shift = out.size() - start - begin;
+        out.raw(last.bytes, begin, last.ends[to - 1] - begin);
+        for (int i = from; i < to; i++) {
+            ends[i] = last.ends[i] + shift;
+        }
+    }
+
+    private void keep(Last last, int field, RawSpan span, int n, int start) {
+        int length = out.size() - start;
+        if (last.bytes.length < length) {
+            last.bytes = new byte[Math.max(length, 2 * last.bytes.length)];
+        }
+        System.arraycopy(out.array(), start, last.bytes, 0, length);
+        for (int i = 0; i < n; i++) {
+            last.keys[i] = span.attributeKey(i);
+            last.values[i] = span.attributeValue(i);
+        }
+        Arrays.fill(last.keys, n, last.count > n ? last.count : n, null);
+        Arrays.fill(last.values, n, last.count > n ? last.count : n, null);
+        System.arraycopy(ends, 0, last.ends, 0, n);
+        last.count = n;
+        last.field = field;
+    }
+
+    private static boolean equal(Object a, Object b) {
+        return a == b || (a != null && a.equals(b));
+    }
+
+    private Last last(String name) {
+        int h = name.hashCode();
+        Last[] t = table;
+        int i = (h ^ (h >>> 16)) & (NAMES - 1);
+        while (true) {
+            Last l = t[i];
+            if (l == null) {
+                break;
+            }
+            if (l.name == name || l.name.equals(name)) {
+                return l;
+            }
+            i = (i + 1) & (NAMES - 1);
+        }
+        if (names == NAMES / 2) { // span names made at run time without end (a model per request): start over
+            table = new Last[NAMES];
+            names = 0;
+            return last(name);
+        }
+        names++;
+        Last l = new Last(name);
+        t[i] = l;
+        return l;
+    }
+}
