@@ -124,7 +124,7 @@ abstract class Attempt {
         if (dpRank >= 0) {
             req.headers().set(DpRankFields.VLLM_HEADER, dpRank);
         }
-        scope.trace().workerCall(key, call, worker.name(), worker.host(), worker.port(), rid, req.headers()::set);
+        scope.trace().workerCall(key, call, worker.name(), worker.address(), worker.port(), rid, req.headers()::set);
         // the worker's own key (workers.api_key_env); the client's Authorization is never forwarded
         Optional<Secret> auth = worker.authorization();
         if (auth.isPresent()) {

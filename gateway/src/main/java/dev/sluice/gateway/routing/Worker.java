@@ -59,6 +59,12 @@ public final class Worker {
         return endpoint.host();
     }
 
+    /** The host as OpenTelemetry's {@code server.address} names it: an IPv6 literal without its brackets. */
+    public String address() {
+        String h = endpoint.host();
+        return h.length() > 1 && h.charAt(0) == '[' ? h.substring(1, h.length() - 1) : h;
+    }
+
     /** An https:// worker: its connections speak TLS. */
     public boolean tls() {
         return endpoint.tls();

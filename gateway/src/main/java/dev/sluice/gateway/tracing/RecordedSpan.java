@@ -109,8 +109,8 @@ public final class RecordedSpan implements RawSpan {
      */
     <T> RecordedSpan add(AttributeKey<T> key, T value) {
         int n = 2 * attributeCount;
-        if (value == null || endEpochNanos != 0 || n == attributes.length) {
-            return set(key, value);
+        if (value == null || endEpochNanos != 0 || n == attributes.length || attributeCount >= MAX_ATTRIBUTES) {
+            return set(key, value); // the checks and the limit of set()
         }
         attributes[n] = key;
         attributes[n + 1] = value;

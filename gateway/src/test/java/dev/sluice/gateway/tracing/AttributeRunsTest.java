@@ -39,13 +39,18 @@ class AttributeRunsTest {
         return s;
     }
 
+    // the usual value mostly; now and then another, among them doubles that equals() confuses
+    // (NaNs of other bits, -0.0) and text that is not ASCII
+    private static final double[] DOUBLES = {0.5, 0.25, -0.0, 0.0, Double.NaN,
+            Double.longBitsToDouble(0x7ff8000000000001L), Double.longBitsToDouble(0xfff8000000000000L)};
+
     private static Object value(AttributeKey<?> key, Random r) {
         boolean usual = r.nextInt(4) != 0;
         return switch (key.getType()) {
-            case STRING -> usual ? "llama-3-8b" : "v" + r.nextInt(3);
+            case STRING -> usual ? "llama-3-8b" : r.nextBoolean() ? "v" + r.nextInt(3) : "prompt é – 東京";
             case LONG -> usual ? 1L : (long) r.nextInt(300);
             case BOOLEAN -> usual || r.nextBoolean();
-            case DOUBLE -> usual ? 0.5 : r.nextInt(3) / 4.0;
+            case DOUBLE -> DOUBLES[usual ? 0 : r.nextInt(DOUBLES.length)];
             case STRING_ARRAY -> usual ? List.of("stop") : new ArrayList<>(List.of("length", "stop"));
             default -> throw new IllegalArgumentException(key.toString());
         };
@@ -62,10 +67,26 @@ class AttributeRunsTest {
         Random r = new Random(7);
         TraceRequestEncoder withHistory = new TraceRequestEncoder(64);
         for (int i = 0; i < 5_000; i++) {
-            RecordedSpan s = span(r.nextInt(5) == 0 ? "admission" : "generate", r);
+            // mostly two names; now and then one of 40 others, so that the table of names starts over
+            String name = r.nextInt(10) == 0 ? "span " + r.nextInt(40) : r.nextInt(5) == 0 ? "admission" : "generate";
+            RecordedSpan s = span(name, r);
             byte[] mine = appended(withHistory, s);
             byte[] fresh = appended(new TraceRequestEncoder(64), s);
             assertThat(mine).as("span %d", i).isEqualTo(fresh);
+        }
+        // a span with more attributes than the runs hold, and one too long to be held, then the usual again
+        RecordedSpan many = new RecordedSpan(recorder, 0, 1, 2, 3, 0, false, (byte) 1, TraceState.getDefault(),
+                "generate", SpanKind.INTERNAL, 1, 100);
+        RecordedSpan longOne = new RecordedSpan(recorder, 0, 1, 2, 3, 0, false, (byte) 1, TraceState.getDefault(),
+                "generate", SpanKind.INTERNAL, 1, 2);
+        for (int i = 0; i < 100; i++) {
+            many.set(AttributeKey.longKey("k" + i), (long) i);
+        }
+        longOne.set(AttributeKey.stringKey("gen_ai.request.model"), "x".repeat(20_000));
+        many.end();
+        longOne.end();
+        for (RecordedSpan s : List.of(many, longOne, longOne, span("generate", r), span("generate", r))) {
+            assertThat(appended(withHistory, s)).isEqualTo(appended(new TraceRequestEncoder(64), s));
         }
         // and it decodes: the last one, as a collector reads it
         RecordedSpan last = span("generate", r);

@@ -10,13 +10,16 @@ import java.util.Arrays;
  * attributes that match the last span's, key for key and value for value, are one array copy
  * together, and only the others (a request id, a token count) are written anew through the {@link
  * KeyValueWriter}. What a collector reads is the same bytes, attribute for attribute (the runs are
- * the bytes written before). Values are compared by identity, then equality: the gateway's values
- * are strings, boxed numbers and immutable lists, none changes after it is set. Not thread-safe:
- * one per encoder.
+ * the bytes written before). Values match as {@link Utf8Cache#sameScalar} says: strings, numbers
+ * and booleans that write the same bytes; a list (finish reasons) is written anew each time, since a
+ * list may change after it was set. The server span's name holds the client's model, so all server
+ * spans share one history (the caller names it). Bounded: at most 16 names, and a span's attributes
+ * longer than {@link #MAX_KEPT_BYTES} are not held. Not thread-safe: one per encoder.
  */
 final class AttributeRuns {
     private static final int NAMES = 32; // a power of two, above the gateway's span names
     private static final int MAX_ATTRIBUTES = 64; // a span with more is written attribute by attribute
+    static final int MAX_KEPT_BYTES = 16 * 1024;
 
     /** The last span of one name: its attributes, and where each one's bytes end in {@code bytes}. */
     private static final class Last {
@@ -61,7 +64,7 @@ final class AttributeRuns {
         for (int i = 0; i < n; i++) {
             AttributeKey<?> key = span.attributeKey(i);
             Object value = span.attributeValue(i);
-            if (same && i < last.count && last.keys[i] == key && equal(last.values[i], value)) {
+            if (same && i < last.count && last.keys[i] == key && Utf8Cache.sameScalar(last.values[i], value)) {
                 if (run < 0) {
                     run = i;
                 }
@@ -95,6 +98,13 @@ final class AttributeRuns {
 
     private void keep(Last last, int field, RawSpan span, int n, int start) {
         int length = out.size() - start;
+        if (length > MAX_KEPT_BYTES) { // not held: the next span of this name is written whole
+            Arrays.fill(last.keys, null);
+            Arrays.fill(last.values, null);
+            last.count = 0;
+            last.bytes = new byte[256];
+            return;
+        }
         if (last.bytes.length < length) {
             last.bytes = new byte[Math.max(length, 2 * last.bytes.length)];
         }
@@ -108,10 +118,6 @@ final class AttributeRuns {
         System.arraycopy(ends, 0, last.ends, 0, n);
         last.count = n;
         last.field = field;
-    }
-
-    private static boolean equal(Object a, Object b) {
-        return a == b || (a != null && a.equals(b));
     }
 
     private Last last(String name) {

@@ -32,7 +32,7 @@ final class KeyValueWriter {
         boolean scalar = value instanceof String || value instanceof Long || value instanceof Boolean
                 || value instanceof Double;
         if (scalar) {
-            byte[] last = a.keyValue(field, value);
+            byte[] last = a.keyValue(field, key.getType(), value);
             if (last != null) {
                 out.raw(last);
                 return;
@@ -53,7 +53,7 @@ final class KeyValueWriter {
         out.end(v);
         out.end(m);
         if (scalar) {
-            a.keep(field, value, out.array(), start, out.size());
+            a.keep(field, key.getType(), value, out.array(), start, out.size());
         }
     }
 

@@ -46,6 +46,7 @@ public final class TraceRequestEncoder {
     // trace.proto's SpanFlags: whether the parent was remote is known (0x100), and is it (0x200)
     private static final int FLAGS_HAS_IS_REMOTE = 0x100, FLAGS_IS_REMOTE = 0x200;
 
+    private static final String SERVER_SPANS = "(server spans)";
     private final ProtoWriter out;
     private final Utf8Cache utf8 = new Utf8Cache();
     private final KeyValueWriter keyValues;
@@ -209,7 +210,7 @@ public final class TraceRequestEncoder {
 
     // the same fields in the same order as span(), read without making objects
     private void rawSpan(RawSpan s) {
-        int m = out.beginWide(SS_SPANS); // a span is 128 bytes or more: its bytes do not move at the end
+        int m = out.beginWide(SS_SPANS); // most spans are 128 bytes or more: their bytes do not move at the end
         out.id(SPAN_TRACE_ID, s.traceIdHigh(), s.traceIdLow());
         out.id(SPAN_SPAN_ID, s.spanId());
         traceState(SPAN_TRACE_STATE, s.traceState());
@@ -222,7 +223,8 @@ public final class TraceRequestEncoder {
         fixed64(SPAN_START, s.getStartEpochNanos());
         fixed64(SPAN_END, s.getEndEpochNanos());
         int n = s.attributeCount();
-        runs.write(SPAN_ATTRIBUTES, s.getName(), s);
+        // server spans are named after the client's model: one history for them all, not one a model
+        runs.write(SPAN_ATTRIBUTES, s.getKind() == SpanKind.SERVER ? SERVER_SPANS : s.getName(), s);
         uint(SPAN_DROPPED_ATTRIBUTES, s.getTotalAttributeCount() - n);
         eventsAndLinks(s);
         int status = out.begin(SPAN_STATUS);

@@ -1,6 +1,7 @@
 package dev.sluice.gateway.tracing.otlp;
 
 import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.common.AttributeType;
 import java.nio.charset.StandardCharsets;
 
 /**
@@ -23,6 +24,7 @@ final class Utf8Cache {
         final String name;
         final byte[] keyBytes;
         private Object lastValue;
+        private AttributeType lastType; // not only the value's class: a raw-typed value must not hide behind a hit
         private int lastField;
         private byte[] lastKeyValue;
         private int changes; // misses in a row
@@ -37,9 +39,8 @@ final class Utf8Cache {
          * equal to {@code value} (a string, number or boolean: values that cannot change after they
          * are set); null otherwise.
          */
-        byte[] keyValue(int field, Object value) {
-            Object last = lastValue;
-            if (lastField == field && (last == value || (last != null && last.equals(value)))) {
+        byte[] keyValue(int field, AttributeType type, Object value) {
+            if (lastField == field && lastType == type && sameScalar(lastValue, value)) {
                 changes = 0;
                 return lastKeyValue;
             }
@@ -50,15 +51,37 @@ final class Utf8Cache {
          * Keeps {@code bytes[from, to)}, the field {@code field} just written for this attribute with
          * {@code value}: always after a hit or a first change, then every 16th change in a row.
          */
-        void keep(int field, Object value, byte[] bytes, int from, int to) {
+        void keep(int field, AttributeType type, Object value, byte[] bytes, int from, int to) {
             int c = changes;
             changes = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
-            if (c < 2 || (c & 15) == 0) {
+            if ((c < 2 || (c & 15) == 0) && to - from <= MAX_KEPT_FIELD) {
                 lastValue = value;
+                lastType = type;
                 lastField = field;
                 lastKeyValue = java.util.Arrays.copyOfRange(bytes, from, to);
             }
         }
+    }
+
+    /** A field longer than this (a long prompt as an attribute) is written each time rather than held. */
+    static final int MAX_KEPT_FIELD = 1024;
+
+    /**
+     * Whether a string, number or boolean {@code b} writes the same bytes as {@code a}: equal, and a
+     * double equal bit for bit (equals() takes every NaN for one, and the writer writes each NaN's own
+     * bits). Anything else (a list, which may change after it was set) never matches.
+     */
+    static boolean sameScalar(Object a, Object b) {
+        if (a == b) {
+            return a instanceof String || a instanceof Long || a instanceof Boolean || a instanceof Double;
+        }
+        if (a == null || b == null) {
+            return false;
+        }
+        if (a instanceof Double x) {
+            return b instanceof Double y && Double.doubleToRawLongBits(x) == Double.doubleToRawLongBits(y);
+        }
+        return (a instanceof String || a instanceof Long || a instanceof Boolean) && a.equals(b);
     }
 
     private Attribute[] attributes = new Attribute[KEY_SLOTS];
@@ -94,6 +117,11 @@ final class Utf8Cache {
         Attribute a = new Attribute(name);
         table[i] = a;
         return a;
+    }
+
+    /** How many attribute names are held (at most {@code KEY_SLOTS / 2}). */
+    int attributeNames() {
+        return keys;
     }
 
     /** The UTF-8 of a span's or event's name. */
