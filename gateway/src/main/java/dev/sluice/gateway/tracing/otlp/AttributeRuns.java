@@ -38,8 +38,7 @@ final class AttributeRuns {
 
     private final ProtoWriter out;
     private final KeyValueWriter keyValues;
-    private Last[] table = new Last[NAMES];
-    private int names;
+    private final NameTable<Last> table = new NameTable<>(NAMES, Last::new);
     private final int[] ends = new int[MAX_ATTRIBUTES];
 
     AttributeRuns(ProtoWriter out, KeyValueWriter keyValues) {
@@ -56,7 +55,7 @@ final class AttributeRuns {
             }
             return;
         }
-        Last last = last(name);
+        Last last = table.get(name);
         boolean same = last.field == field;
         int start = out.size();
         int run = -1; // the first of the current run of matching attributes, -1: none
@@ -118,30 +117,5 @@ final class AttributeRuns {
         System.arraycopy(ends, 0, last.ends, 0, n);
         last.count = n;
         last.field = field;
-    }
-
-    private Last last(String name) {
-        int h = name.hashCode();
-        Last[] t = table;
-        int i = (h ^ (h >>> 16)) & (NAMES - 1);
-        while (true) {
-            Last l = t[i];
-            if (l == null) {
-                break;
-            }
-            if (l.name == name || l.name.equals(name)) {
-                return l;
-            }
-            i = (i + 1) & (NAMES - 1);
-        }
-        if (names == NAMES / 2) { // span names made at run time without end (a model per request): start over
-            table = new Last[NAMES];
-            names = 0;
-            return last(name);
-        }
-        names++;
-        Last l = new Last(name);
-        t[i] = l;
-        return l;
     }
 }

@@ -116,28 +116,22 @@ final class ProtoWriter {
     }
 
     void endWide(int mark) {
-        int len = pos - mark - 2;
-        int lenSize = varintSize(len);
-        if (lenSize != 2) { // shorter or longer than reserved: the bytes move once, as in end()
-            ensure(lenSize - 2);
-            System.arraycopy(buf, mark + 2, buf, mark + lenSize, len);
-            pos += lenSize - 2;
-        }
-        int p = mark;
-        while ((len & ~0x7F) != 0) {
-            buf[p++] = (byte) ((len & 0x7F) | 0x80);
-            len >>>= 7;
-        }
-        buf[p] = (byte) len;
+        end(mark, 2);
     }
 
     void end(int mark) {
-        int len = pos - mark - 1;
+        end(mark, 1);
+    }
+
+    // the message begun at mark, with reserved bytes for its length: when the length's varint needs
+    // another number of bytes, the message's bytes move once
+    private void end(int mark, int reserved) {
+        int len = pos - mark - reserved;
         int lenSize = varintSize(len);
-        if (lenSize > 1) {
-            ensure(lenSize - 1);
-            System.arraycopy(buf, mark + 1, buf, mark + lenSize, len);
-            pos += lenSize - 1;
+        if (lenSize != reserved) {
+            ensure(lenSize - reserved);
+            System.arraycopy(buf, mark + reserved, buf, mark + lenSize, len);
+            pos += lenSize - reserved;
         }
         int p = mark;
         while ((len & ~0x7F) != 0) {

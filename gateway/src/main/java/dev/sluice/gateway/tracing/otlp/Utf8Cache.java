@@ -16,7 +16,6 @@ import java.nio.charset.StandardCharsets;
  */
 final class Utf8Cache {
     private static final int KEY_SLOTS = 256; // a power of two, well above the gateway's ~40 attribute names
-    private static final int MAX_KEYS = KEY_SLOTS / 2;
     private static final int NAME_SLOTS = 64;
 
     /** One attribute name's bytes and its last field, together (one object to reach, not six arrays). */
@@ -84,8 +83,7 @@ final class Utf8Cache {
         return (a instanceof String || a instanceof Long || a instanceof Boolean) && a.equals(b);
     }
 
-    private Attribute[] attributes = new Attribute[KEY_SLOTS];
-    private int keys;
+    private final NameTable<Attribute> attributes = new NameTable<>(KEY_SLOTS, Attribute::new);
     private final String[] names = new String[NAME_SLOTS];
     private final byte[][] nameBytes = new byte[NAME_SLOTS][];
 
@@ -94,34 +92,12 @@ final class Utf8Cache {
      * constants, also when a key object is made at run time from one) and, failing that, its equality.
      */
     Attribute attribute(AttributeKey<?> key) {
-        String name = key.getKey();
-        int h = name.hashCode();
-        Attribute[] table = attributes;
-        int i = (h ^ (h >>> 16)) & (KEY_SLOTS - 1);
-        while (true) {
-            Attribute a = table[i];
-            if (a == null) {
-                break;
-            }
-            if (a.name == name || a.name.equals(name)) {
-                return a;
-            }
-            i = (i + 1) & (KEY_SLOTS - 1);
-        }
-        if (keys == MAX_KEYS) { // names made at run time without end: start over rather than grow
-            attributes = new Attribute[KEY_SLOTS];
-            keys = 0;
-            return attribute(key);
-        }
-        keys++;
-        Attribute a = new Attribute(name);
-        table[i] = a;
-        return a;
+        return attributes.get(key.getKey());
     }
 
     /** How many attribute names are held (at most {@code KEY_SLOTS / 2}). */
     int attributeNames() {
-        return keys;
+        return attributes.size();
     }
 
     /** The UTF-8 of a span's or event's name. */
