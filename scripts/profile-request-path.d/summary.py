@@ -2,6 +2,9 @@
 the current/baseline ratios, and (when profiled) the event loop's top frames."""
 import collections, json, os, statistics, sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from breakdown import breakdown  # noqa: E402
+
 run = sys.argv[1]
 rows = [json.loads(l) for l in open(os.path.join(run, "results.jsonl"))]
 by = collections.defaultdict(list)
@@ -57,3 +60,7 @@ for f in sorted(os.listdir(run)):
               "by the innermost gateway frame:")
         for k, v in by_frame.most_common(12):
             print(f"  {100 * v / total:5.1f}% {k}")
+for f in sorted(os.listdir(run)):
+    if f.startswith("profile-") and f.endswith(".requests.json"):
+        print()
+        print(breakdown(run, f[len("profile-"):-len(".requests.json")]))
