@@ -103,21 +103,6 @@ public final class RecordedSpan implements RawSpan {
         return this;
     }
 
-    /**
-     * Adds an attribute this span does not have yet (a span just started, its keys distinct
-     * constants), without looking for it among the others as {@link #set} does; null is ignored.
-     */
-    <T> RecordedSpan add(AttributeKey<T> key, T value) {
-        int n = 2 * attributeCount;
-        if (value == null || endEpochNanos != 0 || n == attributes.length || attributeCount >= MAX_ATTRIBUTES) {
-            return set(key, value); // the checks and the limit of set()
-        }
-        attributes[n] = key;
-        attributes[n + 1] = value;
-        attributeCount++;
-        return this;
-    }
-
     /** An event now with no attribute. */
     void event(String eventName) {
         event(RecordedEvent.of(now(), eventName));

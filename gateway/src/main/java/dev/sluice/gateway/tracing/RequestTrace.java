@@ -76,17 +76,17 @@ public final class RequestTrace implements Exemplars.Ids {
             return new RequestTrace(recorder, root, null);
         }
         RecordedSpan server = root.serverSpan(recorder, name, receivedNanos + root.clockOffset(), SERVER_ATTRIBUTES)
-                .add(SpanKeys.GEN_AI_OPERATION, f.operation())
-                .add(SpanKeys.HTTP_METHOD, "POST")
-                .add(SpanKeys.URL_PATH, f.path())
-                .add(SpanKeys.HTTP_ROUTE, f.path())
-                .add(SpanKeys.REQUEST_ID, f.rid())
-                .add(SpanKeys.STREAM, f.stream());
+                .set(SpanKeys.GEN_AI_OPERATION, f.operation())
+                .set(SpanKeys.HTTP_METHOD, "POST")
+                .set(SpanKeys.URL_PATH, f.path())
+                .set(SpanKeys.HTTP_ROUTE, f.path())
+                .set(SpanKeys.REQUEST_ID, f.rid())
+                .set(SpanKeys.STREAM, f.stream());
         if (f.model() != null) {
-            server.add(SpanKeys.GEN_AI_MODEL, f.model());
+            server.set(SpanKeys.GEN_AI_MODEL, f.model());
         }
         if (f.maxTokens() > 0) {
-            server.add(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
+            server.set(SpanKeys.GEN_AI_MAX_TOKENS, f.maxTokens());
         }
         return new RequestTrace(recorder, root, server);
     }
@@ -153,8 +153,8 @@ public final class RequestTrace implements Exemplars.Ids {
         endAdmission();
         inputTokens = inputTokens < 0 ? promptTokens : inputTokens;
         admission = child("admission", SpanKind.INTERNAL, ADMISSION_ATTRIBUTES)
-                .add(SpanKeys.PRIORITY, priority).add(SpanKeys.TENANT, tenant)
-                .add(SpanKeys.PROMPT_TOKENS, promptTokens).add(ATTEMPT, (long) ++admissions);
+                .set(SpanKeys.PRIORITY, priority).set(SpanKeys.TENANT, tenant)
+                .set(SpanKeys.PROMPT_TOKENS, promptTokens).set(ATTEMPT, (long) ++admissions);
     }
 
     /** Admission granted {@code prefill}/{@code decode} after waiting {@code queuedNanos} in the queue. */
@@ -162,10 +162,10 @@ public final class RequestTrace implements Exemplars.Ids {
         if (admission == null) {
             return;
         }
-        admission.add(SpanKeys.DECISION, "granted") // granted ends the span: these are set once
-                .add(SpanKeys.QUEUED, queuedNanos > 0)
-                .add(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
-                .add(SpanKeys.PREFILL, prefill).add(SpanKeys.DECODE, decode);
+        admission.set(SpanKeys.DECISION, "granted")
+                .set(SpanKeys.QUEUED, queuedNanos > 0)
+                .set(SpanKeys.WAIT_MS, TimeUnit.NANOSECONDS.toMillis(queuedNanos))
+                .set(SpanKeys.PREFILL, prefill).set(SpanKeys.DECODE, decode);
         endAdmission();
     }
 
@@ -208,9 +208,9 @@ public final class RequestTrace implements Exemplars.Ids {
         if (recording) {
             AttemptSpans a = attempt(key);
             RecordedSpan s = child(call.spanName, SpanKind.CLIENT, CALL_ATTRIBUTES)
-                    .add(SpanKeys.WORKER, worker).add(SpanKeys.SERVER_ADDRESS, host)
-                    .add(SpanKeys.SERVER_PORT, (long) port).add(SpanKeys.WORKER_RID, workerRid)
-                    .add(ATTEMPT, (long) a.number);
+                    .set(SpanKeys.WORKER, worker).set(SpanKeys.SERVER_ADDRESS, host)
+                    .set(SpanKeys.SERVER_PORT, (long) port).set(SpanKeys.WORKER_RID, workerRid)
+                    .set(ATTEMPT, (long) a.number);
             if (call == Call.PREFILL) {
                 a.prefill = s;
             } else {
@@ -250,7 +250,7 @@ public final class RequestTrace implements Exemplars.Ids {
         }
         a.prefill.end();
         a.prefill = null;
-        a.handoff = child("kv_handoff", SpanKind.INTERNAL, HANDOFF_ATTRIBUTES).add(ATTEMPT, (long) a.number);
+        a.handoff = child("kv_handoff", SpanKind.INTERNAL, HANDOFF_ATTRIBUTES).set(ATTEMPT, (long) a.number);
     }
 
     /** The first token reached the gateway ({@code ttftNanos} after the request arrived). */

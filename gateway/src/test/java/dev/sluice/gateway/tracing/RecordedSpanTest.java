@@ -10,7 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
-/** A span's attributes: added without a look-up, set with one, nothing after the end. */
+/** A span's attributes: past their sized count, replaced, nothing after the end. */
 class RecordedSpanTest {
     private final List<io.opentelemetry.sdk.trace.data.SpanData> ended = new ArrayList<>();
     private final SpanRecorder recorder = new SpanRecorder(Resource.getDefault(), ended::add);
@@ -24,9 +24,9 @@ class RecordedSpanTest {
     void addedAttributesPastTheSizedCountStillFitAndASetReplacesOne() {
         RecordedSpan s = span(2);
         for (int i = 0; i < 5; i++) {
-            s.add(AttributeKey.longKey("k" + i), (long) i);
+            s.set(AttributeKey.longKey("k" + i), (long) i);
         }
-        s.add(AttributeKey.stringKey("none"), null);
+        s.set(AttributeKey.stringKey("none"), null);
         s.set(AttributeKey.longKey("k1"), 10L);
         s.end();
         assertThat(s.getAttributes().size()).isEqualTo(5);
@@ -38,9 +38,9 @@ class RecordedSpanTest {
     @Test
     void nothingIsAddedOrSetAfterTheEnd() {
         RecordedSpan s = span(4);
-        s.add(AttributeKey.stringKey("a"), "1");
+        s.set(AttributeKey.stringKey("a"), "1");
         s.end();
-        s.add(AttributeKey.stringKey("b"), "2");
+        s.set(AttributeKey.stringKey("b"), "2");
         s.set(AttributeKey.stringKey("a"), "3");
         assertThat(s.attributeCount()).isEqualTo(1);
         assertThat(s.getAttributes().get(AttributeKey.stringKey("a"))).isEqualTo("1");

@@ -23,7 +23,6 @@ final class AttributeRuns {
 
     /** The last span of one name: its attributes, and where each one's bytes end in {@code bytes}. */
     private static final class Last {
-        final String name;
         final AttributeKey<?>[] keys = new AttributeKey<?>[MAX_ATTRIBUTES];
         final Object[] values = new Object[MAX_ATTRIBUTES];
         final int[] ends = new int[MAX_ATTRIBUTES];
@@ -31,14 +30,11 @@ final class AttributeRuns {
         int field;
         byte[] bytes = new byte[256];
 
-        Last(String name) {
-            this.name = name;
-        }
     }
 
     private final ProtoWriter out;
     private final KeyValueWriter keyValues;
-    private final NameTable<Last> table = new NameTable<>(NAMES, Last::new);
+    private final NameTable<Last> table = new NameTable<>(NAMES, name -> new Last());
     private final int[] ends = new int[MAX_ATTRIBUTES];
 
     AttributeRuns(ProtoWriter out, KeyValueWriter keyValues) {

@@ -29,14 +29,10 @@ final class KeyValueWriter {
     /** {@code key} = {@code value} as a {@code KeyValue} in field {@code field} of the message being written. */
     void write(int field, AttributeKey<?> key, Object value) {
         Utf8Cache.Attribute a = utf8.attribute(key);
-        boolean scalar = value instanceof String || value instanceof Long || value instanceof Boolean
-                || value instanceof Double;
-        if (scalar) {
-            byte[] last = a.keyValue(field, key.getType(), value);
-            if (last != null) {
-                out.raw(last);
-                return;
-            }
+        byte[] last = a.keyValue(field, key.getType(), value); // never a list's: it may have changed
+        if (last != null) {
+            out.raw(last);
+            return;
         }
         int start = out.size();
         int m = out.begin(field);
@@ -52,9 +48,7 @@ final class KeyValueWriter {
         }
         out.end(v);
         out.end(m);
-        if (scalar) {
-            a.keep(field, key.getType(), value, out.array(), start, out.size());
-        }
+        a.keep(field, key.getType(), value, out.array(), start, out.size());
     }
 
     private void array(List<?> values) {

@@ -20,7 +20,6 @@ final class Utf8Cache {
 
     /** One attribute name's bytes and its last field, together (one object to reach, not six arrays). */
     static final class Attribute {
-        final String name;
         final byte[] keyBytes;
         private Object lastValue;
         private AttributeType lastType; // not only the value's class: a raw-typed value must not hide behind a hit
@@ -29,7 +28,6 @@ final class Utf8Cache {
         private int changes; // misses in a row
 
         private Attribute(String name) {
-            this.name = name;
             this.keyBytes = name.getBytes(StandardCharsets.UTF_8);
         }
 
@@ -51,6 +49,9 @@ final class Utf8Cache {
          * {@code value}: always after a hit or a first change, then every 16th change in a row.
          */
         void keep(int field, AttributeType type, Object value, byte[] bytes, int from, int to) {
+            if (!sameScalar(value, value)) { // a list or another kind of value never matches: nothing to hold
+                return;
+            }
             int c = changes;
             changes = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
             if ((c < 2 || (c & 15) == 0) && to - from <= MAX_KEPT_FIELD) {
