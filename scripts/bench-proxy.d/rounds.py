@@ -212,7 +212,15 @@ def main():
                     help="% of one core used by other processes during a run above which it is run again")
     ap.add_argument("--retries", type=int, default=2, help="runs again of a noisy run")
     ap.add_argument("--quiet-budget", type=float, default=600.0, help="seconds of waiting in the whole run")
+    ap.add_argument("--before", default=None,
+                    help="JSON file {target: shell command}: run before each warm-up and each run of that target "
+                         "(bench-proxy's switched tracing targets: the gateway's tracing set by a live reload)")
     args = ap.parse_args()
+    hooks = json.load(open(args.before)) if args.before else {}
+
+    def before(name):
+        if name in hooks:
+            subprocess.run(["bash", "-c", hooks[name]], check=True)
 
     targets = [tuple(t.split("=", 1)) for t in args.targets.split(",")]
     conns = [int(c) for c in args.conns.split()]
@@ -225,6 +233,7 @@ def main():
         # --warmup-requests (in --warmup s chunks, at most 4), each chunk behind the quiet gate
         sluice = name.startswith("sluice")
         seconds = args.warmup if sluice else args.warmup_other
+        before(name)
         served, chunk = 0, 0
         while seconds > 0 and chunk < (4 if sluice else 1):
             chunk += 1
@@ -259,6 +268,7 @@ def main():
         for c in conns:
             for name, url in order:
                 rec = None
+                before(name)
                 for attempt in range(1, args.retries + 2):
                     foreign_before, waited = quiet_gate(args)
                     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -21,17 +21,21 @@ public enum ConfigSection {
     UPSTREAM("upstream", Effect.RESTART, GatewayConfig::upstream, (b, from) -> b.upstream(from.upstream())),
     TELEMETRY("telemetry", Effect.RESTART, GatewayConfig::telemetry, (b, from) -> b.telemetry(from.telemetry())),
     ADMIN("admin", Effect.RESTART, GatewayConfig::admin, (b, from) -> b.admin(from.admin())),
-    /** The routing policies hold per-worker state (prefix trees) built for the running choice. */
     /** The Redis connection and this replica's identity are made once at start. */
     COORDINATION("coordination", Effect.RESTART, GatewayConfig::coordination,
             (b, from) -> b.coordination(from.coordination())),
-    TRACING("tracing", Effect.RESTART, GatewayConfig::tracing, (b, from) -> b.tracing(from.tracing())),
+    /** The routing policies hold per-worker state (prefix trees) built for the running choice. */
     ROUTING("routing", Effect.RESTART, GatewayConfig::routing, (b, from) -> b.routing(from.routing())),
     /** All of {@code admission:} but its tokenizer, which the next line takes out. */
     ADMISSION("admission", Effect.LIVE, GatewayConfig::admission, (b, from) -> b.admission(from.admission())),
     /** The tokenizer pool and its loaded tokenizer.json are built once at start. */
     ADMISSION_TOKENIZER("admission.tokenizer", Effect.RESTART, c -> c.admission().tokenizer(),
             (b, from) -> b.admission(b.admission().toBuilder().tokenizer(from.admission().tokenizer()).build())),
+    /**
+     * Gateway-wide, applied once by the server's reload (not by a pool's): a new exporter is made ready before
+     * the rest applies; requests in flight finish under the setting they started with.
+     */
+    TRACING("tracing", Effect.LIVE, GatewayConfig::tracing, (b, from) -> b.tracing(from.tracing())),
     HEALTH("health", Effect.LIVE, GatewayConfig::health, (b, from) -> b.health(from.health())),
     TIMEOUTS("timeouts", Effect.LIVE, GatewayConfig::timeouts, (b, from) -> b.timeouts(from.timeouts())),
     RETRIES("retries", Effect.LIVE, GatewayConfig::retries, (b, from) -> b.retries(from.retries())),

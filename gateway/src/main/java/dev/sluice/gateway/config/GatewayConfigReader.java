@@ -49,7 +49,7 @@ final class GatewayConfigReader {
         java.util.Optional<TracingConfig> tracing = TracingConfigReader.read(root.child("tracing", "OpenTelemetry "
                 + "traces of every request (docs/observability.md): a server span, its admission, each prefill and "
                 + "decode attempt, the KV handoff, aborts; the workers get a traceparent so their own spans join. "
-                + "Absent: off. Restart to change."));
+                + "Absent: off. A reload applies a change (on, off, another endpoint or ratio) to requests arriving after it."));
         java.util.function.Supplier<GatewayConfig.Builder> shared = () -> GatewayConfig.builder()
                 .coordination(coordination).tracing(tracing).listen(listen).timeouts(timeouts).http(http)
                 .upstream(upstream).telemetry(telemetry).admin(admin).retries(retries).requestLogging(requestLogging);

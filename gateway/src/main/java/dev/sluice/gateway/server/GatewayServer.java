@@ -73,7 +73,7 @@ public final class GatewayServer implements AutoCloseable {
         this.pool = new UpstreamPool(transport, config.timeouts().connect(), config.upstream().maxConnectionsPerWorker(),
                 config.upstream().idleTimeout(), FileBackedParts.clientTls(config));
         this.recentErrors = new RecentErrors(config.admin().recentErrors());
-        this.tracing = config.tracing().map(tc -> Tracing.start(tc, metrics.registry())).orElse(Tracing.off());
+        this.tracing = Tracing.live(config.tracing(), metrics.registry()); // a reload may turn it on, off or change it
         PoolsConfig pc = config.pools();
         if (pc.explicit()) {
             metrics.poolLabels().enable(pc.defaultPool()); // every pool's and worker's series get a pool label

@@ -3,6 +3,7 @@ package dev.sluice.gateway.server;
 import dev.sluice.gateway.config.GatewayConfig;
 import dev.sluice.gateway.config.PoolsConfig;
 import dev.sluice.gateway.routing.Worker;
+import dev.sluice.gateway.tracing.Tracing;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -58,8 +59,25 @@ final class PoolsReconfiguration implements Reconfigurable, AutoCloseable {
         return retiring.stream().map(PoolRetirement::pool).toList();
     }
 
+    /**
+     * Applies {@code next} whole or not at all: a changed {@code tracing:} (gateway-wide, not a pool's) is
+     * made ready first and put in force only if the pools took their part.
+     */
     @Override
     public synchronized AppliedChanges apply(GatewayConfig next) {
+        Tracing.Change tracing = shared.tracing().prepare(next.tracing());
+        AppliedChanges applied;
+        try {
+            applied = applyPools(next);
+        } catch (RuntimeException e) {
+            tracing.discard();
+            throw e;
+        }
+        tracing.commit();
+        return applied;
+    }
+
+    private AppliedChanges applyPools(GatewayConfig next) {
         if (!pools.explicit()) {
             if (next.pools().explicit()) {
                 throw new IllegalArgumentException("pools: added; a gateway started without pools takes them only "

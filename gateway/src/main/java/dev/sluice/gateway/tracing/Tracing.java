@@ -1,25 +1,18 @@
 package dev.sluice.gateway.tracing;
 
 import dev.sluice.gateway.config.TracingConfig;
-import dev.sluice.gateway.tracing.otlp.OtlpHttpSender;
 import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.opentelemetry.api.common.AttributeKey;
-import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
 import io.opentelemetry.context.Context;
 import io.opentelemetry.context.propagation.TextMapGetter;
-import io.opentelemetry.sdk.common.CompletableResultCode;
-import io.opentelemetry.sdk.common.export.MemoryMode;
-import io.opentelemetry.sdk.resources.Resource;
-import io.opentelemetry.sdk.trace.export.SpanExporter;
-import io.opentelemetry.sdk.trace.samplers.Sampler;
-import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporter;
-import io.opentelemetry.exporter.otlp.trace.OtlpGrpcSpanExporterBuilder;
 import java.time.Duration;
-import java.util.LinkedHashMap;
-import java.util.Map;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.ToLongFunction;
 import java.util.logging.Level;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -31,21 +24,22 @@ import org.slf4j.LoggerFactory;
  * configured; then every request gets a {@link RequestTrace}. Export never blocks a request: a
  * span ends into a bounded {@link SpanExport} (for OTLP/HTTP encoded at once, where it ended) that
  * one background thread sends in batches; what does not fit is dropped and counted.
+ *
+ * <p>Live ({@link #live}): a reload that changes {@code tracing:} (adds it, removes it, another
+ * endpoint or sample ratio) {@link #prepare}s a new {@link TracingEngine} before anything of the reload
+ * is applied, and commits it with the rest: requests arriving from then on get the new setting. A
+ * request keeps the engine it started with; the old engine exports what those requests still end for
+ * {@link #RETIRE_AFTER}, then sends what it holds and stops (spans ending later are dropped and counted).
+ * The counters add up every engine's, so they never go back.
  */
 public final class Tracing implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Tracing.class);
-    /** Spans waiting for export at most; past it new spans are dropped (counted), memory stays flat. */
-    static final int MAX_QUEUE = 2048;
-    static final int MAX_BATCH = 512;
-    /** The longest a span waits for its post. */
-    private static final Duration DELAY = Duration.ofMillis(500);
-    /** OTLP/HTTP: chunks of encoded spans waiting at most (EncodedSpanExport.CHUNK_BYTES, ~100 spans each), and a post's. */
-    static final int MAX_CHUNKS = 32;
-    static final int BATCH_CHUNKS = 8;
+    /** How long an engine a reload replaced keeps exporting the spans of the requests that started under it. */
+    static final Duration RETIRE_AFTER = Duration.ofSeconds(30);
     private static final String DROPPED = "Spans the gateway did not deliver to the collector: queue_full (the export "
-            + "queue was full: 1 MiB of encoded spans for OTLP/HTTP, " + MAX_QUEUE + " spans for gRPC), export_failed (the collector could not be reached in time "
-            + "or refused the batch)";
-    private static final Tracing OFF = new Tracing(null, null, null, null);
+            + "queue was full: 1 MiB of encoded spans for OTLP/HTTP, " + TracingEngine.MAX_QUEUE + " spans for gRPC), "
+            + "export_failed (the collector could not be reached in time or refused the batch)";
+    private static final Tracing OFF = new Tracing(null, null);
     // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
     private static final java.util.logging.Logger EXPORTER_JUL = java.util.logging.Logger.getLogger("io.opentelemetry.exporter");
 
@@ -61,88 +55,169 @@ public final class Tracing implements AutoCloseable {
         }
     };
 
-    private final SpanExport queue;
-    private final SpanRecorder recorder;
-    private final Sampler sampler;
-    private final TracingConfig config;
+    private final MeterRegistry registry; // null: off for good (Tracing.off())
+    private volatile TracingEngine engine; // null: off now
+    private final List<TracingEngine> retiring = new CopyOnWriteArrayList<>();
+    private long retiredQueueFull, retiredExportFailed, retiredExported; // under this: engines that stopped
+    private boolean metered; // under this: the counters are registered (at the first engine)
 
-    private Tracing(SpanExport queue, SpanRecorder recorder, Sampler sampler, TracingConfig config) {
-        this.queue = queue;
-        this.recorder = recorder;
-        this.sampler = sampler;
-        this.config = config;
+    private Tracing(MeterRegistry registry, TracingEngine engine) {
+        this.registry = registry;
+        this.engine = engine;
     }
 
-    /** Tracing off: every request gets {@link RequestTrace#NONE}, nothing is built or sent. */
+    /** Tracing off for good: every request gets {@link RequestTrace#NONE}, nothing is built or sent. */
     public static Tracing off() {
         return OFF;
     }
 
     /** Starts tracing for {@code config}: its export thread, and its counters registered in {@code registry}. */
     public static Tracing start(TracingConfig config, MeterRegistry registry) {
+        return live(Optional.of(config), registry);
+    }
+
+    /**
+     * Tracing as {@code config} says (off when empty) that a reload may change ({@link #prepare}); its
+     * counters are registered in {@code registry} once an engine runs.
+     */
+    public static Tracing live(Optional<TracingConfig> config, MeterRegistry registry) {
+        Tracing t = new Tracing(Objects.requireNonNull(registry, "registry"), null);
+        config.ifPresent(c -> t.swap(t.startEngine(c)));
+        return t;
+    }
+
+    private TracingEngine startEngine(TracingConfig c) {
         EXPORTER_JUL.setLevel(Level.OFF);
-        Resource resource = Resource.getDefault().merge(Resource.create(Attributes.of(
-                AttributeKey.stringKey("service.name"), config.serviceName())));
-        WatchedExporter exporter;
-        SpanExport queue;
-        if (config.protocol() == TracingConfig.Protocol.GRPC) {
-            exporter = new WatchedExporter(grpcExporter(config), config.exportUrl());
-            queue = new SpanExportQueue(exporter, MAX_QUEUE, MAX_BATCH, DELAY, config.timeout());
-        } else {
-            OtlpHttpSender sender = httpSender(config);
-            exporter = new WatchedExporter(sender, config.exportUrl());
-            WatchedExporter watched = exporter;
-            queue = new EncodedSpanExport(resource, new EncodedSpanExport.Post() {
-                @Override
-                public CompletableResultCode post(byte[] body, int length, int spans, Runnable abandoned) {
-                    return watched.watch(spans, () -> sender.post(body, length, abandoned));
-                }
+        TracingEngine e = TracingEngine.start(c);
+        meter();
+        return e;
+    }
 
-                @Override
-                public CompletableResultCode shutdown() {
-                    return sender.shutdown();
-                }
-            }, MAX_CHUNKS, BATCH_CHUNKS, DELAY, config.timeout());
+    private synchronized void meter() {
+        if (metered) {
+            return;
         }
-        SpanRecorder recorder = new SpanRecorder(resource, queue::add);
-        // without honor_client_sampling the client's trace id is continued but its sampled flag is not
-        // obeyed: the ratio decides on the trace id, so a client cannot make every one of its requests recorded
-        Sampler sampler = new RatioSampler(config.sampleRatio(), config.honorClientSampling());
-        FunctionCounter.builder("sluice.tracing.spans.dropped", queue, SpanExport::dropped)
-                .description(DROPPED)
-                .tag("reason", "queue_full").register(registry);
-        FunctionCounter.builder("sluice.tracing.spans.dropped", exporter, WatchedExporter::failed)
-                .description(DROPPED)
-                .tag("reason", "export_failed").register(registry);
-        FunctionCounter.builder("sluice.tracing.spans.exported", exporter, WatchedExporter::exported)
-                .description("Spans the collector accepted").register(registry);
-        log.info("tracing on endpoint={} protocol={} sample_ratio={} honor_client_sampling={} service_name={}",
-                config.exportUrl(), config.protocol().label(), config.sampleRatio(), config.honorClientSampling(),
-                config.serviceName());
-        return new Tracing(queue, recorder, sampler, config);
+        metered = true;
+        counter("sluice.tracing.spans.dropped", DROPPED, "queue_full", TracingEngine::queueFull);
+        counter("sluice.tracing.spans.dropped", DROPPED, "export_failed", TracingEngine::exportFailed);
+        counter("sluice.tracing.spans.exported", "Spans the collector accepted", null, TracingEngine::exported);
     }
 
-    // http/protobuf: our own encoder, each span encoded where it ends (EncodedSpanExport), posted with the
-    // JDK (OtlpHttpSender): the SDK's exporter built marshaler objects for every span, attribute and event
-    // and then a second pass for their sizes, on the one core the export shares with the event loop
-    // (docs/benchmarks.md, "Tracing"). gRPC keeps the SDK's exporter, with IMMUTABLE_DATA: its reusable
-    // marshaler allocates less but took more CPU a span
-    private static SpanExporter grpcExporter(TracingConfig c) {
-        OtlpGrpcSpanExporterBuilder b = OtlpGrpcSpanExporter.builder().setEndpoint(c.exportUrl())
-                .setMemoryMode(MemoryMode.IMMUTABLE_DATA)
-                .setTimeout(c.timeout()).setRetryPolicy(null); // a lost batch is counted; the next one tries again
-        c.headers().forEach((k, v) -> b.addHeader(k, v.reveal()));
-        return b.build();
+    private void counter(String name, String description, String reason, ToLongFunction<TracingEngine> count) {
+        FunctionCounter.Builder<Tracing> b = FunctionCounter.builder(name, this, t -> t.total(count, reason))
+                .description(description);
+        if (reason != null) {
+            b.tag("reason", reason);
+        }
+        b.register(registry);
     }
 
-    private static OtlpHttpSender httpSender(TracingConfig c) {
-        Map<String, String> headers = new LinkedHashMap<>();
-        c.headers().forEach((k, v) -> headers.put(k, v.reveal()));
-        return new OtlpHttpSender(c.exportUrl(), headers, c.timeout());
+    // every engine's count: the stopped ones', those still exporting a reload's leftovers, the one in force
+    private synchronized double total(ToLongFunction<TracingEngine> count, String reason) {
+        long n = reason == null ? retiredExported : "queue_full".equals(reason) ? retiredQueueFull : retiredExportFailed;
+        for (TracingEngine e : retiring) {
+            n += count.applyAsLong(e);
+        }
+        TracingEngine e = engine;
+        return e == null ? n : n + count.applyAsLong(e);
     }
 
+    /** A change of {@code tracing:} a reload is about to apply: {@link #commit} it with the rest, or {@link #discard} it. */
+    public interface Change {
+        void commit();
+
+        void discard();
+    }
+
+    private static final Change UNCHANGED = new Change() {
+        @Override
+        public void commit() {
+        }
+
+        @Override
+        public void discard() {
+        }
+    };
+
+    /**
+     * Gets {@code next} ready (a new engine started, nothing in force yet) for a reload; nothing to do
+     * when it is the section running now.
+     *
+     * @throws IllegalArgumentException when its exporter cannot be built (the reload is refused, nothing changed)
+     */
+    public Change prepare(Optional<TracingConfig> next) {
+        TracingEngine running = engine;
+        TracingConfig now = running == null ? null : running.config;
+        if (Objects.equals(now, next.orElse(null))) {
+            return UNCHANGED;
+        }
+        if (registry == null) {
+            throw new IllegalArgumentException("tracing: this gateway was built without tracing");
+        }
+        TracingEngine built;
+        try {
+            built = next.map(this::startEngine).orElse(null);
+        } catch (RuntimeException e) {
+            throw new IllegalArgumentException("tracing: the exporter could not be built: " + e.getMessage(), e);
+        }
+        return new Change() {
+            @Override
+            public void commit() {
+                swap(built);
+            }
+
+            @Override
+            public void discard() {
+                if (built != null) {
+                    built.close(Duration.ZERO);
+                }
+            }
+        };
+    }
+
+    // puts next in force (null: off) and retires the engine it replaces
+    private synchronized void swap(TracingEngine next) {
+        TracingEngine old = engine;
+        engine = next;
+        if (next != null) {
+            TracingConfig c = next.config;
+            log.info("tracing on endpoint={} protocol={} sample_ratio={} honor_client_sampling={} service_name={}",
+                    c.exportUrl(), c.protocol().label(), c.sampleRatio(), c.honorClientSampling(), c.serviceName());
+        } else {
+            log.info("tracing off");
+        }
+        if (old != null) {
+            retiring.add(old);
+            Thread t = new Thread(() -> retire(old, RETIRE_AFTER), "sluice-tracing-retire");
+            t.setDaemon(true);
+            t.start();
+        }
+    }
+
+    // after the requests that started under it had `after` to end, the old engine sends what it holds and stops
+    private void retire(TracingEngine old, Duration after) {
+        try {
+            Thread.sleep(after.toMillis());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        stop(old);
+    }
+
+    private void stop(TracingEngine old) {
+        old.close(Duration.ofSeconds(5));
+        synchronized (this) {
+            if (retiring.remove(old)) {
+                retiredQueueFull += old.queueFull();
+                retiredExportFailed += old.exportFailed();
+                retiredExported += old.exported();
+            }
+        }
+    }
+
+    /** Whether requests arriving now are traced (a sample of them). */
     public boolean on() {
-        return recorder != null;
+        return engine != null;
     }
 
     /**
@@ -151,12 +226,13 @@ public final class Tracing implements AutoCloseable {
      * when tracing is off.
      */
     public RequestTrace request(HttpHeaders clientHeaders, RequestTrace.Facts facts, long receivedNanos) {
-        if (recorder == null) {
+        TracingEngine e = engine;
+        if (e == null) {
             return RequestTrace.NONE;
         }
         Context parent = clientHeaders == null ? Context.root()
                 : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
-        return RequestTrace.start(recorder, sampler, parent, facts, receivedNanos);
+        return RequestTrace.start(e.recorder, e.sampler, parent, facts, receivedNanos);
     }
 
     /**
@@ -167,24 +243,34 @@ public final class Tracing implements AutoCloseable {
      * {@code method} null: no request line either). Nothing at all when tracing is off.
      */
     public void refused(HttpHeaders clientHeaders, String method, String path, int status, String code, String message) {
-        if (recorder == null) {
+        TracingEngine e = engine;
+        if (e == null) {
             return;
         }
         Context parent = clientHeaders == null ? Context.root()
                 : W3CTraceContextPropagator.getInstance().extract(Context.root(), clientHeaders, HEADERS);
-        RefusalSpan.record(recorder, sampler, parent, method, path, status, code, message);
+        RefusalSpan.record(e.recorder, e.sampler, parent, method, path, status, code, message);
     }
 
-    /** Exports what is queued (up to 5 s) and stops. */
+    /** Exports what is queued (up to 5 s for each engine, the one in force and any a reload replaced) and stops. */
     @Override
     public void close() {
-        if (queue != null) {
-            queue.close(Duration.ofSeconds(5));
+        TracingEngine e;
+        synchronized (this) {
+            e = engine;
+            engine = null;
+        }
+        if (e != null) {
+            retiring.add(e);
+        }
+        for (TracingEngine r : List.copyOf(retiring)) {
+            stop(r);
         }
     }
 
     @Override
     public String toString() {
-        return config == null ? "tracing off" : "tracing to " + config.exportUrl();
+        TracingEngine e = engine;
+        return e == null ? "tracing off" : "tracing to " + e.config.exportUrl();
     }
 }

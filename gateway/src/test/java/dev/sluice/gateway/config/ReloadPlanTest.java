@@ -36,7 +36,9 @@ class ReloadPlanTest {
                 Arguments.of("health: { passive: { window: 45s } }", ConfigSection.HEALTH),
                 Arguments.of("timeouts: { connect: 750ms }", ConfigSection.TIMEOUTS),
                 Arguments.of("retries: { max_retries: 0 }", ConfigSection.RETRIES),
-                Arguments.of("logging: { requests: failures }", ConfigSection.LOGGING));
+                Arguments.of("logging: { requests: failures }", ConfigSection.LOGGING),
+                Arguments.of("tracing: { otlp: { endpoint: \"http://127.0.0.1:4318\", protocol: http/protobuf } }",
+                        ConfigSection.TRACING));
     }
 
     @ParameterizedTest
