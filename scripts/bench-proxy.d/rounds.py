@@ -218,7 +218,7 @@ def main():
     args = ap.parse_args()
     hooks = json.load(open(args.before)) if args.before else {}
 
-    def before(name):
+    def run_hook(name):
         if name in hooks:
             subprocess.run(["bash", "-c", hooks[name]], check=True)
 
@@ -233,7 +233,7 @@ def main():
         # --warmup-requests (in --warmup s chunks, at most 4), each chunk behind the quiet gate
         sluice = name.startswith("sluice")
         seconds = args.warmup if sluice else args.warmup_other
-        before(name)
+        run_hook(name)
         served, chunk = 0, 0
         while seconds > 0 and chunk < (4 if sluice else 1):
             chunk += 1
@@ -268,7 +268,7 @@ def main():
         for c in conns:
             for name, url in order:
                 rec = None
-                before(name)
+                run_hook(name)
                 for attempt in range(1, args.retries + 2):
                     foreign_before, waited = quiet_gate(args)
                     started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
