@@ -3,11 +3,15 @@ package dev.sluice.gateway.tracing;
 import static dev.sluice.gateway.testing.PdTestbed.eventually;
 
 import dev.sluice.gateway.testing.OtlpReceiver;
+import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimWorker;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ThreadLocalRandom;
 
 /** What the tracing tests share: client trace ids, and the spans and worker requests of one trace. */
@@ -27,6 +31,14 @@ final class Traces {
         ThreadLocalRandom.current().nextBytes(b);
         b[0] |= 1;
         return HexFormat.of().formatHex(b);
+    }
+
+    /** A chat completion {@code body} posted to {@code bed}'s gateway as a sampled child of client trace {@code traceId}. */
+    static CompletableFuture<HttpResponse<String>> sendInTrace(PdTestbed bed, String body, String traceId) {
+        return bed.http.sendAsync(HttpRequest.newBuilder(bed.uri("/v1/chat/completions")).timeout(Duration.ofSeconds(30))
+                .header("Content-Type", "application/json")
+                .header("traceparent", "00-" + traceId + "-" + newSpanId() + "-01")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
     }
 
     /** The trace's spans once its server span (exported last, when the request ends) has arrived. */

@@ -4,7 +4,6 @@ import static dev.sluice.gateway.testing.PdTestbed.eventually;
 import static dev.sluice.gateway.tracing.Traces.awaitTrace;
 import static dev.sluice.gateway.tracing.Traces.calls;
 import static dev.sluice.gateway.tracing.Traces.named;
-import static dev.sluice.gateway.tracing.Traces.newSpanId;
 import static dev.sluice.gateway.tracing.Traces.newTraceId;
 import static dev.sluice.gateway.tracing.Traces.server;
 import static org.assertj.core.api.Assertions.assertThat;
@@ -15,7 +14,6 @@ import dev.sluice.gateway.testing.OtlpReceiver;
 import dev.sluice.gateway.testing.PdTestbed;
 import dev.sluice.testbed.sim.RecordedRequest;
 import dev.sluice.testbed.sim.SimConfig;
-import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -50,10 +48,7 @@ class TracingReloadEndToEndTest {
     }
 
     private CompletableFuture<HttpResponse<String>> send(String body, String traceId) {
-        return bed.http.sendAsync(HttpRequest.newBuilder(bed.uri("/v1/chat/completions")).timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json")
-                .header("traceparent", "00-" + traceId + "-" + newSpanId() + "-01")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        return Traces.sendInTrace(bed, body, traceId);
     }
 
     private String tracing(double ratio) {
