@@ -47,11 +47,29 @@ final class EncodedSpanExport extends ExportThread {
     private record Chunk(byte[] bytes, int length, int spans) {
     }
 
-    /** One thread's chunk in the making. */
+    /** One thread's chunk in the making; its encoder is let go (null) when the export stops. */
     private static final class Writer {
         final WeakReference<Thread> owner = new WeakReference<>(Thread.currentThread());
-        final TraceRequestEncoder encoder = new TraceRequestEncoder(CHUNK_BYTES * 2);
+        TraceRequestEncoder encoder = new TraceRequestEncoder(CHUNK_BYTES * 2);
         int spans;
+    }
+
+    /**
+     * Each thread's writer for one export. A thread keeps a FastThreadLocal it used for as long as it lives
+     * (Netty's map of the thread holds it), and an export a reload replaced must not stay reachable through
+     * every event loop: this class holds nothing of the export but the list its writers join, and the
+     * writers' encoders are let go when it stops, so what an event loop keeps of a stopped export is a few
+     * small objects.
+     */
+    private static final class Writers extends FastThreadLocal<Writer> {
+        final List<Writer> all = new CopyOnWriteArrayList<>();
+
+        @Override
+        protected Writer initialValue() {
+            Writer w = new Writer();
+            all.add(w);
+            return w;
+        }
     }
 
     private final Post post;
@@ -61,15 +79,8 @@ final class EncodedSpanExport extends ExportThread {
     private final long delayNanos;
     private final Queue<Chunk> full;
     private final Queue<byte[]> free;
-    private final List<Writer> writers = new CopyOnWriteArrayList<>();
-    private final FastThreadLocal<Writer> local = new FastThreadLocal<>() {
-        @Override
-        protected Writer initialValue() {
-            Writer w = new Writer();
-            writers.add(w);
-            return w;
-        }
-    };
+    private final Writers local = new Writers();
+    private final List<Writer> writers = local.all;
     private final List<Chunk> sending = new ArrayList<>();
 
     /**
@@ -98,6 +109,10 @@ final class EncodedSpanExport extends ExportThread {
         }
         Writer w = local.get();
         synchronized (w) {
+            if (w.encoder == null) { // the export stopped while this span ended
+                dropped.increment();
+                return;
+            }
             int before = w.encoder.size();
             try {
                 w.encoder.append(span);
@@ -185,7 +200,7 @@ final class EncodedSpanExport extends ExportThread {
             boolean gone = owner == null || !owner.isAlive();
             Chunk c = null;
             synchronized (w) {
-                if (w.spans > 0) {
+                if (w.spans > 0 && w.encoder != null) { // null: let go by a close that gave up waiting for this thread
                     c = take(w);
                 }
             }
@@ -241,8 +256,11 @@ final class EncodedSpanExport extends ExportThread {
             synchronized (w) {
                 dropped.add(w.spans);
                 w.spans = 0;
-                w.encoder.discard();
+                w.encoder = null; // let go: the thread's map keeps the writer itself
             }
         }
+        writers.clear();
+        full.clear();
+        free.clear();
     }
 }

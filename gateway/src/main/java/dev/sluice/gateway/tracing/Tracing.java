@@ -12,6 +12,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.ToLongFunction;
 import java.util.logging.Level;
 import org.slf4j.Logger;
@@ -28,9 +29,10 @@ import org.slf4j.LoggerFactory;
  * <p>Live ({@link #live}): a reload that changes {@code tracing:} (adds it, removes it, another
  * endpoint or sample ratio) {@link #prepare}s a new {@link TracingEngine} before anything of the reload
  * is applied, and commits it with the rest: requests arriving from then on get the new setting. A
- * request keeps the engine it started with; the old engine exports what those requests still end for
- * {@link #RETIRE_AFTER}, then sends what it holds and stops (spans ending later are dropped and counted).
- * The counters add up every engine's, so they never go back.
+ * request keeps the engine it started with; the old engine exports what those requests end for
+ * {@link #RETIRE_AFTER}, then sends what it holds and stops: spans its requests end later (a stream
+ * longer than that) are dropped and counted ({@code reason="exporter_retired"}). The counters add up
+ * every engine's, so they never go back.
  */
 public final class Tracing implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Tracing.class);
@@ -38,8 +40,9 @@ public final class Tracing implements AutoCloseable {
     static final Duration RETIRE_AFTER = Duration.ofSeconds(30);
     private static final String DROPPED = "Spans the gateway did not deliver to the collector: queue_full (the export "
             + "queue was full: 1 MiB of encoded spans for OTLP/HTTP, " + TracingEngine.MAX_QUEUE + " spans for gRPC), "
-            + "export_failed (the collector could not be reached in time or refused the batch)";
-    private static final Tracing OFF = new Tracing(null, null);
+            + "export_failed (the collector could not be reached in time or refused the batch), exporter_retired (a "
+            + "request that outlived the exporter a reload replaced by " + RETIRE_AFTER.toSeconds() + " s ended them)";
+    private static final Tracing OFF = new Tracing(null, RETIRE_AFTER);
     // the exporter logs every failed batch through java.util.logging; WatchedExporter logs the outage once
     private static final java.util.logging.Logger EXPORTER_JUL = java.util.logging.Logger.getLogger("io.opentelemetry.exporter");
 
@@ -56,14 +59,17 @@ public final class Tracing implements AutoCloseable {
     };
 
     private final MeterRegistry registry; // null: off for good (Tracing.off())
+    private final Duration retireAfter;
     private volatile TracingEngine engine; // null: off now
     private final List<TracingEngine> retiring = new CopyOnWriteArrayList<>();
     private long retiredQueueFull, retiredExportFailed, retiredExported; // under this: engines that stopped
-    private boolean metered; // under this: the counters are registered (at the first engine)
+    private final LongAdder afterRetirement = new LongAdder(); // spans ended after their engine stopped
+    private boolean metered; // under this: the counters are registered (once an engine is in force)
+    private boolean closed; // under this
 
-    private Tracing(MeterRegistry registry, TracingEngine engine) {
+    private Tracing(MeterRegistry registry, Duration retireAfter) {
         this.registry = registry;
-        this.engine = engine;
+        this.retireAfter = retireAfter;
     }
 
     /** Tracing off for good: every request gets {@link RequestTrace#NONE}, nothing is built or sent. */
@@ -78,42 +84,51 @@ public final class Tracing implements AutoCloseable {
 
     /**
      * Tracing as {@code config} says (off when empty) that a reload may change ({@link #prepare}); its
-     * counters are registered in {@code registry} once an engine runs.
+     * counters are registered in {@code registry} once an engine is in force.
      */
     public static Tracing live(Optional<TracingConfig> config, MeterRegistry registry) {
-        Tracing t = new Tracing(Objects.requireNonNull(registry, "registry"), null);
+        return live(config, registry, RETIRE_AFTER);
+    }
+
+    /** As {@link #live(Optional, MeterRegistry)}, a replaced engine retiring {@code retireAfter} after the reload (tests). */
+    static Tracing live(Optional<TracingConfig> config, MeterRegistry registry, Duration retireAfter) {
+        Tracing t = new Tracing(Objects.requireNonNull(registry, "registry"), retireAfter);
         config.ifPresent(c -> t.swap(t.startEngine(c)));
         return t;
     }
 
-    private TracingEngine startEngine(TracingConfig c) {
+    private static TracingEngine startEngine(TracingConfig c) {
         EXPORTER_JUL.setLevel(Level.OFF);
-        TracingEngine e = TracingEngine.start(c);
-        meter();
-        return e;
+        return TracingEngine.start(c);
     }
 
-    private synchronized void meter() {
+    // under this
+    private void meter() {
         if (metered) {
             return;
         }
         metered = true;
-        counter("sluice.tracing.spans.dropped", DROPPED, "queue_full", TracingEngine::queueFull);
-        counter("sluice.tracing.spans.dropped", DROPPED, "export_failed", TracingEngine::exportFailed);
-        counter("sluice.tracing.spans.exported", "Spans the collector accepted", null, TracingEngine::exported);
+        counter("sluice.tracing.spans.dropped", "queue_full", TracingEngine::queueFull);
+        counter("sluice.tracing.spans.dropped", "export_failed", TracingEngine::exportFailed);
+        counter("sluice.tracing.spans.dropped", "exporter_retired", null);
+        counter("sluice.tracing.spans.exported", null, TracingEngine::exported);
     }
 
-    private void counter(String name, String description, String reason, ToLongFunction<TracingEngine> count) {
-        FunctionCounter.Builder<Tracing> b = FunctionCounter.builder(name, this, t -> t.total(count, reason))
-                .description(description);
+    private void counter(String name, String reason, ToLongFunction<TracingEngine> count) {
+        FunctionCounter.Builder<Tracing> b = FunctionCounter.builder(name, this, t -> t.total(reason, count));
         if (reason != null) {
-            b.tag("reason", reason);
+            b.description(DROPPED).tag("reason", reason);
+        } else {
+            b.description("Spans the collector accepted");
         }
         b.register(registry);
     }
 
     // every engine's count: the stopped ones', those still exporting a reload's leftovers, the one in force
-    private synchronized double total(ToLongFunction<TracingEngine> count, String reason) {
+    private synchronized double total(String reason, ToLongFunction<TracingEngine> count) {
+        if (count == null) {
+            return afterRetirement.sum();
+        }
         long n = reason == null ? retiredExported : "queue_full".equals(reason) ? retiredQueueFull : retiredExportFailed;
         for (TracingEngine e : retiring) {
             n += count.applyAsLong(e);
@@ -140,8 +155,8 @@ public final class Tracing implements AutoCloseable {
     };
 
     /**
-     * Gets {@code next} ready (a new engine started, nothing in force yet) for a reload; nothing to do
-     * when it is the section running now.
+     * Gets {@code next} ready (a new engine started, nothing in force yet, no meter registered) for a
+     * reload; nothing to do when it is the section running now.
      *
      * @throws IllegalArgumentException when its exporter cannot be built (the reload is refused, nothing changed)
      */
@@ -156,7 +171,7 @@ public final class Tracing implements AutoCloseable {
         }
         TracingEngine built;
         try {
-            built = next.map(this::startEngine).orElse(null);
+            built = next.map(Tracing::startEngine).orElse(null);
         } catch (RuntimeException e) {
             throw new IllegalArgumentException("tracing: the exporter could not be built: " + e.getMessage(), e);
         }
@@ -169,16 +184,40 @@ public final class Tracing implements AutoCloseable {
             @Override
             public void discard() {
                 if (built != null) {
-                    built.close(Duration.ZERO);
+                    built.close(STOP_WAIT); // it never had a span: its thread ends at once
                 }
             }
         };
     }
 
-    // puts next in force (null: off) and retires the engine it replaces
-    private synchronized void swap(TracingEngine next) {
-        TracingEngine old = engine;
-        engine = next;
+    private static final Duration STOP_WAIT = Duration.ofSeconds(5);
+
+    // puts next in force (null: off) and retires the engine it replaces; after close, next only stops
+    private void swap(TracingEngine next) {
+        TracingEngine old;
+        boolean wasClosed;
+        synchronized (this) {
+            wasClosed = closed;
+            if (wasClosed) {
+                old = next; // a reload that finished as the gateway closed: nothing more is exported
+                next = null;
+            } else {
+                old = engine;
+                engine = next;
+                if (next != null) {
+                    meter();
+                }
+                if (old != null) {
+                    retiring.add(old);
+                }
+            }
+        }
+        if (wasClosed) {
+            if (old != null) {
+                old.close(STOP_WAIT);
+            }
+            return;
+        }
         if (next != null) {
             TracingConfig c = next.config;
             log.info("tracing on endpoint={} protocol={} sample_ratio={} honor_client_sampling={} service_name={}",
@@ -187,25 +226,30 @@ public final class Tracing implements AutoCloseable {
             log.info("tracing off");
         }
         if (old != null) {
-            retiring.add(old);
-            Thread t = new Thread(() -> retire(old, RETIRE_AFTER), "sluice-tracing-retire");
+            TracingEngine retired = old;
+            Thread t = new Thread(() -> retire(retired), "sluice-tracing-retire");
             t.setDaemon(true);
             t.start();
         }
     }
 
-    // after the requests that started under it had `after` to end, the old engine sends what it holds and stops
-    private void retire(TracingEngine old, Duration after) {
+    // after the requests that started under it had retireAfter to end, the old engine sends what it holds and stops
+    private void retire(TracingEngine old) {
         try {
-            Thread.sleep(after.toMillis());
+            Thread.sleep(retireAfter.toMillis());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
         stop(old);
     }
 
+    // one caller at a time for an engine (a retirement and the gateway's close may meet): the second waits
+    // for the first's flush; its counts move to the stopped ones' once, and its recorder then only counts
     private void stop(TracingEngine old) {
-        old.close(Duration.ofSeconds(5));
+        old.recorder.redirect(span -> afterRetirement.increment());
+        synchronized (old) {
+            old.close(STOP_WAIT);
+        }
         synchronized (this) {
             if (retiring.remove(old)) {
                 retiredQueueFull += old.queueFull();
@@ -213,6 +257,11 @@ public final class Tracing implements AutoCloseable {
                 retiredExported += old.exported();
             }
         }
+    }
+
+    /** The engine in force (null: off), for tests. */
+    TracingEngine inForce() {
+        return engine;
     }
 
     /** Whether requests arriving now are traced (a sample of them). */
@@ -255,15 +304,16 @@ public final class Tracing implements AutoCloseable {
     /** Exports what is queued (up to 5 s for each engine, the one in force and any a reload replaced) and stops. */
     @Override
     public void close() {
-        TracingEngine e;
+        List<TracingEngine> all;
         synchronized (this) {
-            e = engine;
-            engine = null;
+            closed = true;
+            if (engine != null) {
+                retiring.add(engine);
+                engine = null;
+            }
+            all = List.copyOf(retiring);
         }
-        if (e != null) {
-            retiring.add(e);
-        }
-        for (TracingEngine r : List.copyOf(retiring)) {
+        for (TracingEngine r : all) {
             stop(r);
         }
     }

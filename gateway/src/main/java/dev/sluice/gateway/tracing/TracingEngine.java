@@ -96,6 +96,11 @@ final class TracingEngine {
         return new OtlpHttpSender(c.exportUrl(), headers, c.timeout());
     }
 
+    /** Where its spans wait for the collector (tests). */
+    SpanExport export() {
+        return export;
+    }
+
     /** Spans dropped because the export queue was full. */
     long queueFull() {
         return export.dropped();
