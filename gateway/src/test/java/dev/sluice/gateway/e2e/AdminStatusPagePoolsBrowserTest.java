@@ -107,9 +107,24 @@ class AdminStatusPagePoolsBrowserTest {
         }
     }
 
+    /** Where the page shows limit {@code key} in {@code pool}'s section ("64 req"). */
+    private static String limitCss(String pool, String key) {
+        return "#pools section[data-pool='" + pool + "'] table.limits tr[data-limit='" + key + "'] td";
+    }
+
     /** The page's value of limit {@code key} in {@code pool}'s section ("64 req"). */
     private String limit(String pool, String key) {
-        return text("#pools section[data-pool='" + pool + "'] table.limits tr[data-limit='" + key + "'] td");
+        return text(limitCss(pool, key));
+    }
+
+    /**
+     * {@code css} shows {@code expected}, read again for up to 5 s: the page redraws on every update, and a
+     * read between a redraw's removal and its drawing sees nothing ("-"), not a wrong value.
+     */
+    private void expectText(String css, String expected) throws InterruptedException {
+        String[] last = {null};
+        eventually(Duration.ofSeconds(5), () -> expected.equals(last[0] = text(css)));
+        assertThat(last[0]).as(css).isEqualTo(expected);
     }
 
     private int pageQueue(String pool) {
@@ -142,14 +157,14 @@ class AdminStatusPagePoolsBrowserTest {
                 .map(e -> e.getAttribute("data-pool")).toList()).as("a section per pool, none for the gateway")
                 .containsExactly("chat", "slow");
         assertThat(text("#pools section[data-pool='chat'] .pool-name")).isEqualToIgnoringCase("chat (default)");
-        assertThat(text("#pools section[data-pool='slow'] .queue-max")).isEqualTo("64");
-        assertThat(text("#pools section[data-pool='chat'] .queue-max")).isEqualTo("12");
+        expectText("#pools section[data-pool='slow'] .queue-max", "64");
+        expectText("#pools section[data-pool='chat'] .queue-max", "12");
         // each pool's own limits in force, in its own section
-        assertThat(limit("slow", "max_queued_requests")).isEqualTo("64 req");
-        assertThat(limit("chat", "max_queued_requests")).isEqualTo("12 req");
-        assertThat(limit("slow", "max_pending_tokens")).isEqualTo("200.0k tok");
-        assertThat(limit("chat", "max_pending_tokens")).isEqualTo("30.0k tok");
-        assertThat(limit("slow", "prefill_max_inflight_requests")).isEqualTo("1 req per prefill");
+        expectText(limitCss("slow", "max_queued_requests"), "64 req");
+        expectText(limitCss("chat", "max_queued_requests"), "12 req");
+        expectText(limitCss("slow", "max_pending_tokens"), "200.0k tok");
+        expectText(limitCss("chat", "max_pending_tokens"), "30.0k tok");
+        expectText(limitCss("slow", "prefill_max_inflight_requests"), "1 req per prefill");
         assertThat(limit("chat", "prefill_max_inflight_requests")).isNotEqualTo("1 req per prefill");
         // and its own KV events: the slow pool's prefill, none in the chat pool
         assertThat(browser.findElement(By.cssSelector("#pools section[data-pool='slow'] .kv-events")).isDisplayed())
