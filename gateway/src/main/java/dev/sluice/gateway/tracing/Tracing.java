@@ -62,8 +62,19 @@ public final class Tracing implements AutoCloseable {
     private final Duration retireAfter;
     private volatile TracingEngine engine; // null: off now
     private final List<TracingEngine> retiring = new CopyOnWriteArrayList<>();
-    private long retiredQueueFull, retiredExportFailed, retiredExported; // under this: engines that stopped
     private final LongAdder afterRetirement = new LongAdder(); // spans ended after their engine stopped
+    /**
+     * The exported counters, each over every engine: what stopped engines counted (added as each stops,
+     * under this) plus what the running ones count now.
+     */
+    private record Count(String name, String reason, ToLongFunction<TracingEngine> running, LongAdder stopped) {
+    }
+
+    private final List<Count> counts = List.of(
+            new Count("sluice.tracing.spans.dropped", "queue_full", TracingEngine::queueFull, new LongAdder()),
+            new Count("sluice.tracing.spans.dropped", "export_failed", TracingEngine::exportFailed, new LongAdder()),
+            new Count("sluice.tracing.spans.dropped", "exporter_retired", e -> 0, afterRetirement),
+            new Count("sluice.tracing.spans.exported", null, TracingEngine::exported, new LongAdder()));
     private boolean metered; // under this: the counters are registered (once an engine is in force)
     private boolean closed; // under this
 
@@ -108,33 +119,24 @@ public final class Tracing implements AutoCloseable {
             return;
         }
         metered = true;
-        counter("sluice.tracing.spans.dropped", "queue_full", TracingEngine::queueFull);
-        counter("sluice.tracing.spans.dropped", "export_failed", TracingEngine::exportFailed);
-        counter("sluice.tracing.spans.dropped", "exporter_retired", null);
-        counter("sluice.tracing.spans.exported", null, TracingEngine::exported);
+        for (Count c : counts) {
+            FunctionCounter.Builder<Tracing> b = FunctionCounter.builder(c.name(), this, t -> t.total(c));
+            if (c.reason() != null) {
+                b.description(DROPPED).tag("reason", c.reason());
+            } else {
+                b.description("Spans the collector accepted");
+            }
+            b.register(registry);
+        }
     }
 
-    private void counter(String name, String reason, ToLongFunction<TracingEngine> count) {
-        FunctionCounter.Builder<Tracing> b = FunctionCounter.builder(name, this, t -> t.total(reason, count));
-        if (reason != null) {
-            b.description(DROPPED).tag("reason", reason);
-        } else {
-            b.description("Spans the collector accepted");
-        }
-        b.register(registry);
-    }
-
-    // every engine's count: the stopped ones', those still exporting a reload's leftovers, the one in force
-    private synchronized double total(String reason, ToLongFunction<TracingEngine> count) {
-        if (count == null) {
-            return afterRetirement.sum();
-        }
-        long n = reason == null ? retiredExported : "queue_full".equals(reason) ? retiredQueueFull : retiredExportFailed;
+    private synchronized double total(Count c) {
+        long n = c.stopped().sum();
         for (TracingEngine e : retiring) {
-            n += count.applyAsLong(e);
+            n += c.running().applyAsLong(e);
         }
         TracingEngine e = engine;
-        return e == null ? n : n + count.applyAsLong(e);
+        return e == null ? n : n + c.running().applyAsLong(e);
     }
 
     /** A change of {@code tracing:} a reload is about to apply: {@link #commit} it with the rest, or {@link #discard} it. */
@@ -194,14 +196,11 @@ public final class Tracing implements AutoCloseable {
 
     // puts next in force (null: off) and retires the engine it replaces; after close, next only stops
     private void swap(TracingEngine next) {
-        TracingEngine old;
-        boolean wasClosed;
+        TracingEngine old = null;
+        boolean late;
         synchronized (this) {
-            wasClosed = closed;
-            if (wasClosed) {
-                old = next; // a reload that finished as the gateway closed: nothing more is exported
-                next = null;
-            } else {
+            late = closed;
+            if (!late) {
                 old = engine;
                 engine = next;
                 if (next != null) {
@@ -212,9 +211,9 @@ public final class Tracing implements AutoCloseable {
                 }
             }
         }
-        if (wasClosed) {
-            if (old != null) {
-                old.close(STOP_WAIT);
+        if (late) { // a reload that finished as the gateway closed: nothing more is exported
+            if (next != null) {
+                next.close(STOP_WAIT);
             }
             return;
         }
@@ -252,9 +251,9 @@ public final class Tracing implements AutoCloseable {
         }
         synchronized (this) {
             if (retiring.remove(old)) {
-                retiredQueueFull += old.queueFull();
-                retiredExportFailed += old.exportFailed();
-                retiredExported += old.exported();
+                for (Count c : counts) {
+                    c.stopped().add(c.running().applyAsLong(old));
+                }
             }
         }
     }
