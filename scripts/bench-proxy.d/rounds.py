@@ -104,18 +104,24 @@ def foreign_percent(before, after, extra_jiffies=0.0):
 
 
 QUIET_SPENT = [0.0]
+# The hypervisor's steal (/proc/stat), in % of one core, above which a run is noisy: on a shared host it took
+# 10 to 73 % of a core during runs of 2026-12-07, when the same gateway served a third of its quiet req/s
+# and consecutive runs of one process differed by 20 %; the quiet runs read 0 to 0.3 %.
+STEAL_MAX = 5.0
 
 
 def quiet_gate(args):
-    """Waits until foreign load is low, at most --quiet-wait s per run and --quiet-budget s in all."""
+    """Waits until foreign load and the hypervisor's steal are low, at most --quiet-wait s per run and
+    --quiet-budget s in all."""
     waited = 0.0
     check_alive(args.pids_file)
     while True:
         a = snapshot(args.pids_file)
         time.sleep(1.0)
         b = snapshot(args.pids_file)
-        foreign, _ = foreign_percent(a, b)
-        if foreign <= args.quiet_max or waited >= args.quiet_wait or QUIET_SPENT[0] >= args.quiet_budget:
+        foreign, steal = foreign_percent(a, b)
+        quiet = foreign <= args.quiet_max and steal <= args.max_steal
+        if quiet or waited >= args.quiet_wait or QUIET_SPENT[0] >= args.quiet_budget:
             return foreign, waited
         time.sleep(2.0)
         waited += 3.0
@@ -163,15 +169,15 @@ def measure_command(args, cmd):
         result.update(attempt=attempt, foreign_cpu_percent=foreign, steal_percent=steal,
                       foreign_cpu_percent_before=foreign_before, quiet_wait_s=waited,
                       started_utc=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - (after[3] - before[3]))))
-        noisy = foreign > args.max_foreign
-        print(f"  {os.path.basename(args.exec_json)}: foreign cpu {foreign:5.1f}%"
+        noisy = foreign > args.max_foreign or steal > args.max_steal
+        print(f"  {os.path.basename(args.exec_json)}: foreign cpu {foreign:5.1f}%  steal {steal:5.1f}%"
               + (f" (waited {waited:.0f} s for quiet)" if waited else "")
               + (" NOISY, again" if noisy and attempt <= args.retries else " NOISY" if noisy else ""), flush=True)
-        if best is None or foreign < best["foreign_cpu_percent"]:
+        if best is None or foreign + steal < best["foreign_cpu_percent"] + best["steal_percent"]:
             best = result
         if not noisy:
             break
-    best["noisy"] = best["foreign_cpu_percent"] > args.max_foreign
+    best["noisy"] = best["foreign_cpu_percent"] > args.max_foreign or best["steal_percent"] > args.max_steal
     with open(args.exec_json, "w") as f:
         json.dump(best, f)
 
@@ -187,6 +193,7 @@ def main():
         ap.add_argument("--quiet-budget", type=float, default=600.0)
         ap.add_argument("--max-foreign", type=float, default=25.0)
         ap.add_argument("--retries", type=int, default=2)
+        ap.add_argument("--max-steal", type=float, default=STEAL_MAX)
         measure_command(ap.parse_args(sys.argv[1:split]), sys.argv[split + 1:])
         return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -211,6 +218,9 @@ def main():
     ap.add_argument("--max-foreign", type=float, default=25.0,
                     help="% of one core used by other processes during a run above which it is run again")
     ap.add_argument("--retries", type=int, default=2, help="runs again of a noisy run")
+    ap.add_argument("--max-steal", type=float, default=STEAL_MAX,
+                    help="%% of one core the hypervisor took from this machine (steal) during a run above which it "
+                         "is run again, and that the quiet gate waits to fall under")
     ap.add_argument("--quiet-budget", type=float, default=600.0, help="seconds of waiting in the whole run")
     ap.add_argument("--before", default=None,
                     help="JSON file {target: shell command}: run before each warm-up and each run of that target "
@@ -282,19 +292,19 @@ def main():
                                  "servers_cpu_percent": 100.0 * (after[2] - before[2]) / HZ / (after[3] - before[3]),
                                  "foreign_cpu_percent": foreign, "steal_percent": steal,
                                  "foreign_cpu_percent_before": foreign_before, "quiet_wait_s": waited}
-                    if rec is None or foreign < rec["foreign_cpu_percent"]:
+                    if rec is None or foreign + steal < rec["foreign_cpu_percent"] + rec["steal_percent"]:
                         rec = candidate  # of noisy attempts, keep the least disturbed one
-                    noisy = foreign > args.max_foreign
+                    noisy = foreign > args.max_foreign or steal > args.max_steal
                     lat = r["latency_us"]
                     errs = sum(r["errors"].values())
                     print(f"round {rnd} c={c:<3d} {name:14s} {candidate['rps']:9.0f} req/s  p50 {lat['p50']:6d} us  "
-                          f"p99 {lat['p99']:7d} us  errors {errs}  foreign cpu {foreign:5.1f}%"
+                          f"p99 {lat['p99']:7d} us  errors {errs}  foreign cpu {foreign:5.1f}%  steal {steal:5.1f}%"
                           + (f" (waited {waited:.0f} s for quiet)" if waited else "")
                           + (" NOISY, again" if noisy and attempt <= args.retries else " NOISY" if noisy else ""),
                           flush=True)
                     if not noisy:
                         break
-                rec["noisy"] = rec["foreign_cpu_percent"] > args.max_foreign
+                rec["noisy"] = rec["foreign_cpu_percent"] > args.max_foreign or rec["steal_percent"] > args.max_steal
                 runs.write(json.dumps(rec) + "\n")
                 runs.flush()
 
