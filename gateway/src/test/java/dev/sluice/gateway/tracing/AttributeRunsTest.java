@@ -44,6 +44,9 @@ class AttributeRunsTest {
     private static final double[] DOUBLES = {0.5, 0.25, -0.0, 0.0, Double.NaN,
             Double.longBitsToDouble(0x7ff8000000000001L), Double.longBitsToDouble(0xfff8000000000000L)};
 
+    // a list set on many spans and changed between them: what was held of it must be what it was then
+    private static final List<String> SHARED = new ArrayList<>(List.of("stop"));
+
     private static Object value(AttributeKey<?> key, Random r) {
         boolean usual = r.nextInt(4) != 0;
         return switch (key.getType()) {
@@ -51,7 +54,11 @@ class AttributeRunsTest {
             case LONG -> usual ? 1L : (long) r.nextInt(300);
             case BOOLEAN -> usual || r.nextBoolean();
             case DOUBLE -> DOUBLES[usual ? 0 : r.nextInt(DOUBLES.length)];
-            case STRING_ARRAY -> usual ? List.of("stop") : new ArrayList<>(List.of("length", "stop"));
+            case STRING_ARRAY -> usual ? List.of("stop") : switch (r.nextInt(3)) {
+                case 0 -> new ArrayList<>(List.of("length", "stop"));
+                case 1 -> SHARED;
+                default -> List.of("stop", "stop");
+            };
             default -> throw new IllegalArgumentException(key.toString());
         };
     }
@@ -73,6 +80,15 @@ class AttributeRunsTest {
             byte[] mine = appended(withHistory, s);
             byte[] fresh = appended(new TraceRequestEncoder(64), s);
             assertThat(mine).as("span %d", i).isEqualTo(fresh);
+            if (r.nextInt(3) == 0) { // the shared list changes after it was written
+                if (SHARED.size() < 3 && r.nextBoolean()) {
+                    SHARED.add(r.nextBoolean() ? "length" : "stop");
+                } else if (SHARED.size() > 1) {
+                    SHARED.remove(0);
+                } else {
+                    SHARED.set(0, SHARED.get(0).equals("stop") ? "length" : "stop");
+                }
+            }
         }
         // a span with more attributes than the runs hold, and one too long to be held, then the usual again
         RecordedSpan many = new RecordedSpan(recorder, 0, 1, 2, 3, 0, false, (byte) 1, TraceState.getDefault(),

@@ -10,9 +10,9 @@ import java.util.Arrays;
  * attributes that match the last span's, key for key and value for value, are one array copy
  * together, and only the others (a request id, a token count) are written anew through the {@link
  * KeyValueWriter}. What a collector reads is the same bytes, attribute for attribute (the runs are
- * the bytes written before). Values match as {@link Utf8Cache#sameScalar} says: strings, numbers
- * and booleans that write the same bytes; a list (finish reasons) is written anew each time, since a
- * list may change after it was set. The server span's name holds the client's model, so all server
+ * the bytes written before). Values match as {@link Utf8Cache#sameValue} says: strings, numbers
+ * and booleans that write the same bytes, and lists of them element for element (finish reasons; a
+ * list is held as an immutable copy, since the one set may change after). The server span's name holds the client's model, so all server
  * spans share one history (the caller names it). Bounded: at most 16 names, and a span's attributes
  * longer than {@link #MAX_KEPT_BYTES} are not held. Not thread-safe: one per encoder.
  */
@@ -59,7 +59,7 @@ final class AttributeRuns {
         for (int i = 0; i < n; i++) {
             AttributeKey<?> key = span.attributeKey(i);
             Object value = span.attributeValue(i);
-            if (same && i < last.count && last.keys[i] == key && Utf8Cache.sameScalar(last.values[i], value)) {
+            if (same && i < last.count && last.keys[i] == key && Utf8Cache.sameValue(last.values[i], value)) {
                 if (run < 0) {
                     run = i;
                 }
@@ -106,7 +106,7 @@ final class AttributeRuns {
         System.arraycopy(out.array(), start, last.bytes, 0, length);
         for (int i = 0; i < n; i++) {
             last.keys[i] = span.attributeKey(i);
-            last.values[i] = span.attributeValue(i);
+            last.values[i] = Utf8Cache.kept(span.attributeValue(i)); // null: a value that never matches
         }
         Arrays.fill(last.keys, n, last.count > n ? last.count : n, null);
         Arrays.fill(last.values, n, last.count > n ? last.count : n, null);

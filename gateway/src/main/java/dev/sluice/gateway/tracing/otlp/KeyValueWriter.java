@@ -29,7 +29,7 @@ final class KeyValueWriter {
     /** {@code key} = {@code value} as a {@code KeyValue} in field {@code field} of the message being written. */
     void write(int field, AttributeKey<?> key, Object value) {
         Utf8Cache.Attribute a = utf8.attribute(key);
-        byte[] last = a.keyValue(field, key.getType(), value); // never a list's: it may have changed
+        byte[] last = a.keyValue(field, key.getType(), value);
         if (last != null) {
             out.raw(last);
             return;
@@ -53,9 +53,9 @@ final class KeyValueWriter {
 
     private void array(List<?> values) {
         int a = out.begin(ANY_ARRAY);
-        for (Object o : values) {
+        for (int i = 0, n = values.size(); i < n; i++) { // the lists set are random access (List.copyOf)
             int e = out.begin(ARRAY_VALUES);
-            scalar(o);
+            scalar(values.get(i));
             out.end(e);
         }
         out.end(a);

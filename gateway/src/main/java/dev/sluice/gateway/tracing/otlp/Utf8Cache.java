@@ -9,7 +9,8 @@ import java.nio.charset.StandardCharsets;
  * constants) and of span and event names, and each attribute's last {@code KeyValue} field whole
  * (tag, length, key and value: the same worker, model, route, tenant, outcome, status, attempt
  * number request after request), so that a repeated attribute is one array copy rather than its
- * nested messages written anew. A value that changes every time (a request id, a time) simply
+ * nested messages written anew; a list (the finish reasons) is kept as an immutable copy and matches
+ * element for element. A value that changes every time (a request id, a time) simply
  * replaces the last one, and after a few changes in a row is kept only now and then, so that it
  * does not cost a copy each time. Bounded: the tables never hold more than a fixed number of
  * entries, whatever names a run makes. Not thread-safe: one per encoder.
@@ -33,11 +34,10 @@ final class Utf8Cache {
 
         /**
          * The whole field last kept for this attribute when it was field {@code field} with a value
-         * equal to {@code value} (a string, number or boolean: values that cannot change after they
-         * are set); null otherwise.
+         * that writes the same bytes as {@code value} ({@link #sameValue}); null otherwise.
          */
         byte[] keyValue(int field, AttributeType type, Object value) {
-            if (lastField == field && lastType == type && sameScalar(lastValue, value)) {
+            if (lastField == field && lastType == type && sameValue(lastValue, value)) {
                 changes = 0;
                 return lastKeyValue;
             }
@@ -49,13 +49,14 @@ final class Utf8Cache {
          * {@code value}: always after a hit or a first change, then every 16th change in a row.
          */
         void keep(int field, AttributeType type, Object value, byte[] bytes, int from, int to) {
-            if (!sameScalar(value, value)) { // a list or another kind of value never matches: nothing to hold
+            Object kept = kept(value);
+            if (kept == null) { // a kind of value that never matches: nothing to hold
                 return;
             }
             int c = changes;
             changes = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
             if ((c < 2 || (c & 15) == 0) && to - from <= MAX_KEPT_FIELD) {
-                lastValue = value;
+                lastValue = kept;
                 lastType = type;
                 lastField = field;
                 lastKeyValue = java.util.Arrays.copyOfRange(bytes, from, to);
@@ -69,7 +70,7 @@ final class Utf8Cache {
     /**
      * Whether a string, number or boolean {@code b} writes the same bytes as {@code a}: equal, and a
      * double equal bit for bit (equals() takes every NaN for one, and the writer writes each NaN's own
-     * bits). Anything else (a list, which may change after it was set) never matches.
+     * bits). Anything else never matches (lists: {@link #sameValue}).
      */
     static boolean sameScalar(Object a, Object b) {
         if (a == b) {
@@ -82,6 +83,46 @@ final class Utf8Cache {
             return b instanceof Double y && Double.doubleToRawLongBits(x) == Double.doubleToRawLongBits(y);
         }
         return (a instanceof String || a instanceof Long || a instanceof Boolean) && a.equals(b);
+    }
+
+    /**
+     * What to hold of {@code value} to match later values against ({@link #sameValue}): a string, number
+     * or boolean as it is (they cannot change); a list of them as an immutable copy (the list set may be
+     * changed after, the copy cannot; a list already immutable is its own copy, no allocation); null for
+     * anything else, which then never matches.
+     */
+    static Object kept(Object value) {
+        if (value instanceof java.util.List<?> list) {
+            for (int i = 0, n = list.size(); i < n; i++) {
+                Object e = list.get(i);
+                if (!sameScalar(e, e)) {
+                    return null;
+                }
+            }
+            return java.util.List.copyOf(list);
+        }
+        return sameScalar(value, value) ? value : null;
+    }
+
+    /**
+     * Whether {@code value} writes the same bytes as {@code kept}, a value {@link #kept} returned: a
+     * scalar as {@link #sameScalar}; a list when {@code kept} is a list of as many elements, each the
+     * same scalar (compared as the value is now, so a list changed since it was set does not match
+     * what it held before).
+     */
+    static boolean sameValue(Object kept, Object value) {
+        if (kept instanceof java.util.List<?> k) {
+            if (!(value instanceof java.util.List<?> v) || k.size() != v.size()) {
+                return false;
+            }
+            for (int i = 0, n = k.size(); i < n; i++) {
+                if (!sameScalar(k.get(i), v.get(i))) {
+                    return false;
+                }
+            }
+            return true;
+        }
+        return sameScalar(kept, value);
     }
 
     private final NameTable<Attribute> attributes = new NameTable<>(KEY_SLOTS, Attribute::new);

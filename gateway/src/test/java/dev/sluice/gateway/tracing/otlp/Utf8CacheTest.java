@@ -57,6 +57,31 @@ class Utf8CacheTest {
         assertThat(prompt.keyValue(9, T, "long")).as("too long to hold").isNull();
     }
 
+    /** A list is held as an immutable copy: equal contents match, a list changed since it was written does not. */
+    @Test
+    void aListMatchesElementForElementAndItsLaterChangesAreNotHeld() {
+        Utf8Cache c = new Utf8Cache();
+        AttributeType a = AttributeType.STRING_ARRAY;
+        Utf8Cache.Attribute reasons = c.attribute(AttributeKey.stringArrayKey("gen_ai.response.finish_reasons"));
+        java.util.List<String> set = new java.util.ArrayList<>(java.util.List.of("stop"));
+        byte[] stop = utf8("field of [stop]");
+        reasons.keep(9, a, set, stop, 0, stop.length);
+        assertThat(reasons.keyValue(9, a, java.util.List.of("stop"))).as("equal contents, another list").isEqualTo(stop);
+        assertThat(reasons.keyValue(9, a, set)).isEqualTo(stop);
+        set.set(0, "length"); // the list set changes after it was written
+        assertThat(reasons.keyValue(9, a, set)).as("its contents now are not what was held").isNull();
+        assertThat(reasons.keyValue(9, a, java.util.List.of("stop"))).as("what was held is still [stop]").isEqualTo(stop);
+        assertThat(reasons.keyValue(9, a, java.util.List.of("stop", "stop"))).isNull();
+        assertThat(reasons.keyValue(9, a, java.util.List.of())).isNull();
+        assertThat(reasons.keyValue(9, AttributeType.STRING, "stop")).isNull();
+        java.util.List<String> immutable = java.util.List.of("stop");
+        assertThat(Utf8Cache.kept(immutable)).as("an immutable list is its own copy").isSameAs(immutable);
+        assertThat(Utf8Cache.kept(java.util.Arrays.asList("stop", null))).as("a null element: never held").isNull();
+        assertThat(Utf8Cache.kept(java.util.List.of(new Object()))).isNull();
+        assertThat(Utf8Cache.sameValue(java.util.List.of(0.0), java.util.List.of(-0.0))).as("bit for bit").isFalse();
+        assertThat(Utf8Cache.sameValue(java.util.List.of(1L, 2L), java.util.List.of(1L, 2L))).isTrue();
+    }
+
     @Test
     void aValueThatChangesEveryTimeIsKeptOnlyNowAndThenAndASettledOneAgainAtOnce() {
         Utf8Cache c = new Utf8Cache();
