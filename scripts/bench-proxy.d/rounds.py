@@ -9,7 +9,9 @@ and of wrk (rusage) is read, so that CPU used by anything else during the run ("
 one core) is recorded with the result. Before each run, a quiet gate waits (up to --quiet-wait s)
 until foreign load is below --quiet-max % of a core: this machine may be shared. A run during which
 foreign load passed --max-foreign is run again (up to --retries times; the least disturbed attempt
-is kept and flagged "noisy" if it still passed).
+is kept and flagged "noisy" if it still passed). The same for the hypervisor's steal (/proc/stat): the
+gate also waits for it to be under --max-steal % of a core, and a run during which it passed that is run
+again and flagged alike.
 
 Writes one JSON line per run to runs.jsonl in --run-dir (raw wrk output in raw/) and prints a line
 per run.
@@ -105,8 +107,9 @@ def foreign_percent(before, after, extra_jiffies=0.0):
 
 QUIET_SPENT = [0.0]
 # The hypervisor's steal (/proc/stat), in % of one core, above which a run is noisy: on a shared host it took
-# 10 to 73 % of a core during runs of 2026-12-07, when the same gateway served a third of its quiet req/s
-# and consecutive runs of one process differed by 20 %; the quiet runs read 0 to 0.3 %.
+# 0.7 to 74 % of a core during the runs of one bench-proxy run on 2026-12-07 (23:01 UTC), when the same
+# gateway served a third of its quiet req/s; the quiet runs of that morning read 0 to 0.33 %. Low steal is
+# not proof of a quiet host (docs/benchmarks.md, "Tracing").
 STEAL_MAX = 5.0
 
 

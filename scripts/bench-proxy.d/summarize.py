@@ -41,6 +41,17 @@ def load(run):
     return runs, reject, floor, env
 
 
+def flag_noisy(runs, env):
+    """A run is noisy when rounds.py flagged it, or when its foreign CPU or steal is over the run's limits
+    (env.txt; the defaults for runs recorded before the steal limit): summarising an older run applies
+    today's rule."""
+    max_foreign = float(env.get("max_foreign_percent", "25").split()[0])
+    max_steal = float(env.get("max_steal_percent", "5"))
+    for r in runs:
+        r["noisy"] = bool(r.get("noisy")) or r.get("foreign_cpu_percent", 0.0) > max_foreign \
+            or r.get("steal_percent", 0.0) > max_steal
+
+
 def per_round(runs):
     """{(round, conns): {target: run}} plus derived figures on every run."""
     by = {}
@@ -98,11 +109,13 @@ def coordination(by):
         for (rnd, conns), group in sorted(by.items()):
             if off in group and on in group:
                 a, b = group[off], group[on]
+                d = group.get("direct", {})  # the added p50 of the tracing goals reads direct's too
                 per.setdefault(conns, []).append({
                     "round": rnd, "d_p50_us": b["p50_us"] - a["p50_us"], "d_p99_us": b["p99_us"] - a["p99_us"],
                     "rps_ratio": b["rps"] / a["rps"] if a["rps"] else None,
-                    "noisy": bool(a.get("noisy") or b.get("noisy")),
-                    "steal_percent_max": max(a.get("steal_percent", 0.0), b.get("steal_percent", 0.0)),
+                    "noisy": bool(a.get("noisy") or b.get("noisy") or d.get("noisy")),
+                    "steal_percent_max": max(x.get("steal_percent", 0.0) for x in (a, b, d)),
+                    "foreign_percent_max": max(x.get("foreign_cpu_percent", 0.0) for x in (a, b, d)),
                     "off_p50_us": a["p50_us"], "direct_p50_us": group["direct"]["p50_us"] if "direct" in group else None})
         for conns, rs in per.items():
             off_p50 = [r["off_p50_us"] for r in rs]
@@ -117,7 +130,8 @@ def coordination(by):
                 "rps_ratio": mean(r["rps_ratio"] for r in rs),
                 "rps_ratio_range": [min(r["rps_ratio"] for r in rs), max(r["rps_ratio"] for r in rs)],
                 "noise_p50_us": noise, "noisy_rounds": sum(1 for r in rs if r["noisy"]),
-                "steal_percent_max": max(r["steal_percent_max"] for r in rs), "per_round": rs}
+                "steal_percent_max": max(r["steal_percent_max"] for r in rs),
+                "foreign_percent_max": max(r["foreign_percent_max"] for r in rs), "per_round": rs}
     return out
 
 
@@ -207,7 +221,8 @@ def goals(agg, reject, coord=None):
                 for line in lines[first:]:
                     line["measured"] = line["result"]
                     line["result"] = "NOISY"
-                    line["detail"] += (f"; {c['noisy_rounds']} of {c['rounds']} rounds noisy (steal up to "
+                    line["detail"] += (f"; {c['noisy_rounds']} of {c['rounds']} rounds noisy (other processes up "
+                                       f"to {c['foreign_percent_max']:.0f} %, steal up to "
                                        f"{c['steal_percent_max']:.0f} % of a core): not a reading")
     for off, on in COORD_PAIRS:
         c = (coord or {}).get(1, {}).get(on)
@@ -258,6 +273,7 @@ def table(agg):
 def main():
     run = sys.argv[1]
     runs, reject, floor, env = load(run)
+    flag_noisy(runs, env)
     by = per_round(runs)
     agg = aggregate(by)
     coord = coordination(by)

@@ -115,8 +115,8 @@ class ValkeyArgumentsTest {
             Resp resp = connect(port, server, log);
             try (resp) {
                 // the first reply comes from the event loop, which starts after the server retitles
-                // itself (it listens, and the kernel accepts, before that: reading cmdline right after
-                // connect could see the old title)
+                // itself (redis 7.0 listens, and the kernel accepts, before that: reading cmdline right
+                // after connect could see the old title)
                 assertThat(resp.call("PING")).startsWith("-NOAUTH");
                 // what ps and /proc show of the running server: the script exec'd it, same pid
                 Path proc = Path.of("/proc", Long.toString(server.pid()));

@@ -45,9 +45,9 @@ class AttributeRunsTest {
             Double.longBitsToDouble(0x7ff8000000000001L), Double.longBitsToDouble(0xfff8000000000000L)};
 
     // a list set on many spans and changed between them: what was held of it must be what it was then
-    private static final List<String> SHARED = new ArrayList<>(List.of("stop"));
+    private final List<String> shared = new ArrayList<>(List.of("stop"));
 
-    private static Object value(AttributeKey<?> key, Random r) {
+    private Object value(AttributeKey<?> key, Random r) {
         boolean usual = r.nextInt(4) != 0;
         return switch (key.getType()) {
             case STRING -> usual ? "llama-3-8b" : r.nextBoolean() ? "v" + r.nextInt(3) : "prompt é – 東京";
@@ -56,7 +56,7 @@ class AttributeRunsTest {
             case DOUBLE -> DOUBLES[usual ? 0 : r.nextInt(DOUBLES.length)];
             case STRING_ARRAY -> usual ? List.of("stop") : switch (r.nextInt(3)) {
                 case 0 -> new ArrayList<>(List.of("length", "stop"));
-                case 1 -> SHARED;
+                case 1 -> shared;
                 default -> List.of("stop", "stop");
             };
             default -> throw new IllegalArgumentException(key.toString());
@@ -81,12 +81,12 @@ class AttributeRunsTest {
             byte[] fresh = appended(new TraceRequestEncoder(64), s);
             assertThat(mine).as("span %d", i).isEqualTo(fresh);
             if (r.nextInt(3) == 0) { // the shared list changes after it was written
-                if (SHARED.size() < 3 && r.nextBoolean()) {
-                    SHARED.add(r.nextBoolean() ? "length" : "stop");
-                } else if (SHARED.size() > 1) {
-                    SHARED.remove(0);
+                if (shared.size() < 3 && r.nextBoolean()) {
+                    shared.add(r.nextBoolean() ? "length" : "stop");
+                } else if (shared.size() > 1) {
+                    shared.remove(0);
                 } else {
-                    SHARED.set(0, SHARED.get(0).equals("stop") ? "length" : "stop");
+                    shared.set(0, shared.get(0).equals("stop") ? "length" : "stop");
                 }
             }
         }

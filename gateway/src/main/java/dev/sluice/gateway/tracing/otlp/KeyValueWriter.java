@@ -7,8 +7,8 @@ import java.util.List;
 /**
  * An attribute as OTLP's {@code KeyValue} (common/v1/common.proto): its key, and its value as an
  * {@code AnyValue} of the attribute's type, written into the encoder's {@link ProtoWriter}; the
- * UTF-8 of keys comes from the encoder's {@link Utf8Cache}, and an attribute whose scalar value is
- * the one it had last time is the cache's copy of its last field.
+ * UTF-8 of keys comes from the encoder's {@link Utf8Cache}, and an attribute whose value (a scalar,
+ * or a list of them) writes what it wrote last time is the cache's copy of its last field.
  * Not thread-safe: one per {@link TraceRequestEncoder}.
  */
 final class KeyValueWriter {
@@ -53,9 +53,9 @@ final class KeyValueWriter {
 
     private void array(List<?> values) {
         int a = out.begin(ANY_ARRAY);
-        for (int i = 0, n = values.size(); i < n; i++) { // the lists set are random access (List.copyOf)
+        for (Object o : values) {
             int e = out.begin(ARRAY_VALUES);
-            scalar(values.get(i));
+            scalar(o);
             out.end(e);
         }
         out.end(a);

@@ -49,14 +49,13 @@ final class Utf8Cache {
          * {@code value}: always after a hit or a first change, then every 16th change in a row.
          */
         void keep(int field, AttributeType type, Object value, byte[] bytes, int from, int to) {
-            Object kept = kept(value);
-            if (kept == null) { // a kind of value that never matches: nothing to hold
+            if (!keepable(value)) { // a kind of value that never matches: nothing to hold
                 return;
             }
             int c = changes;
             changes = c + 1 == Integer.MAX_VALUE ? 16 : c + 1;
             if ((c < 2 || (c & 15) == 0) && to - from <= MAX_KEPT_FIELD) {
-                lastValue = kept;
+                lastValue = kept(value);
                 lastType = type;
                 lastField = field;
                 lastKeyValue = java.util.Arrays.copyOfRange(bytes, from, to);
@@ -92,16 +91,24 @@ final class Utf8Cache {
      * anything else, which then never matches.
      */
     static Object kept(Object value) {
+        if (!keepable(value)) {
+            return null;
+        }
+        return value instanceof java.util.List<?> list ? java.util.List.copyOf(list) : value;
+    }
+
+    /** Whether {@link #kept} holds something of {@code value} (a scalar, or a list of them). */
+    private static boolean keepable(Object value) {
         if (value instanceof java.util.List<?> list) {
             for (int i = 0, n = list.size(); i < n; i++) {
                 Object e = list.get(i);
                 if (!sameScalar(e, e)) {
-                    return null;
+                    return false;
                 }
             }
-            return java.util.List.copyOf(list);
+            return true;
         }
-        return sameScalar(value, value) ? value : null;
+        return sameScalar(value, value);
     }
 
     /**
@@ -111,6 +118,9 @@ final class Utf8Cache {
      * what it held before).
      */
     static boolean sameValue(Object kept, Object value) {
+        if (kept == value) { // what kept() returns cannot change: the same object writes the same bytes, and
+            return kept != null; // neither is read (a constant, last read a request ago, is a cache miss)
+        }
         if (kept instanceof java.util.List<?> k) {
             if (!(value instanceof java.util.List<?> v) || k.size() != v.size()) {
                 return false;
