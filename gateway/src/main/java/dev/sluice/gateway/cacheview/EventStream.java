@@ -153,6 +153,20 @@ final class EventStream {
     }
 
     /**
+     * Lets go of this stream's sockets without closing them (their context is stuck and is closed as a
+     * whole elsewhere) and makes it due to be opened again now; whether it had sockets.
+     */
+    boolean abandon(long nowNanos) {
+        boolean open = socket != null;
+        socket = null;
+        monitor = null;
+        moveTo(State.CLOSED);
+        reopenAtNanos = 0;
+        retryAtNanos = nowNanos;
+        return open;
+    }
+
+    /**
      * Whether this stream should be opened again: its worker was sent work that should store
      * blocks more than {@code afterNanos} ago and this stream has said nothing since, nor since it
      * was (re)opened {@code afterNanos} ago.

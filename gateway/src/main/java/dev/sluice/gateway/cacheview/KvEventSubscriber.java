@@ -116,13 +116,24 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     private void run() {
-        try (ZContext ctx = new ZContext(1)) {
+        ZContext ctx = new ZContext(1);
+        try {
             List<EventStream> streams = new ArrayList<>();
             List<EventStream> polled = new ArrayList<>();
             ZMQ.Poller poller = null;
+            ContextProbe probe = ContextProbe.openOrNone(ctx);
             boolean dirty = true;
             while (running && !Thread.currentThread().isInterrupted()) {
                 try {
+                    if (probe != null && probe.stuck(System.nanoTime())) {
+                        if (poller != null) {
+                            poller.close();
+                            poller = null;
+                        }
+                        ctx = ContextProbe.replace(ctx, streams);
+                        probe = ContextProbe.openOrNone(ctx);
+                        dirty = true;
+                    }
                     Map<Worker, List<String>> next = wanted.getAndSet(null);
                     if (next != null) {
                         reconcile(ctx, streams, next);
@@ -161,8 +172,10 @@ public final class KvEventSubscriber implements AutoCloseable {
             }
         } finally {
             resolver.shutdownNow();
+            ctx.close();
         }
     }
+
 
     private boolean readPolled(ZContext ctx, ZMQ.Poller poller, List<EventStream> polled) {
         boolean dirty = false;

@@ -227,6 +227,63 @@ class KvEventSubscriberTest {
         }
     }
 
+    /**
+     * The subscriber's ZMQ context loses its I/O thread (killed here as an exception kills it,
+     * https://github.com/zeromq/jeromq/issues/328): the stream, up, goes silent with no event at all; the
+     * context's liveness probe finds it within its deadline, a new context takes over, and events flow again.
+     */
+    @Test
+    @SuppressWarnings({"deprecation", "removal"}) // Thread.stop: the thread dies of an exception it did not expect
+    void aContextWhoseIoThreadDiedIsReplacedAndTheEventsFlowAgain() throws Exception {
+        Worker w = worker(5);
+        try (ZContext ctx = new ZContext()) {
+            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
+            pub.bind("tcp://127.0.0.1:*");
+            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
+            java.util.Set<Thread> before = ioThreads();
+            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
+                    Duration.ofSeconds(30).toNanos(), STALE_AFTER)) {
+                WorkerBlocks blocks = view.of(w).orElseThrow();
+                sub.start();
+                long[] seq = {0};
+                awaitHeard(pub, seq, blocks);
+                java.util.Set<Thread> mine = ioThreads();
+                mine.removeAll(before);
+                assertThat(mine).as("the subscriber's context's I/O thread").hasSize(1);
+                Thread io = mine.iterator().next();
+                io.stop(); // delivered when the thread is back from its selector: traffic wakes it
+                for (long end = System.nanoTime() + 5_000_000_000L; io.isAlive() && System.nanoTime() < end; ) {
+                    send(pub, seq[0]++, CLEARED);
+                    io.join(100);
+                }
+                assertThat(io.isAlive()).as("the I/O thread died").isFalse();
+                Thread.sleep(300); // what the thread delivered before it died is read
+                long heard = blocks.events();
+                for (int i = 0; i < 20; i++) { // 2 s of events that no longer arrive: the failure, reproduced
+                    send(pub, seq[0]++, CLEARED);
+                    Thread.sleep(100); // the publisher's pace, not a synchronisation
+                }
+                assertThat(blocks.events()).as("nothing arrives through a dead I/O thread").isEqualTo(heard);
+                assertThat(blocks.up(0)).as("and nothing said the stream went down").isTrue();
+                assertThat(Poll.eventually(Duration.ofSeconds(30), () -> {
+                    send(pub, seq[0]++, CLEARED);
+                    return blocks.events() > heard;
+                })).as("events again, on a new context").isTrue();
+                assertThat(blocks.resubscribes()).as("counted as the stream opened again").isEqualTo(1);
+            }
+        }
+    }
+
+    private static java.util.Set<Thread> ioThreads() {
+        java.util.Set<Thread> out = new java.util.HashSet<>();
+        for (Thread t : Thread.getAllStackTraces().keySet()) {
+            if (t.getName().startsWith("iothread-") && t.isAlive()) {
+                out.add(t);
+            }
+        }
+        return out;
+    }
+
     /** Sends clears, numbered on, until the subscriber hears one (PUB drops all before the subscription). */
     static void awaitHeard(ZMQ.Socket pub, long[] seq, WorkerBlocks blocks) throws Exception {
         assertThat(Poll.eventually(Duration.ofSeconds(30), () -> {
