@@ -122,16 +122,26 @@ public final class KvEventSubscriber implements AutoCloseable {
             List<EventStream> polled = new ArrayList<>();
             ZMQ.Poller poller = null;
             ContextProbe probe = ContextProbe.openOrNone(ctx);
+            int replacements = 0;
             boolean dirty = true;
             while (running && !Thread.currentThread().isInterrupted()) {
                 try {
-                    if (probe != null && probe.stuck(System.nanoTime())) {
+                    boolean stuck;
+                    try {
+                        stuck = probe != null && probe.stuck(System.nanoTime());
+                    } catch (RuntimeException e) { // the probe's failure is not the streams': it alone is dropped
+                        log.warn("kv events: the ZMQ context's liveness probe failed and is dropped error={}",
+                                e.toString());
+                        probe = null;
+                        stuck = false;
+                    }
+                    if (stuck) {
                         if (poller != null) {
                             poller.close();
                             poller = null;
                         }
                         ctx = ContextProbe.replace(ctx, streams);
-                        probe = ContextProbe.openOrNone(ctx);
+                        probe = ++replacements < ContextProbe.MAX_REPLACEMENTS ? ContextProbe.openOrNone(ctx) : null;
                         dirty = true;
                     }
                     Map<Worker, List<String>> next = wanted.getAndSet(null);

@@ -79,7 +79,8 @@ public final class CacheViewMetrics {
                 .tag("worker", w.name()).register(registry));
         m.add(FunctionCounter.builder("sluice_kv_events_resubscribes", b, WorkerBlocks::resubscribes)
                 .description("Event streams of the worker closed and opened again because they stayed silent while "
-                        + "the worker was sent work that should have stored blocks")
+                        + "the worker was sent work that should have stored blocks, or because the subscriber's ZMQ "
+                        + "context moved no data (its liveness probe late: every stream opened on a new context)")
                 .tag("worker", w.name()).register(registry));
         m.add(Gauge.builder("sluice_kv_index_blocks", b, WorkerBlocks::size)
                 .description("Blocks the worker's KV cache holds, as its events told, summed over its DP ranks (each rank "

@@ -228,13 +228,15 @@ class KvEventSubscriberTest {
     }
 
     /**
-     * The subscriber's ZMQ context loses its I/O thread (killed here as an exception kills it,
-     * https://github.com/zeromq/jeromq/issues/328): the stream, up, goes silent with no event at all; the
-     * context's liveness probe finds it within its deadline, a new context takes over, and events flow again.
+     * The subscriber's ZMQ context loses its I/O thread (killed here with an Error thrown into it, as an
+     * OutOfMemoryError would: JeroMQ 0.6.0's poller catches RuntimeExceptions, not Errors): the stream, up,
+     * goes silent with no event at all; the context's liveness probe finds it within its deadline, a new
+     * context takes over, and events flow again. Thread.stop is gone from JDK 20 on: skipped there.
      */
     @Test
-    @SuppressWarnings({"deprecation", "removal"}) // Thread.stop: the thread dies of an exception it did not expect
+    @SuppressWarnings({"deprecation", "removal"}) // Thread.stop: an Error the thread did not expect
     void aContextWhoseIoThreadDiedIsReplacedAndTheEventsFlowAgain() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.version().feature() < 20, "Thread.stop needs JDK < 20");
         Worker w = worker(5);
         try (ZContext ctx = new ZContext()) {
             ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
