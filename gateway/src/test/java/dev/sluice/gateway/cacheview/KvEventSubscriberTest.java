@@ -62,11 +62,9 @@ class KvEventSubscriberTest {
     void batchesGapsAndRestarts() throws Exception {
         Worker w = worker(1);
         try (ZContext ctx = new ZContext()) {
-            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
-            pub.bind("tcp://127.0.0.1:*");
-            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
-            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
-                    Duration.ofSeconds(30).toNanos(), STALE_AFTER)) {
+            ZMQ.Socket pub = publisher(ctx);
+            CacheView view = view();
+            try (KvEventSubscriber sub = subscriber(view, w, pub)) {
                 WorkerBlocks blocks = view.of(w).orElseThrow();
                 sub.start();
                 long[] seq = {0};
@@ -173,11 +171,9 @@ class KvEventSubscriberTest {
     void hostileFramesAreCountedAndSkippedAndTheEventsAfterThemApplied() throws Exception {
         Worker w = worker(3);
         try (ZContext ctx = new ZContext()) {
-            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
-            pub.bind("tcp://127.0.0.1:*");
-            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
-            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
-                    Duration.ofSeconds(30).toNanos(), STALE_AFTER)) {
+            ZMQ.Socket pub = publisher(ctx);
+            CacheView view = view();
+            try (KvEventSubscriber sub = subscriber(view, w, pub)) {
                 WorkerBlocks blocks = view.of(w).orElseThrow();
                 sub.start();
                 long[] seq = {0};
@@ -204,9 +200,8 @@ class KvEventSubscriberTest {
     void aFrameOverTheMaximumSizeIsDroppedAndTheStreamComesBack() throws Exception {
         Worker w = worker(4);
         try (ZContext ctx = new ZContext()) {
-            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
-            pub.bind("tcp://127.0.0.1:*");
-            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
+            ZMQ.Socket pub = publisher(ctx);
+            CacheView view = view();
             try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
                     Duration.ofSeconds(30).toNanos(), STALE_AFTER, 64 << 10)) {
                 WorkerBlocks blocks = view.of(w).orElseThrow();
@@ -239,12 +234,10 @@ class KvEventSubscriberTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(Runtime.version().feature() < 20, "Thread.stop needs JDK < 20");
         Worker w = worker(5);
         try (ZContext ctx = new ZContext()) {
-            ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
-            pub.bind("tcp://127.0.0.1:*");
-            CacheView view = new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
+            ZMQ.Socket pub = publisher(ctx);
+            CacheView view = view();
             java.util.Set<Thread> before = ioThreads();
-            try (KvEventSubscriber sub = new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
-                    Duration.ofSeconds(30).toNanos(), STALE_AFTER)) {
+            try (KvEventSubscriber sub = subscriber(view, w, pub)) {
                 WorkerBlocks blocks = view.of(w).orElseThrow();
                 sub.start();
                 long[] seq = {0};
@@ -284,6 +277,23 @@ class KvEventSubscriberTest {
             }
         }
         return out;
+    }
+
+    /** A PUB socket bound on a free loopback port. */
+    static ZMQ.Socket publisher(ZContext ctx) {
+        ZMQ.Socket pub = ctx.createSocket(SocketType.PUB);
+        pub.bind("tcp://127.0.0.1:*");
+        return pub;
+    }
+
+    /** A subscriber of {@code w}'s one stream, published by {@code pub}; resubscribe_after 30 s. */
+    static KvEventSubscriber subscriber(CacheView view, Worker w, ZMQ.Socket pub) {
+        return new KvEventSubscriber(view, Map.of(w, List.of(pub.getLastEndpoint())), "",
+                Duration.ofSeconds(30).toNanos(), STALE_AFTER);
+    }
+
+    static CacheView view() {
+        return new CacheView(List.of(), 1_000, STALE_AFTER, System::nanoTime);
     }
 
     /** Sends clears, numbered on, until the subscriber hears one (PUB drops all before the subscription). */
