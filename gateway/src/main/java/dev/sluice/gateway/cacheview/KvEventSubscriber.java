@@ -116,34 +116,22 @@ public final class KvEventSubscriber implements AutoCloseable {
     }
 
     private void run() {
-        ZContext ctx = new ZContext(1);
+        WatchedContext watched = new WatchedContext();
         try {
             List<EventStream> streams = new ArrayList<>();
             List<EventStream> polled = new ArrayList<>();
             ZMQ.Poller poller = null;
-            ContextProbe probe = ContextProbe.openOrNone(ctx);
-            int replacements = 0;
             boolean dirty = true;
             while (running && !Thread.currentThread().isInterrupted()) {
                 try {
-                    boolean stuck;
-                    try {
-                        stuck = probe != null && probe.stuck(System.nanoTime());
-                    } catch (RuntimeException e) { // the probe's failure is not the streams': it alone is dropped
-                        log.warn("kv events: the ZMQ context's liveness probe failed and is dropped error={}",
-                                e.toString());
-                        probe = null;
-                        stuck = false;
-                    }
-                    if (stuck) {
+                    if (watched.renewIfStuck(streams)) {
                         if (poller != null) {
                             poller.close();
                             poller = null;
                         }
-                        ctx = ContextProbe.replace(ctx, streams);
-                        probe = ++replacements < ContextProbe.MAX_REPLACEMENTS ? ContextProbe.openOrNone(ctx) : null;
                         dirty = true;
                     }
+                    ZContext ctx = watched.context();
                     Map<Worker, List<String>> next = wanted.getAndSet(null);
                     if (next != null) {
                         reconcile(ctx, streams, next);
@@ -174,7 +162,7 @@ public final class KvEventSubscriber implements AutoCloseable {
                 poller.close();
             }
             for (EventStream s : streams) {
-                s.close(ctx);
+                s.close(watched.context());
             }
         } catch (RuntimeException e) {
             if (running) {
@@ -182,10 +170,9 @@ public final class KvEventSubscriber implements AutoCloseable {
             }
         } finally {
             resolver.shutdownNow();
-            ctx.close();
+            watched.close();
         }
     }
-
 
     private boolean readPolled(ZContext ctx, ZMQ.Poller poller, List<EventStream> polled) {
         boolean dirty = false;
